@@ -1,0 +1,63 @@
+// warden/client.h — the entry point: a connection to one lock backend.
+//
+//   auto client = warden::Client::open("mem://");               // or redis://, etcd://, ...
+//   warden::Lock lock = client.lock("billing", "invoice-7");
+//   if (auto lease = lock.acquire(warden::Mode::exclusive, warden::Wait::up_to(2s))) {
+//     storage.write(data, lease.token());                        // fenced write
+//   }
+//
+// URIs (see docs/engines): mem://[NAME] — the in-process lock table; every Client that
+// opens the same NAME in one process shares one table ("mem://" is NAME "default").
+//
+// A Client is a cheap, copyable handle; copies share one engine connection, one
+// watchdog, one reentrancy table and one metrics registry. It is thread-safe. The
+// watchdog thread stops when the last handle, Lock and Lease of the client is gone.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "warden/lock.h"
+#include "warden/options.h"
+#include "warden/sequencer.h"
+#include "warden/types.h"
+
+namespace warden {
+
+class Client {
+ public:
+  // Opens an engine by URI. Throws Error(invalid_argument) for a malformed URI, an
+  // unknown scheme or invalid options; unavailable / permission_denied if the
+  // backend cannot be reached or refuses us.
+  static Client open(std::string_view uri, ClientOptions options = {});
+
+  // The lock (group, name) with the client's default options, or with `options`.
+  // group: [A-Za-z0-9._-]{1,64}; name: 1..512 bytes, no NUL. Throws
+  // Error(invalid_argument) for anything else, or for invalid options, before any I/O;
+  // Error(unsupported) for options the engine cannot honour.
+  Lock lock(std::string_view group, std::string_view name) const;
+  Lock lock(std::string_view group, std::string_view name, LockOptions options) const;
+  Locks locks(std::string_view group) const;
+  Locks locks(std::string_view group, LockOptions options) const;
+
+  // Chubby's CheckSequencer: true iff the grant the sequencer names is still held on
+  // the backend. Throws Error(invalid_argument) for a malformed sequencer,
+  // unsupported if the engine cannot check, unavailable if it cannot be asked.
+  bool check(const Sequencer& sequencer) const;
+  bool check(std::string_view sequencer) const;
+
+  Capabilities capabilities() const;
+  const std::string& uri() const;
+
+  // The client's metrics in the Prometheus text exposition format (version 0.0.4):
+  // per group, counters of acquire attempts / grants / timeouts / errors / releases /
+  // losses / renewals, and histograms of wait and hold time in seconds.
+  std::string metrics_text() const;
+
+ private:
+  explicit Client(std::shared_ptr<detail::ClientState> state);
+  std::shared_ptr<detail::ClientState> state_;
+};
+
+}  // namespace warden

@@ -1,0 +1,50 @@
+// warden/options.h — option structs. Plain data with documented defaults.
+#pragma once
+
+#include <chrono>
+
+namespace warden {
+
+using std::chrono::milliseconds;
+
+// How a client spaces repeated attempts where an engine polls (e.g. Redis waiters
+// between pub/sub wake-ups) and how it backs off after transient errors.
+struct RetryPolicy {
+  enum class Kind { constant, exponential };
+  Kind kind = Kind::exponential;
+  milliseconds initial{10};  // first delay
+  milliseconds max{500};     // exponential growth stops here
+  double multiplier = 2.0;   // exponential growth factor (>= 1)
+  double jitter = 0.2;       // each delay is scaled by a random factor in [1-j, 1+j]; 0..1
+};
+
+// Per-lock options. A Lock takes them from Client::lock(); unspecified locks use
+// ClientOptions::lock_defaults.
+struct LockOptions {
+  // Lease length of every grant. The backend frees the lock this long after the last
+  // successful renewal. Valid range: 10 ms .. 7 days.
+  milliseconds ttl{30'000};
+  // true: FIFO (consecutive shared requests at the head are granted together; a shared
+  // request queues behind a waiting exclusive one). false: any request compatible with
+  // the current holders is granted at once.
+  bool fair = true;
+  // Chubby's lock-delay: after a lease *expires* (rather than being released), nobody is
+  // granted the lock for this long. 0 = off. Valid range: 0 .. 1 hour.
+  milliseconds lock_delay{0};
+};
+
+struct ClientOptions {
+  LockOptions lock_defaults;
+  // The watchdog renews every held lease this often. 0 = ttl/3 of each lease.
+  // Must be below the TTL of every lease it renews.
+  milliseconds renew_interval{0};
+  // false: leases are never renewed; each grant is held for at most its TTL, and its
+  // lost signal fires when the TTL runs out on the client's clock.
+  bool watchdog = true;
+  // Limit for one backend call (a renewal, a release, one step of an acquire).
+  milliseconds op_timeout{5'000};
+  // Polling and back-off (see RetryPolicy).
+  RetryPolicy retry;
+};
+
+}  // namespace warden

@@ -1,0 +1,63 @@
+// warden/types.h — small value types shared by the whole public API.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+namespace warden {
+
+// Leases, waits and the watchdog run on the monotonic clock; the wall clock is never
+// used for anything that decides whether a lock is held.
+using Clock = std::chrono::steady_clock;
+
+enum class Mode : std::uint8_t {
+  exclusive,  // write: one holder
+  shared,     // read: any number of holders, none exclusive
+};
+
+// "exclusive" / "shared".
+std::string_view to_string(Mode mode) noexcept;
+
+// How long an acquire may wait for the lock.
+//
+//   Wait::none()        try once; never queue
+//   Wait::up_to(d)      wait at most d (d <= 0 is the same as none())
+//   Wait::until(t)      wait until t (a time in the past is the same as none())
+//   Wait::forever()     wait until granted or cancelled
+class Wait {
+ public:
+  static Wait none() noexcept { return Wait(Clock::time_point::min()); }
+  static Wait forever() noexcept { return Wait(Clock::time_point::max()); }
+  static Wait until(Clock::time_point deadline) noexcept { return Wait(deadline); }
+  template <class Rep, class Period>
+  static Wait up_to(std::chrono::duration<Rep, Period> d) noexcept {
+    if (d <= d.zero()) return none();
+    auto now = Clock::now();
+    auto cap = Clock::time_point::max() - now;
+    auto step = std::chrono::duration_cast<Clock::duration>(d);
+    return Wait(step >= cap ? Clock::time_point::max() : now + step);
+  }
+
+  // The point after which the acquire gives up; min() for none(), max() for forever().
+  Clock::time_point deadline() const noexcept { return deadline_; }
+  bool is_forever() const noexcept { return deadline_ == Clock::time_point::max(); }
+
+ private:
+  explicit Wait(Clock::time_point deadline) noexcept : deadline_(deadline) {}
+  Clock::time_point deadline_;
+};
+
+// What an engine can do. Asking for something it cannot do fails with
+// Errc::unsupported before any I/O; nothing is emulated unsafely.
+struct Capabilities {
+  bool shared = false;          // Mode::shared
+  bool fair = false;            // FIFO queueing (LockOptions::fair = true)
+  bool non_fair = false;        // barging (LockOptions::fair = false)
+  bool lock_delay = false;      // LockOptions::lock_delay > 0
+  bool fencing = true;          // tokens strictly increase per lock
+  bool durable_tokens = false;  // ...also across a backend restart
+  bool check = true;            // Client::check(sequencer)
+};
+
+}  // namespace warden

@@ -1,0 +1,21 @@
+// warden/warden.h — the whole public API of warden, a distributed-lock library.
+//
+//   client.h      Client::open(uri): one backend connection, watchdog and metrics
+//   lock.h        Lock (std Lockable) and Locks (a family of names in one group)
+//   lease.h       Lease: move-only RAII grant with fencing token and lost signal
+//   sequencer.h   "group/name:mode:token" proofs of a grant
+//   fence_gate.h  resource-side check that rejects stale writers
+//   options.h     ClientOptions, LockOptions, RetryPolicy
+//   error.h       Error and Errc, with retry advice
+//   types.h       Mode, Wait, Capabilities
+#pragma once
+
+#include "warden/client.h"
+#include "warden/error.h"
+#include "warden/fence_gate.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+#include "warden/options.h"
+#include "warden/sequencer.h"
+#include "warden/types.h"
+#include "warden/version.h"

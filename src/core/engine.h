@@ -1,0 +1,106 @@
+// core/engine.h — the internal interface every backend implements.
+//
+// Engines are thin adapters over a backend's protocol. They never see reentrancy,
+// the watchdog or metrics: the core calls acquire once per backend grant, renews
+// grants in batches, releases each grant once (retrying on failure) and asks check.
+// Every engine translates its backend's errors into warden::Error in one place.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "warden/error.h"
+#include "warden/options.h"
+#include "warden/sequencer.h"
+#include "warden/types.h"
+
+namespace warden::core {
+
+// A validated lock identity.
+struct LockKey {
+  std::string group;
+  std::string name;
+  // "group/name": unambiguous because a group cannot hold '/'.
+  std::string joined() const { return group + '/' + name; }
+  friend bool operator==(const LockKey&, const LockKey&) = default;
+};
+
+// One grant held on the backend.
+struct GrantRef {
+  LockKey key;
+  Mode mode = Mode::exclusive;
+  std::uint64_t token = 0;
+  std::chrono::milliseconds ttl{0};  // lease length to renew for
+  std::string owner;                 // engine-defined identity of the grant (may be empty)
+};
+
+struct AcquireRequest {
+  LockKey key;
+  Mode mode = Mode::exclusive;
+  LockOptions options;                       // validated against capabilities()
+  Clock::time_point deadline;                // min(): try once; max(): forever
+  std::stop_token stop;                      // cancels a wait
+};
+
+struct Granted {
+  GrantRef grant;
+  // Conservative local expiry: no later than the moment the backend could hand the
+  // lock to someone else, on this process's monotonic clock (e.g. the send time of
+  // the request that created or last renewed the grant, plus its TTL).
+  Clock::time_point expires;
+};
+
+// Per grant, the result of a renewal in a batch.
+struct Renewed {
+  // The new conservative local expiry; nullopt when the backend says it no longer
+  // holds the grant (the lease is lost).
+  std::optional<Clock::time_point> expires;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual Capabilities capabilities() const = 0;
+
+  // Acquires one grant. Blocks until granted, until request.deadline passes, or until
+  // request.stop is requested. Returns nullopt for a timed-out or cancelled wait, which
+  // leaves no trace on the backend. Throws Error (unavailable, deadline_exceeded,
+  // permission_denied, resource_exhausted, ...).
+  virtual std::optional<Granted> acquire(const AcquireRequest& request) = 0;
+
+  // Renews every grant for its ttl; one result per grant, in order. Throws Error when
+  // the batch as a whole could not be sent or answered (the core keeps the old expiries
+  // and retries next round).
+  virtual std::vector<Renewed> renew(std::span<const GrantRef> grants) = 0;
+
+  // Releases one grant. Idempotent: a grant the backend no longer holds counts as
+  // released. Throws Error (unavailable, deadline_exceeded) if not confirmed.
+  virtual void release(const GrantRef& grant) = 0;
+
+  // true iff the backend still holds the grant `sequencer` names.
+  virtual bool check(const Sequencer& sequencer) = 0;
+
+  // Engines that learn of lost grants asynchronously (a session expired) report them
+  // through this sink; the core then fires the lost signal at once. Set once, before
+  // the first acquire; may be called from any engine thread.
+  using LossSink = std::function<void(const GrantRef&)>;
+  void set_loss_sink(LossSink sink) { loss_sink_ = std::move(sink); }
+
+ protected:
+  void report_lost(const GrantRef& grant) const {
+    if (loss_sink_) loss_sink_(grant);
+  }
+
+ private:
+  LossSink loss_sink_;
+};
+
+}  // namespace warden::core

@@ -1,0 +1,35 @@
+// core/uri.h — parsing of engine URIs:
+//   scheme://[user[:password]@]host[:port][,host[:port]...][/path][?key=value&...]
+// Percent-escapes (%XX) are decoded in user, password, path and query values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace warden::core {
+
+struct HostPort {
+  std::string host;
+  std::optional<std::uint16_t> port;
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+struct Uri {
+  std::string scheme;  // lower case
+  std::optional<std::string> user;
+  std::optional<std::string> password;
+  std::vector<HostPort> hosts;  // may be empty ("mem://")
+  std::string path;             // without the leading '/'; may be empty
+  std::map<std::string, std::string> query;
+
+  // Throws Error(invalid_argument) naming what is wrong.
+  static Uri parse(std::string_view text);
+  // The URI without its password, for logs and error messages.
+  std::string redacted() const;
+};
+
+}  // namespace warden::core

@@ -1,0 +1,24 @@
+// engines/mem/mem_engine.h — mem://[NAME]: the LockTable inside this process.
+//
+// Every engine opened with the same NAME in one process shares one table (mem:// is
+// NAME "default"); the table lives while any engine on it does. Waits block on a
+// condition variable; waiting threads drive the table's clock, so no thread of its
+// own is needed.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "core/engine.h"
+#include "core/uri.h"
+#include "warden/options.h"
+
+namespace warden::engines::mem {
+
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+// Test hook: makes table NAME forget every grant of `key` ("group/name") as if its
+// leases had ended, without telling the holders. false if no such table is open.
+bool drop_grants(std::string_view table_name, std::string_view key);
+
+}  // namespace warden::engines::mem

@@ -1,0 +1,176 @@
+// table/lock_table.h — warden's lock state machine.
+//
+// LockTable is pure: single-threaded, no I/O, no clock. Every call that can change
+// state takes `now`; whatever the change caused for *other* requests (a waiter granted,
+// a lease expired, a wait timed out) is queued as an Event and handed back by
+// take_events(). The mem:// engine and wardend are shells around it; the conformance
+// suite is checked against it.
+//
+// Rules (docs/contract.md has them as a state table):
+//   - exclusive grants exclude everything; shared grants exclude only exclusive ones;
+//   - fair requests queue FIFO behind any waiter; when the head can be granted, so is
+//     the run of shared waiters right behind a shared head; a shared request queues
+//     behind a waiting exclusive one (no writer starvation);
+//   - non-fair requests are granted at once when compatible with the current holders
+//     (and no lock-delay is running), whatever is queued;
+//   - each grant has its own lease (expires = grant time + ttl), renewable by token;
+//   - a lease that expires (rather than being released) blocks the key for that
+//     grant's lock_delay;
+//   - every grant draws a token from one TokenSource shared by all keys, so tokens of
+//     one key strictly increase (shared grants included);
+//   - waiters have deadlines and can be cancelled; a key with no holders, waiters or
+//     running lock-delay is forgotten (nothing leaks).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "warden/types.h"
+
+namespace warden::table {
+
+using Time = Clock::time_point;
+using std::chrono::milliseconds;
+
+// Identifies one request: a waiter while it waits, the same id once granted.
+using RequestId = std::uint64_t;
+
+// Where tokens come from. The default counts up in memory from 1; wardend's persists
+// reservations so that tokens never go backwards across a crash.
+class TokenSource {
+ public:
+  virtual ~TokenSource() = default;
+  // A token larger than every token returned before.
+  virtual std::uint64_t next() = 0;
+};
+
+class CountingTokenSource final : public TokenSource {
+ public:
+  explicit CountingTokenSource(std::uint64_t last = 0) : last_(last) {}
+  std::uint64_t next() override { return ++last_; }
+  std::uint64_t last() const { return last_; }
+
+ private:
+  std::uint64_t last_;
+};
+
+struct Request {
+  std::string key;              // opaque; the core uses "group/name"
+  Mode mode = Mode::exclusive;
+  milliseconds ttl{30'000};     // lease length, > 0
+  milliseconds lock_delay{0};   // applied if this grant's lease expires
+  bool fair = true;
+  Time deadline = Time::max();  // wait limit; <= now: try once, never queue
+  std::uint64_t session = 0;    // caller's tag (e.g. a connection); echoed in events
+};
+
+struct Grant {
+  RequestId id = 0;
+  std::string key;
+  Mode mode = Mode::exclusive;
+  std::uint64_t token = 0;
+  Time expires;
+  std::uint64_t session = 0;
+};
+
+struct Event {
+  enum class Kind {
+    granted,    // a queued request was granted: `grant` is filled in
+    timed_out,  // a queued request's deadline passed; it is gone
+    expired,    // a held lease expired (not released): `grant` is the old grant
+  };
+  Kind kind;
+  Grant grant;  // for timed_out: id, key, mode and session only
+};
+
+enum class AcquireStatus {
+  granted,  // result.grant holds the grant
+  queued,   // waiting as result.id; a later `granted` or `timed_out` event follows,
+            // unless cancel(result.id) removes it first
+  busy,     // not grantable now and the request may not wait (deadline <= now)
+};
+
+struct AcquireResult {
+  AcquireStatus status;
+  RequestId id = 0;
+  Grant grant;  // when status == granted
+};
+
+struct HolderInfo {
+  RequestId id;
+  Mode mode;
+  std::uint64_t token;
+  Time expires;
+  std::uint64_t session;
+};
+
+struct WaiterInfo {
+  RequestId id;
+  Mode mode;
+  Time deadline;
+  std::uint64_t session;
+};
+
+struct KeyInfo {
+  std::vector<HolderInfo> holders;  // in grant order
+  std::vector<WaiterInfo> waiters;  // in queue order
+  std::optional<Time> delayed_until;  // a running lock-delay
+};
+
+struct TableStats {
+  std::size_t keys = 0;
+  std::size_t holders = 0;
+  std::size_t waiters = 0;
+};
+
+class LockTable {
+ public:
+  // `tokens` must outlive the table; nullptr = an internal CountingTokenSource.
+  explicit LockTable(TokenSource* tokens = nullptr);
+  ~LockTable();
+  LockTable(const LockTable&) = delete;
+  LockTable& operator=(const LockTable&) = delete;
+
+  // Every mutating call first applies advance(now). `now` must not go backwards
+  // across calls (a smaller `now` is treated as the largest seen so far).
+
+  AcquireResult acquire(const Request& request, Time now);
+  // Removes a queued request. true if it was waiting (it leaves no trace; the queue
+  // behind it may be granted); false if it is unknown — already granted, timed out or
+  // cancelled (look at the events).
+  bool cancel(RequestId id, Time now);
+  // Cancels every queued request tagged `session`; returns how many.
+  std::size_t cancel_session(std::uint64_t session, Time now);
+  // Extends the lease of the grant (key, token) to now + ttl. nullopt if that grant is
+  // not held (released, expired, never existed).
+  std::optional<Time> renew(std::string_view key, std::uint64_t token, milliseconds ttl,
+                            Time now);
+  // Releases the grant (key, token). false if it was not held.
+  bool release(std::string_view key, std::uint64_t token, Time now);
+  // Expires leases, times out waiters, ends lock-delays and grants whatever became
+  // grantable, up to `now`.
+  void advance(Time now);
+
+  // Read-only queries (they do not advance time; call advance first for fresh answers).
+  bool holds(std::string_view key, std::uint64_t token) const;
+  std::optional<Grant> find(std::string_view key, std::uint64_t token) const;
+  KeyInfo inspect(std::string_view key) const;
+  TableStats stats() const;
+  bool empty() const;
+  // The earliest time at which advance() would change something, if any.
+  std::optional<Time> next_wakeup() const;
+
+  // Events caused since the last call, in the order they happened.
+  std::vector<Event> take_events();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace warden::table
