@@ -24,6 +24,7 @@
 namespace warden {
 
 namespace detail {
+class ClientState;
 class Hold;
 }
 
@@ -68,7 +69,11 @@ class Lease {
 
  private:
   friend class Lock;
-  Lease(std::shared_ptr<detail::Hold> hold, Mode mode) noexcept;
+  Lease(std::shared_ptr<detail::ClientState> client, std::shared_ptr<detail::Hold> hold,
+        Mode mode) noexcept;
+  void require_valid() const;
+  void drop() noexcept;  // releases without reporting
+  std::shared_ptr<detail::ClientState> client_;  // keeps the engine and watchdog alive
   std::shared_ptr<detail::Hold> hold_;
   Mode mode_ = Mode::exclusive;
 };

@@ -33,10 +33,12 @@ class Wait {
   template <class Rep, class Period>
   static Wait up_to(std::chrono::duration<Rep, Period> d) noexcept {
     if (d <= d.zero()) return none();
-    auto now = Clock::now();
-    auto cap = Clock::time_point::max() - now;
-    auto step = std::chrono::duration_cast<Clock::duration>(d);
-    return Wait(step >= cap ? Clock::time_point::max() : now + step);
+    const auto now = Clock::now();
+    // Compare in d's own unit first: casting a huge d to nanoseconds would overflow.
+    const auto room = std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(
+        Clock::time_point::max() - now);
+    if (d >= room) return forever();
+    return Wait(now + std::chrono::duration_cast<Clock::duration>(d));
   }
 
   // The point after which the acquire gives up; min() for none(), max() for forever().

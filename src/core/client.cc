@@ -1,1 +1,188 @@
-// stub
+#include "warden/client.h"
+
+#include "core/client_state.h"
+#include "core/names.h"
+#include "core/uri.h"
+#include "engines/registry.h"
+#include "warden/error.h"
+
+namespace warden {
+namespace detail {
+
+ClientState::ClientState(std::string uri_text, ClientOptions client_options,
+                         std::shared_ptr<core::Engine> engine)
+    : uri(std::move(uri_text)),
+      options(client_options),
+      capabilities(engine->capabilities()),
+      metrics(std::make_shared<core::Metrics>()),
+      engine_(std::move(engine)),
+      watchdog_(engine_, metrics, options) {
+  engine_->set_loss_sink(watchdog_.loss_sink());
+}
+
+ClientState::~ClientState() {
+  std::map<HoldKey, std::shared_ptr<Hold>> left;
+  {
+    std::lock_guard guard(mu_);
+    left.swap(holds_);
+  }
+  for (auto& [key, hold] : left) {
+    watchdog_.unwatch(hold.get());
+    if (!hold->begin_release()) continue;
+    try {
+      engine_->release(hold->grant);
+      metrics->add(hold->grant.key.group, core::Counter::releases);
+    } catch (...) {
+      // The backend frees it when the lease runs out.
+    }
+    hold->finish_release();
+  }
+}
+
+std::shared_ptr<Hold> ClientState::find(const core::LockKey& key) const {
+  std::lock_guard guard(mu_);
+  auto it = holds_.find(HoldKey{std::this_thread::get_id(), key.joined()});
+  return it == holds_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
+                                           const LockOptions& lock_options,
+                                           Clock::time_point deadline, std::stop_token stop) {
+  core::require_capabilities(capabilities, mode, lock_options);
+
+  if (auto held = find(key)) {
+    if (held->lost()) {
+      throw Error(Errc::lost, "this thread still holds counts of a lost lease of " +
+                                  key.joined() + "; release them before acquiring again");
+    }
+    if (held->grant.mode == Mode::shared && mode == Mode::exclusive) {
+      throw Error(Errc::would_deadlock,
+                  "this thread holds " + key.joined() +
+                      " shared; upgrading to exclusive would wait for itself forever");
+    }
+    held->add(mode);
+    return held;
+  }
+
+  const auto& group = key.group;
+  metrics->add(group, core::Counter::attempts);
+  const auto started = Clock::now();
+  std::optional<core::Granted> granted;
+  try {
+    granted = engine_->acquire(core::AcquireRequest{key, mode, lock_options, deadline, stop});
+  } catch (...) {
+    metrics->add(group, core::Counter::errors);
+    metrics->observe_wait(group, Clock::now() - started);
+    throw;
+  }
+  const auto now = Clock::now();
+  metrics->observe_wait(group, now - started);
+  if (!granted) {
+    metrics->add(group, core::Counter::timeouts);
+    return nullptr;
+  }
+  metrics->add(group, core::Counter::grants);
+  auto hold = std::make_shared<Hold>(this, std::move(granted->grant), granted->expires, now,
+                                     std::this_thread::get_id());
+  hold->add(mode);
+  {
+    std::lock_guard guard(mu_);
+    holds_[HoldKey{hold->thread, key.joined()}] = hold;
+  }
+  watchdog_.watch(hold);
+  return hold;
+}
+
+void ClientState::forget(const Hold& hold) {
+  std::lock_guard guard(mu_);
+  auto it = holds_.find(HoldKey{hold.thread, hold.grant.key.joined()});
+  if (it != holds_.end() && it->second.get() == &hold) holds_.erase(it);
+}
+
+void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool report) {
+  if (hold->remove(mode) > 0) return;  // throws not_owner if there was no such count
+
+  const auto& group = hold->grant.key.group;
+  if (!hold->begin_release()) {
+    // Lost (or already released): the backend no longer holds it, nothing to send.
+    watchdog_.unwatch(hold.get());
+    forget(*hold);
+    return;
+  }
+  try {
+    engine_->release(hold->grant);
+  } catch (...) {
+    metrics->add(group, core::Counter::release_failures);
+    if (report) {
+      hold->abort_release();
+      hold->add(mode);
+      throw;
+    }
+    forget(*hold);
+    watchdog_.release_in_background(hold);
+    return;
+  }
+  hold->finish_release();
+  watchdog_.unwatch(hold.get());
+  forget(*hold);
+  metrics->add(group, core::Counter::releases);
+  metrics->observe_hold(group, Clock::now() - hold->granted_at);
+}
+
+bool ClientState::check(const Sequencer& sequencer) {
+  if (!capabilities.check) {
+    throw Error(Errc::unsupported, "this engine cannot check sequencers");
+  }
+  return engine_->check(sequencer);
+}
+
+}  // namespace detail
+
+Client::Client(std::shared_ptr<detail::ClientState> state) : state_(std::move(state)) {}
+
+Client Client::open(std::string_view uri_text, ClientOptions options) {
+  core::validate_client_options(options);
+  const core::Uri uri = core::Uri::parse(uri_text);
+  std::shared_ptr<core::Engine> engine = engines::open_engine(uri, options);
+  return Client(std::make_shared<detail::ClientState>(uri.redacted(), options,
+                                                      std::move(engine)));
+}
+
+Lock Client::lock(std::string_view group, std::string_view name) const {
+  return lock(group, name, state_->options.lock_defaults);
+}
+
+Lock Client::lock(std::string_view group, std::string_view name, LockOptions options) const {
+  core::validate_group(group);
+  core::validate_name(name);
+  core::validate_lock_options(options);
+  return Lock(state_, std::string(group), std::string(name), options);
+}
+
+Locks Client::locks(std::string_view group) const {
+  return locks(group, state_->options.lock_defaults);
+}
+
+Locks Client::locks(std::string_view group, LockOptions options) const {
+  core::validate_group(group);
+  core::validate_lock_options(options);
+  return Locks(state_, std::string(group), options);
+}
+
+bool Client::check(const Sequencer& sequencer) const {
+  core::validate_group(sequencer.group);
+  core::validate_name(sequencer.name);
+  return state_->check(sequencer);
+}
+
+bool Client::check(std::string_view sequencer) const {
+  return check(Sequencer::parse(sequencer));
+}
+
+Capabilities Client::capabilities() const { return state_->capabilities; }
+
+const std::string& Client::uri() const { return state_->uri; }
+
+std::string Client::metrics_text() const { return state_->metrics->render(); }
+
+}  // namespace warden

@@ -1,1 +1,16 @@
-// stub
+#include "engines/registry.h"
+
+#include <string>
+
+#include "engines/mem/mem_engine.h"
+#include "warden/error.h"
+
+namespace warden::engines {
+
+std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOptions& options) {
+  if (uri.scheme == "mem") return mem::open(uri, options);
+  throw Error(Errc::invalid_argument,
+              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem)");
+}
+
+}  // namespace warden::engines

@@ -1,1 +1,193 @@
-// stub
+#include "engines/mem/mem_engine.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "table/lock_table.h"
+#include "warden/error.h"
+
+namespace warden::engines::mem {
+namespace {
+
+using core::AcquireRequest;
+using core::Granted;
+using core::GrantRef;
+using core::Renewed;
+
+// One named table shared by the engines of this process.
+struct SharedTable {
+  std::mutex mu;
+  std::condition_variable_any changed;  // notified whenever outcomes_ gains entries
+  table::LockTable table;               // guarded by mu
+  // Outcomes of queued requests (granted / timed out), picked up by their waiters.
+  std::unordered_map<table::RequestId, table::Event> outcomes;  // guarded by mu
+
+  // Moves the table's events to the waiters. Requires mu.
+  void deliver() {
+    bool any = false;
+    for (auto& event : table.take_events()) {
+      if (event.kind == table::Event::Kind::expired) continue;
+      outcomes.insert_or_assign(event.grant.id, std::move(event));
+      any = true;
+    }
+    if (any) changed.notify_all();
+  }
+};
+
+std::mutex registry_mu;
+std::unordered_map<std::string, std::weak_ptr<SharedTable>> registry;  // guarded by registry_mu
+
+std::shared_ptr<SharedTable> find_or_create(const std::string& name) {
+  std::lock_guard guard(registry_mu);
+  auto& weak = registry[name];
+  auto table = weak.lock();
+  if (!table) {
+    table = std::make_shared<SharedTable>();
+    weak = table;
+  }
+  // Forget names whose tables are gone, so one-off names do not accumulate.
+  std::erase_if(registry, [](const auto& entry) { return entry.second.expired(); });
+  registry[name] = table;
+  return table;
+}
+
+class MemEngine final : public core::Engine {
+ public:
+  explicit MemEngine(std::shared_ptr<SharedTable> shared) : shared_(std::move(shared)) {}
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.shared = true;
+    caps.fair = true;
+    caps.non_fair = true;
+    caps.lock_delay = true;
+    caps.fencing = true;
+    caps.durable_tokens = false;  // the table lives and dies with the process
+    caps.check = true;
+    return caps;
+  }
+
+  std::optional<Granted> acquire(const AcquireRequest& request) override {
+    SharedTable& s = *shared_;
+    table::Request r;
+    r.key = request.key.joined();
+    r.mode = request.mode;
+    r.ttl = request.options.ttl;
+    r.lock_delay = request.options.lock_delay;
+    r.fair = request.options.fair;
+    r.deadline = request.deadline;
+
+    std::unique_lock lock(s.mu);
+    if (request.stop.stop_requested()) return std::nullopt;
+    const auto result = s.table.acquire(r, Clock::now());
+    s.deliver();
+    switch (result.status) {
+      case table::AcquireStatus::granted: return to_granted(request, result.grant);
+      case table::AcquireStatus::busy: return std::nullopt;
+      case table::AcquireStatus::queued: break;
+    }
+
+    // Waiting threads drive the table's clock: each sleeps until its outcome arrives,
+    // it is cancelled, or the table's next timer is due, and then advances the table.
+    const table::RequestId id = result.id;
+    while (true) {
+      if (auto it = s.outcomes.find(id); it != s.outcomes.end()) {
+        table::Event event = std::move(it->second);
+        s.outcomes.erase(it);
+        if (event.kind == table::Event::Kind::granted) return to_granted(request, event.grant);
+        return std::nullopt;  // timed out
+      }
+      if (request.stop.stop_requested()) {
+        s.table.cancel(id, Clock::now());
+        s.deliver();
+        if (auto it = s.outcomes.find(id); it != s.outcomes.end()) {
+          // Granted in the same instant as the cancellation: give it back, so a
+          // cancelled wait leaves no trace.
+          const table::Event event = std::move(it->second);
+          s.outcomes.erase(it);
+          if (event.kind == table::Event::Kind::granted) {
+            s.table.release(event.grant.key, event.grant.token, Clock::now());
+            s.deliver();
+          }
+        }
+        return std::nullopt;
+      }
+      auto wake = Clock::now() + std::chrono::seconds(60);
+      if (auto next = s.table.next_wakeup()) wake = std::min(wake, *next);
+      s.changed.wait_until(lock, request.stop, wake,
+                           [&] { return s.outcomes.count(id) > 0; });
+      s.table.advance(Clock::now());
+      s.deliver();
+    }
+  }
+
+  std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
+    SharedTable& s = *shared_;
+    std::lock_guard guard(s.mu);
+    std::vector<Renewed> out;
+    out.reserve(grants.size());
+    for (const auto& g : grants) {
+      // Same process, same clock: the table's expiry is exact, not an estimate.
+      out.push_back(Renewed{s.table.renew(g.key.joined(), g.token, g.ttl, Clock::now())});
+    }
+    s.deliver();
+    return out;
+  }
+
+  void release(const GrantRef& grant) override {
+    SharedTable& s = *shared_;
+    std::lock_guard guard(s.mu);
+    s.table.release(grant.key.joined(), grant.token, Clock::now());
+    s.deliver();
+  }
+
+  bool check(const Sequencer& sequencer) override {
+    SharedTable& s = *shared_;
+    std::lock_guard guard(s.mu);
+    s.table.advance(Clock::now());
+    s.deliver();
+    const auto grant = s.table.find(sequencer.group + '/' + sequencer.name, sequencer.token);
+    return grant && grant->mode == sequencer.mode;
+  }
+
+ private:
+  static Granted to_granted(const AcquireRequest& request, const table::Grant& grant) {
+    return Granted{GrantRef{request.key, grant.mode, grant.token, request.options.ttl, {}},
+                   grant.expires};
+  }
+
+  std::shared_ptr<SharedTable> shared_;
+};
+
+}  // namespace
+
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& /*options*/) {
+  if (uri.user || uri.password || !uri.path.empty() || !uri.query.empty() ||
+      uri.hosts.size() > 1 || (uri.hosts.size() == 1 && uri.hosts[0].port)) {
+    throw Error(Errc::invalid_argument, "mem:// takes only a table name: mem://[NAME]");
+  }
+  const std::string name = uri.hosts.empty() ? "default" : uri.hosts[0].host;
+  return std::make_unique<MemEngine>(find_or_create(name));
+}
+
+bool drop_grants(std::string_view table_name, std::string_view key) {
+  std::shared_ptr<SharedTable> shared;
+  {
+    std::lock_guard guard(registry_mu);
+    auto it = registry.find(std::string(table_name));
+    if (it != registry.end()) shared = it->second.lock();
+  }
+  if (!shared) return false;
+  std::lock_guard guard(shared->mu);
+  const auto now = Clock::now();
+  for (const auto& holder : shared->table.inspect(key).holders) {
+    shared->table.release(key, holder.token, now);
+  }
+  shared->deliver();
+  return true;
+}
+
+}  // namespace warden::engines::mem

@@ -1,0 +1,63 @@
+// core/client_state.h — what a Client handle shares: the engine, the watchdog, the
+// reentrancy table and the metrics.
+//
+// Reentrancy lives here and only here: engines see one acquire per backend grant and
+// one release when the last count of a (thread, lock) hold goes.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "core/engine.h"
+#include "core/hold.h"
+#include "core/metrics.h"
+#include "core/watchdog.h"
+#include "warden/options.h"
+
+namespace warden::detail {
+
+class ClientState {
+ public:
+  ClientState(std::string uri, ClientOptions options, std::shared_ptr<core::Engine> engine);
+  // Releases every grant still held (best effort, bounded by op_timeout each): closing
+  // a client is like ending a session.
+  ~ClientState();
+
+  // Acquires one count of (key, mode) for the calling thread: from its existing hold
+  // when reentrancy allows, from the engine otherwise. nullptr when the wait ran out
+  // or was cancelled. Throws Error (would_deadlock, lost, unsupported, engine errors).
+  std::shared_ptr<Hold> acquire(const core::LockKey& key, Mode mode, const LockOptions& options,
+                                Clock::time_point deadline, std::stop_token stop);
+
+  // Releases one count of `mode` on `hold`. On the last count, releases the grant on the
+  // backend. If the backend does not confirm: with `report`, the count is restored and
+  // the Error rethrown; without, the release is retried in the background.
+  void release(const std::shared_ptr<Hold>& hold, Mode mode, bool report);
+
+  // The calling thread's hold of `key`, or nullptr.
+  std::shared_ptr<Hold> find(const core::LockKey& key) const;
+
+  bool check(const Sequencer& sequencer);
+
+  // Constant after construction.
+  const std::string uri;
+  const ClientOptions options;
+  const Capabilities capabilities;
+  const std::shared_ptr<core::Metrics> metrics;
+
+ private:
+  using HoldKey = std::pair<std::thread::id, std::string>;  // (thread, "group/name")
+  void forget(const Hold& hold);
+
+  const std::shared_ptr<core::Engine> engine_;
+  core::Watchdog watchdog_;
+
+  mutable std::mutex mu_;
+  std::map<HoldKey, std::shared_ptr<Hold>> holds_;  // guarded by mu_
+};
+
+}  // namespace warden::detail
