@@ -41,7 +41,7 @@ ClientState::~ClientState() {
 
 std::shared_ptr<Hold> ClientState::find(const core::LockKey& key) const {
   std::lock_guard guard(mu_);
-  auto it = holds_.find(HoldKey{std::this_thread::get_id(), key.joined()});
+  auto it = holds_.find(HoldKey{this_thread_key(), key.joined()});
   return it == holds_.end() ? nullptr : it->second;
 }
 
@@ -83,7 +83,7 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
   }
   metrics->add(group, core::Counter::grants);
   auto hold = std::make_shared<Hold>(this, std::move(granted->grant), granted->expires, now,
-                                     std::this_thread::get_id());
+                                     this_thread_key());
   hold->add(mode);
   {
     std::lock_guard guard(mu_);

@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "core/engine.h"
@@ -50,7 +49,7 @@ class ClientState {
   const std::shared_ptr<core::Metrics> metrics;
 
  private:
-  using HoldKey = std::pair<std::thread::id, std::string>;  // (thread, "group/name")
+  using HoldKey = std::pair<ThreadKey, std::string>;  // (thread, "group/name")
   void forget(const Hold& hold);
 
   const std::shared_ptr<core::Engine> engine_;

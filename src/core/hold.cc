@@ -1,12 +1,19 @@
 #include "core/hold.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 namespace warden::detail {
 
+ThreadKey this_thread_key() noexcept {
+  static std::atomic<ThreadKey> next{0};
+  thread_local const ThreadKey key = ++next;
+  return key;
+}
+
 Hold::Hold(ClientState* client_state, core::GrantRef grant_ref, Clock::time_point expires_at,
-           Clock::time_point granted, std::thread::id owner)
+           Clock::time_point granted, ThreadKey owner)
     : client(client_state),
       grant(std::move(grant_ref)),
       granted_at(granted),

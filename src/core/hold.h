@@ -16,7 +16,7 @@
 #include <functional>
 #include <mutex>
 #include <stop_token>
-#include <thread>
+#include <cstdint>
 
 #include "core/engine.h"
 
@@ -24,18 +24,23 @@ namespace warden::detail {
 
 class ClientState;
 
+// Identifies a thread for reentrancy. Unlike std::thread::id it is never reused, so a
+// new thread cannot inherit the hold of a thread that ended (and handed its Lease on).
+using ThreadKey = std::uint64_t;
+ThreadKey this_thread_key() noexcept;
+
 class Hold {
  public:
   enum class State { active, releasing, released, lost };
 
   Hold(ClientState* client, core::GrantRef grant, Clock::time_point expires,
-       Clock::time_point granted_at, std::thread::id thread);
+       Clock::time_point granted_at, ThreadKey thread);
 
   // Constant after construction.
   ClientState* const client;  // outlives the hold (Leases and Locks keep it alive)
   const core::GrantRef grant;
   const Clock::time_point granted_at;
-  const std::thread::id thread;  // the thread whose reentrancy counts these are
+  const ThreadKey thread;  // the thread whose reentrancy counts these are
 
   // Reentrancy counts.
   void add(Mode mode);

@@ -49,6 +49,16 @@ struct Watchdog::State {
   std::mutex mu;
   std::condition_variable_any renewer_cv;
   std::condition_variable_any reaper_cv;
+  // Bumped (under mu) whenever the watched set or the release queue changes, so a
+  // waiting thread can tell a notification from a spurious wake-up.
+  std::uint64_t epoch = 0;  // guarded by mu
+
+  // Requires mu.
+  void changed() {
+    ++epoch;
+    renewer_cv.notify_all();
+    reaper_cv.notify_all();
+  }
   std::unordered_map<const Hold*, Watched> watched;  // guarded by mu
   std::vector<Releasing> releasing;                  // guarded by mu
 
@@ -102,8 +112,7 @@ Watchdog::~Watchdog() {
   }
   {
     std::lock_guard guard(state_->mu);
-    state_->renewer_cv.notify_all();
-    state_->reaper_cv.notify_all();
+    state_->changed();
   }
 }
 
@@ -112,8 +121,7 @@ void Watchdog::watch(std::shared_ptr<Hold> hold) {
   const auto interval = state_->renew_interval(*hold);
   const Hold* key = hold.get();
   state_->watched[key] = State::Watched{std::move(hold), Clock::now() + interval, interval};
-  state_->renewer_cv.notify_all();
-  state_->reaper_cv.notify_all();
+  state_->changed();
 }
 
 void Watchdog::unwatch(const Hold* hold) {
@@ -126,7 +134,7 @@ void Watchdog::release_in_background(std::shared_ptr<Hold> hold) {
   state_->watched.erase(hold.get());
   state_->releasing.push_back(
       State::Releasing{std::move(hold), Clock::now(), state_->options.retry.initial});
-  state_->renewer_cv.notify_all();
+  state_->changed();
 }
 
 void Watchdog::lost_by_backend(const GrantRef& grant) { state_->lose_matching(grant); }
@@ -165,7 +173,8 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
     }
 
     if (due.empty() && to_release.empty()) {
-      state->renewer_cv.wait_until(lock, stop, next, [] { return false; });
+      const auto seen = state->epoch;
+      state->renewer_cv.wait_until(lock, stop, next, [&] { return state->epoch != seen; });
       continue;
     }
     lock.unlock();
@@ -269,7 +278,8 @@ void Watchdog::reaper_loop(const std::shared_ptr<State>& state, std::stop_token 
       ++it;
     }
     if (expired.empty()) {
-      state->reaper_cv.wait_until(lock, stop, next, [] { return false; });
+      const auto seen = state->epoch;
+      state->reaper_cv.wait_until(lock, stop, next, [&] { return state->epoch != seen; });
       continue;
     }
     lock.unlock();

@@ -1,0 +1,214 @@
+#include "cli/run_command.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "cli/acquire.h"
+#include "cli/child.h"
+#include "cli/duration.h"
+#include "cli/events.h"
+#include "cli/exit_codes.h"
+#include "cli/failure.h"
+#include "warden/client.h"
+#include "warden/error.h"
+
+namespace warden::cli {
+namespace {
+
+// Everything run() needs, checked before any I/O so that bad input changes nothing.
+struct Plan {
+  std::string url;
+  Mode mode = Mode::exclusive;
+  std::optional<std::chrono::nanoseconds> wait;  // nullopt: forever
+  // Kept apart from client.lock_defaults so that bad lock options are reported as a
+  // problem of the lock, not of the connection.
+  LockOptions lock;
+  ClientOptions client;
+  LostPolicy lost;
+};
+
+std::chrono::nanoseconds duration_option(std::string_view option, const std::string& text) {
+  try {
+    return parse_duration(text);
+  } catch (const DurationError& e) {
+    throw Failure(exit_code::kUsage, option, e.what());
+  }
+}
+
+std::chrono::milliseconds millis_option(std::string_view option, const std::string& text) {
+  try {
+    return whole_milliseconds(duration_option(option, text));
+  } catch (const DurationError& e) {
+    throw Failure(exit_code::kUsage, option, e.what());
+  }
+}
+
+Plan make_plan(const RunOptions& options) {
+  Plan plan;
+  plan.url = options.url;
+  if (plan.url.empty()) {
+    if (const char* env = std::getenv("WARDEN_URL")) plan.url = env;
+  }
+  if (plan.url.empty()) {
+    throw Failure(exit_code::kUsage, "--url", "not given, and WARDEN_URL is not set");
+  }
+  plan.mode = options.shared ? Mode::shared : Mode::exclusive;
+  if (!options.wait.empty()) plan.wait = duration_option("--wait", options.wait);
+
+  plan.lock.ttl = millis_option("--ttl", options.ttl);
+  plan.lock.lock_delay = millis_option("--lock-delay", options.lock_delay);
+  plan.lock.fair = !options.unfair;
+  plan.client.watchdog = !options.no_renew;
+
+  if (options.on_lost == "term") {
+    plan.lost.action = OnLost::term;
+  } else if (options.on_lost == "kill") {
+    plan.lost.action = OnLost::kill;
+  } else if (options.on_lost == "ignore") {
+    plan.lost.action = OnLost::ignore;
+  } else {
+    throw Failure(
+        exit_code::kUsage, "--on-lost",
+        "unknown action \"" + printable(options.on_lost) + "\" (one of term, kill, ignore)");
+  }
+  plan.lost.kill_after = duration_option("--kill-after", options.kill_after);
+  return plan;
+}
+
+std::string timeout_why(const std::optional<std::chrono::nanoseconds>& wait) {
+  // Without --wait the library waits until granted, so this is not expected.
+  if (!wait) return "the wait ended without a grant";
+  if (*wait == wait->zero()) return "held elsewhere (--wait 0: tried once)";
+  return "not granted within " + format_duration(*wait);
+}
+
+}  // namespace
+
+int run(const RunOptions& options) {
+  const Plan plan = make_plan(options);
+  const std::string lock_text = printable(options.group + '/' + options.name);
+
+  // Before Client::open: the watchdog thread must inherit the blocked signal mask.
+  Events events;
+
+  Client client = [&] {
+    try {
+      return Client::open(plan.url, plan.client);
+    } catch (const Error& e) {
+      throw Failure::from("connect", e);
+    }
+  }();
+  Lock lock = [&] {
+    try {
+      return client.lock(options.group, options.name, plan.lock);
+    } catch (const Error& e) {
+      throw Failure::from("lock " + lock_text, e);
+    }
+  }();
+
+  Wait wait = plan.wait ? Wait::up_to(*plan.wait) : Wait::forever();
+  Lease lease = acquire_interruptibly(lock, plan.mode, wait, timeout_why(plan.wait), events);
+  lease.on_lost([&events] { events.wake(); });
+
+  int status = 0;
+  {
+    std::vector<std::string> env =
+        environment_with(current_environment(), {"WARDEN_TOKEN=" + std::to_string(lease.token()),
+                                                 "WARDEN_SEQUENCER=" + lease.sequencer().str()});
+    Child child = Child::spawn(options.command, env, events.original_mask());
+    status = supervise(child, lease, events, plan.lost);
+  }
+
+  try {
+    lease.release();
+  } catch (const Error& e) {
+    // CMD is done; its status is still the answer. The lease ends by itself within the
+    // TTL once this process (and its watchdog) is gone.
+    print_diagnostic("release " + lock_text + ": " + e.what() +
+                     "; the lock frees itself within --ttl");
+  }
+  return status;
+}
+
+void add_run_command(Commands& commands) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App& app = commands.add("run", "Run a command while holding a lock",
+                               [options] { return run(*options); });
+  app.description(
+      "Acquire a lock, run CMD while holding it, release it when CMD exits; exit with "
+      "CMD's status");
+
+  // Descriptions stay within one line of help; the footer explains the rest.
+  app.add_option("--url", options->url, "Lock service URI (default: $WARDEN_URL); see below")
+      ->type_name("URL");
+  app.add_option("--group", options->group, "Lock group: 1..64 of [A-Za-z0-9._-]")
+      ->type_name("G")
+      ->required();
+  app.add_option("--name", options->name, "Lock name within the group: 1..512 bytes")
+      ->type_name("N")
+      ->required();
+  app.add_flag("--shared", options->shared, "Take a shared (read) lock, not an exclusive one");
+  app.add_option("--wait", options->wait,
+                 "Give up after D without the lock (exit 75); 0 = try once [default: forever]")
+      ->type_name("D");
+  app.add_option("--ttl", options->ttl,
+                 "Lease length: the lock frees itself D after renewals stop (10ms..168h)")
+      ->type_name("D")
+      ->capture_default_str();
+  app.add_option("--lock-delay", options->lock_delay,
+                 "Keep an expired (not released) lock from everyone for D (0..1h)")
+      ->type_name("D")
+      ->capture_default_str();
+  app.add_flag("--unfair", options->unfair,
+               "Take the lock whenever compatible with its holders, not in FIFO order");
+  app.add_flag("--no-renew", options->no_renew,
+               "Never renew: hold the lock for at most --ttl, then it is lost");
+  app.add_option("--on-lost", options->on_lost,
+                 "If the lease is lost: term, kill or ignore (see below); exit 70")
+      ->type_name("ACTION")
+      ->capture_default_str();
+  app.add_option("--kill-after", options->kill_after,
+                 "With --on-lost term: SIGKILL CMD D after SIGTERM; 0 = at once")
+      ->type_name("D")
+      ->capture_default_str();
+  app.add_option("CMD", options->command, "The command to run and its arguments, after --")
+      ->type_name("")
+      ->required();
+  // Everything from CMD on belongs to CMD, even words that look like warden options.
+  app.positionals_at_end();
+
+  app.footer(std::string(
+                 "Durations (D): a number with a unit, ns us ms s m h, combinable: 500ms, "
+                 "30s, 1m30s, 1.5h.\n"
+                 "\n"
+                 "URLs: mem:// (in-process: tests only), warden://HOST:PORT,\n"
+                 "  redis://[USER:PASS@]HOST:PORT[/DB], redlock://H1:P1,H2:P2,...,\n"
+                 "  etcd://H1:P1,H2:P2,..., zk://H1:P1,H2:P2,.../CHROOT\n"
+                 "\n"
+                 "CMD runs with these environment variables:\n"
+                 "  WARDEN_TOKEN      the grant's fencing token (decimal); pass it to what CMD\n"
+                 "                    writes, so a late writer can be rejected\n"
+                 "  WARDEN_SEQUENCER  the grant's sequencer, group/name:mode:token\n"
+                 "\n"
+                 "warden renews the lease while CMD runs (unless --no-renew). SIGINT, SIGTERM,\n"
+                 "SIGHUP and SIGQUIT sent to warden are passed on to CMD (a terminal's ^C\n"
+                 "reaches both directly); the lock is released once CMD has exited. A signal\n"
+                 "that arrives while warden waits for the lock ends the wait (exit 128+N).\n"
+                 "\n"
+                 "If the lease is lost (renewals failed, or --ttl ran out with --no-renew),\n"
+                 "another process may hold the lock while CMD still runs. --on-lost says what\n"
+                 "happens to CMD then: term = SIGTERM, then SIGKILL after --kill-after;\n"
+                 "kill = SIGKILL at once; ignore = a warning only. warden exits 70 in every case.\n"
+                 "\n"
+                 "Examples:\n"
+                 "  warden run --url warden://127.0.0.1:7379 --group cron --name nightly -- "
+                 "./report.sh\n"
+                 "  WARDEN_URL=redis://127.0.0.1:6379 warden run --group db --name migrate "
+                 "--wait 30s -- make migrate\n"
+                 "\n") +
+             std::string(kExitCodesHelp));
+}
+
+}  // namespace warden::cli

@@ -1,0 +1,86 @@
+#include "cli/supervise.h"
+
+#include <signal.h>
+
+#include <optional>
+#include <string>
+
+#include "cli/duration.h"
+#include "cli/exit_codes.h"
+#include "cli/failure.h"
+
+namespace warden::cli {
+namespace {
+
+std::string describe(const Lease& lease) {
+  return printable(lease.group() + '/' + lease.name()) + " (token " +
+         std::to_string(lease.token()) + ")";
+}
+
+}  // namespace
+
+int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy& policy) {
+  bool lost = false;
+  // When CMD is sent SIGKILL if SIGTERM did not end it (OnLost::term).
+  std::optional<Clock::time_point> kill_at;
+
+  auto on_lost = [&] {
+    lost = true;
+    std::string line =
+        "lease on " + describe(lease) + " lost: another process may hold the lock now; ";
+    switch (policy.action) {
+      case OnLost::term:
+        line += "sending SIGTERM to CMD (SIGKILL in " + format_duration(policy.kill_after) + ")";
+        print_diagnostic(line);
+        child.signal(SIGTERM);
+        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(policy.kill_after);
+        break;
+      case OnLost::kill:
+        print_diagnostic(line + "sending SIGKILL to CMD");
+        child.signal(SIGKILL);
+        break;
+      case OnLost::ignore:
+        print_diagnostic(line + "CMD keeps running (--on-lost ignore)");
+        break;
+    }
+  };
+
+  // The lease may have been lost between acquire and spawn; on_lost's wake-up is then
+  // pending too, but handling it here keeps the order obvious.
+  if (lease.lost()) on_lost();
+
+  for (;;) {
+    Events::Event event = events.wait(kill_at.value_or(Clock::time_point::max()));
+    switch (event.kind) {
+      case Events::Event::Kind::signal:
+        if (event.signal == SIGCHLD) {
+          if (std::optional<int> status = child.try_reap()) {
+            // A loss reported just as CMD exited still counts: CMD ran unprotected.
+            if (!lost && lease.lost()) lost = true;
+            if (!lost) return *status;
+            print_diagnostic("CMD exited with status " + std::to_string(*status) +
+                             " after the lease on " + describe(lease) + " was lost");
+            return exit_code::kLeaseLost;
+          }
+        } else if (event.sent_by_process) {
+          child.signal(event.signal);
+        }
+        break;
+      case Events::Event::Kind::woken:
+        if (!lost && lease.lost()) on_lost();
+        break;
+      case Events::Event::Kind::timeout:
+        break;
+    }
+    // Checked after every event, not only on a timeout, so that a stream of signals
+    // cannot postpone the SIGKILL.
+    if (kill_at && Clock::now() >= *kill_at) {
+      kill_at.reset();
+      print_diagnostic("CMD still running " + format_duration(policy.kill_after) +
+                       " after SIGTERM; sending SIGKILL");
+      child.signal(SIGKILL);
+    }
+  }
+}
+
+}  // namespace warden::cli

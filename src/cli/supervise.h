@@ -1,0 +1,35 @@
+// cli/supervise.h — holding the lock while CMD runs.
+#pragma once
+
+#include <chrono>
+
+#include "cli/child.h"
+#include "cli/events.h"
+#include "warden/lease.h"
+
+namespace warden::cli {
+
+// What happens to CMD when its lease is lost.
+enum class OnLost {
+  term,    // SIGTERM now, SIGKILL after LostPolicy::kill_after if CMD still runs
+  kill,    // SIGKILL now
+  ignore,  // CMD runs on; warden only warns
+};
+
+struct LostPolicy {
+  OnLost action = OnLost::term;
+  std::chrono::nanoseconds kill_after = std::chrono::seconds(5);  // for OnLost::term
+};
+
+// Waits until CMD has exited and returns its shell-style status, or kLeaseLost if the
+// lease was lost at any point before CMD exited (whatever CMD's status: CMD may have
+// overlapped another holder). Meanwhile it passes signals sent to warden (SIGINT,
+// SIGTERM, SIGHUP, SIGQUIT) on to CMD, except those the kernel sent to the whole
+// foreground process group (a terminal's ^C), which CMD has received already; and it
+// acts on a loss as `policy` says, printing one line on stderr.
+//
+// Preconditions: `lease` calls events.wake() when lost (Lease::on_lost), and CMD was
+// started after `events` began watching signals, so its exit is not missed.
+int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy& policy);
+
+}  // namespace warden::cli

@@ -1,0 +1,191 @@
+// The fixture and helpers of the conformance suite (see conformance_suite.h).
+#include "conformance/conformance_suite.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <random>
+#include <utility>
+
+namespace warden::conformance {
+
+std::string name_printer(const ::testing::TestParamInfo<EngineCase>& info) {
+  return info.param.name;
+}
+
+void PrintTo(const EngineCase& engine, std::ostream* os) { *os << engine.name; }
+
+// --- Flag -------------------------------------------------------------------------
+
+void Flag::set() {
+  {
+    std::lock_guard lock(mu_);
+    if (set_) return;
+    set_ = true;
+    set_at_ = Clock::now();
+  }
+  cv_.notify_all();
+}
+
+bool Flag::is_set() const {
+  std::lock_guard lock(mu_);
+  return set_;
+}
+
+bool Flag::wait_for(Clock::duration timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return set_; });
+}
+
+Clock::time_point Flag::set_at() const {
+  std::lock_guard lock(mu_);
+  return set_at_;
+}
+
+bool eventually(const std::function<bool()>& pred, Clock::duration timeout, Clock::duration step) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(step);
+  }
+}
+
+// --- Holder -----------------------------------------------------------------------
+
+Holder::Holder(Lock lock, Mode mode, Wait wait)
+    : thread_([this, lock = std::move(lock), mode, wait](std::stop_token stop) mutable {
+        run(std::move(stop), std::move(lock), mode, wait);
+      }) {}
+
+Holder::~Holder() {
+  // Cancels a wait still under way, then joins; a held lease is released by run().
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Holder::run(std::stop_token stop, Lock lock, Mode mode, Wait wait) {
+  Lease lease;
+  try {
+    lease = lock.acquire(mode, wait, stop);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "Holder: acquire threw: " << e.what();
+  }
+  if (lease) {
+    {
+      std::lock_guard guard(mu_);
+      token_ = lease.token();
+    }
+    granted_.set();
+  }
+  finished_.set();
+  if (!lease) return;
+
+  {
+    std::unique_lock guard(mu_);
+    cv_.wait(guard, stop, [this] { return release_requested_; });
+  }
+  bool ok = true;
+  try {
+    lease.release();
+  } catch (const std::exception& e) {
+    ok = false;
+    ADD_FAILURE() << "Holder: release threw: " << e.what();
+  }
+  {
+    std::lock_guard guard(mu_);
+    release_ok_ = ok;
+  }
+  released_.set();
+}
+
+bool Holder::wait_granted(Clock::duration timeout) const { return granted_.wait_for(timeout); }
+
+bool Holder::wait_finished(Clock::duration timeout) const { return finished_.wait_for(timeout); }
+
+std::uint64_t Holder::token() const {
+  std::lock_guard guard(mu_);
+  return token_;
+}
+
+bool Holder::release() {
+  if (!granted()) return false;
+  {
+    std::lock_guard guard(mu_);
+    release_requested_ = true;
+  }
+  cv_.notify_all();
+  if (!released_.wait_for(kPatience)) return false;
+  std::lock_guard guard(mu_);
+  return release_ok_;
+}
+
+// --- Conformance ------------------------------------------------------------------
+
+namespace {
+
+// "r<random>-<pid>-<n>-<test name>", cut to the 64 bytes a group may have. The unique
+// part comes first so that cutting keeps it.
+std::string unique_group() {
+  static std::atomic<unsigned> counter{0};
+  static const unsigned salt = std::random_device{}();
+  char prefix[48];
+  std::snprintf(prefix, sizeof prefix, "r%08x-%d-%u-", salt, static_cast<int>(::getpid()),
+                counter.fetch_add(1));
+  std::string group = prefix;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  for (char c : std::string(info != nullptr ? info->name() : "test")) {
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+    group.push_back(ok ? c : '.');
+  }
+  if (group.size() > 64) group.resize(64);
+  return group;
+}
+
+}  // namespace
+
+void Conformance::SetUp() {
+  backend_ = GetParam().start();
+  ASSERT_NE(backend_, nullptr) << "EngineCase " << GetParam().name << " started no backend";
+  group_ = unique_group();
+  probe_.emplace(Client::open(backend_->uri()));
+  caps_ = probe_->capabilities();
+}
+
+void Conformance::TearDown() {
+  probe_.reset();
+  backend_.reset();
+}
+
+LockOptions Conformance::lock_options() const {
+  LockOptions options;
+  if (!caps_.fair && caps_.non_fair) options.fair = false;
+  return options;
+}
+
+Client Conformance::open_client(ClientOptions options) {
+  if (!caps_.fair && caps_.non_fair) options.lock_defaults.fair = false;
+  return Client::open(backend_->uri(), options);
+}
+
+bool Conformance::skip_unless(bool Capabilities::*cap, std::string_view what) {
+  if (caps_.*cap) return false;
+  [&] { GTEST_SKIP() << GetParam().name << " does not offer capability '" << what << "'"; }();
+  return true;
+}
+
+bool Conformance::grantable(std::string_view name, Mode mode) {
+  return grantable(name, mode, lock_options());
+}
+
+bool Conformance::grantable(std::string_view name, Mode mode, const LockOptions& options) {
+  Lease lease = probe_->lock(group_, name, options).acquire(mode, Wait::none());
+  if (!lease) return false;
+  lease.release();
+  return true;
+}
+
+}  // namespace warden::conformance

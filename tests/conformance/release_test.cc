@@ -1,0 +1,155 @@
+// Conformance: release, renew-by-owner-only and lock-delay (DESIGN §2 "Release",
+// "Lock-delay").
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "conformance/conformance_suite.h"
+#include "core/engine.h"
+#include "core/uri.h"
+#include "engines/registry.h"
+
+namespace warden::conformance {
+namespace {
+
+TEST_P(Conformance, ReleaseIsIdempotent) {
+  Client a = open_client();
+  Lease lease = a.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  lease.release();
+  EXPECT_FALSE(lease.valid());
+  EXPECT_NO_THROW(lease.release());
+  EXPECT_FALSE(lease.valid());
+  EXPECT_TRUE(grantable("x"));
+
+  Lease empty;
+  EXPECT_NO_THROW(empty.release());
+}
+
+TEST_P(Conformance, MovedFromLeaseReleasesNothing) {
+  Client a = open_client();
+  Lease original = a.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(original);
+  const std::uint64_t token = original.token();
+
+  Lease moved = std::move(original);
+  EXPECT_FALSE(original.valid());  // NOLINT(bugprone-use-after-move): that is the point
+  EXPECT_NO_THROW(original.release());
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved.token(), token);
+  EXPECT_FALSE(grantable("x")) << "releasing a moved-from Lease released the grant";
+
+  moved.release();
+  EXPECT_TRUE(grantable("x"));
+}
+
+TEST_P(Conformance, MoveAssignmentAndDestructorRelease) {
+  Client a = open_client();
+  Lease lease = a.lock(group(), "first").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  lease = a.lock(group(), "second").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(lease.name(), "second");
+  EXPECT_TRUE(grantable("first")) << "move assignment did not release what it held";
+  EXPECT_FALSE(grantable("second"));
+  { Lease gone = std::move(lease); }
+  EXPECT_TRUE(grantable("second")) << "the destructor did not release";
+}
+
+TEST_P(Conformance, ReleaseOrRenewByNonOwnerIsRefused) {
+  Client a = open_client();
+  Lease lease = a.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  const std::uint64_t token = lease.token();
+
+  // Another process that knows the lock's name (but is not its holder) talks to the
+  // backend directly, below the client's bookkeeping.
+  std::unique_ptr<core::Engine> intruder =
+      engines::open_engine(core::Uri::parse(backend().uri()), ClientOptions{});
+  ASSERT_NE(intruder, nullptr);
+  std::vector<std::uint64_t> wrong_tokens = {token + 1, token + 1000};
+  if (token > 1) wrong_tokens.push_back(token - 1);
+  for (std::uint64_t wrong : wrong_tokens) {
+    core::GrantRef fake;
+    fake.key = core::LockKey{group(), "x"};
+    fake.mode = Mode::exclusive;
+    fake.token = wrong;
+    fake.ttl = std::chrono::milliseconds(30'000);
+    fake.owner = "intruder-" + std::to_string(wrong);
+    try {
+      intruder->release(fake);  // "not held" counts as released: no error needed
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::not_owner) << e.what();
+    }
+    try {
+      const std::vector<core::Renewed> renewed = intruder->renew(std::span(&fake, 1));
+      ASSERT_EQ(renewed.size(), 1u);
+      EXPECT_FALSE(renewed[0].expires.has_value()) << "renewed a grant it does not hold";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::not_owner) << e.what();
+    }
+    EXPECT_FALSE(grantable("x")) << "a release with token " << wrong << " freed the lock";
+  }
+  if (capabilities().check) {
+    EXPECT_TRUE(a.check(lease.sequencer()));
+  }
+  EXPECT_FALSE(lease.lost());
+  lease.release();
+  EXPECT_TRUE(grantable("x"));
+}
+
+TEST_P(Conformance, ExpiredLeaseBlocksTheLockForLockDelayButReleasedOneDoesNot) {
+  WARDEN_SKIP_UNLESS(lock_delay);
+  ClientOptions no_watchdog;
+  no_watchdog.watchdog = false;
+  Client crashed = open_client(no_watchdog);
+  Client next = open_client();
+  LockOptions delayed = lock_options();
+  delayed.ttl = 300ms;
+  delayed.lock_delay = 700ms;
+
+  const auto before = Clock::now();
+  Lease lease = crashed.lock(group(), "x", delayed).acquire(Mode::exclusive, Wait::none());
+  const auto after = Clock::now();
+  ASSERT_TRUE(lease);
+  Flag lost;
+  std::stop_callback on_token(lease.lost_token(), [&] { lost.set(); });
+  ASSERT_TRUE(lost.wait_for(kPatience));
+
+  // Shortly after the lease has certainly expired, the lock-delay still runs.
+  std::this_thread::sleep_until(after + delayed.ttl + 100ms);
+  LockOptions plain = lock_options();
+  Lock lock = next.lock(group(), "x", plain);
+  if (Clock::now() < before + delayed.ttl + delayed.lock_delay - 100ms) {
+    EXPECT_FALSE(lock.acquire(Mode::exclusive, Wait::none()))
+        << "granted during the lock-delay after an expiry";
+  }
+  Lease successor = lock.acquire(Mode::exclusive, Wait::up_to(kPatience));
+  const auto granted_at = Clock::now();
+  ASSERT_TRUE(successor) << "the lock stayed blocked after the lock-delay";
+  EXPECT_GE(granted_at, before + delayed.ttl + delayed.lock_delay - kClockSlack)
+      << "granted before TTL + lock_delay had passed";
+  EXPECT_LT(granted_at, after + delayed.ttl + delayed.lock_delay + kPatience);
+
+  // A *released* lease with a lock-delay leaves the lock free at once.
+  successor.release();
+  LockOptions long_delay = lock_options();
+  long_delay.lock_delay = 700ms;
+  Client careful = open_client();
+  Lease released = careful.lock(group(), "y", long_delay).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(released);
+  released.release();
+  EXPECT_TRUE(lock.acquire(Mode::exclusive, Wait::none()))
+      << "a released (not expired) lock was delayed";
+  EXPECT_TRUE(next.lock(group(), "y", plain).acquire(Mode::exclusive, Wait::none()))
+      << "a released (not expired) lock was delayed";
+}
+
+}  // namespace
+}  // namespace warden::conformance
