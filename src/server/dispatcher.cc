@@ -1,0 +1,392 @@
+#include "server/dispatcher.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "core/names.h"
+#include "server/resp.h"
+#include "warden/error.h"
+
+namespace warden::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr std::uint64_t kMinTtlMs = 10;
+constexpr std::uint64_t kMaxTtlMs = 7ULL * 24 * 3600 * 1000;
+constexpr std::uint64_t kMaxDelayMs = 3600ULL * 1000;
+
+// Thrown inside a command and turned into one error reply; it never leaves the
+// dispatcher.
+struct Reject {
+  std::string code;
+  std::string message;
+};
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::uint64_t parse_u64(std::string_view text, const char* what) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    throw Reject{"INVALID", std::string(what) + " '" + std::string(text) +
+                                "' is not a non-negative integer"};
+  }
+  return value;
+}
+
+milliseconds parse_ms(std::string_view text, const char* what, std::uint64_t min,
+                      std::uint64_t max) {
+  const std::uint64_t v = parse_u64(text, what);
+  if (v < min || v > max) {
+    throw Reject{"INVALID", std::string(what) + " " + std::to_string(v) + " is outside " +
+                                std::to_string(min) + ".." + std::to_string(max) + " ms"};
+  }
+  return milliseconds(v);
+}
+
+// "group/name" → validated key (returned as given).
+std::string_view parse_key(std::string_view key) {
+  const auto slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    throw Reject{"INVALID", "key must be group/name"};
+  }
+  try {
+    core::validate_group(key.substr(0, slash));
+    core::validate_name(key.substr(slash + 1));
+  } catch (const Error& e) {
+    throw Reject{"INVALID", e.what()};
+  }
+  return key;
+}
+
+Mode parse_mode(std::string_view text) {
+  const std::string m = upper(text);
+  if (m == "EXCLUSIVE" || m == "X") return Mode::exclusive;
+  if (m == "SHARED" || m == "S") return Mode::shared;
+  throw Reject{"INVALID", "mode must be exclusive or shared"};
+}
+
+void arity(std::span<const std::string_view> args, std::size_t min, std::size_t max) {
+  if (args.size() < min || args.size() > max) {
+    throw Reject{"ERR", "wrong number of arguments for '" + upper(args[0]) + "'"};
+  }
+}
+
+std::int64_t ms_between(Time from, Time to) {
+  return std::chrono::duration_cast<milliseconds>(to - from).count();
+}
+
+void grant_reply(std::string& out, std::uint64_t token, Time received, Time granted) {
+  resp::array(out, 2);
+  resp::integer(out, static_cast<std::int64_t>(token));
+  const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(granted - received);
+  resp::integer(out, std::max<std::int64_t>(0, waited.count()));
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(DispatcherConfig config, table::TokenSource* tokens, GrantGuard* guard)
+    : config_(std::move(config)),
+      guard_(guard ? guard : &default_guard_),
+      table_(tokens ? tokens : &default_tokens_) {}
+
+bool Dispatcher::connect(ConnId conn) {
+  if (connections_.size() >= config_.limits.max_connections) return false;
+  connections_[conn].authenticated = config_.password.empty();
+  return true;
+}
+
+void Dispatcher::disconnect(ConnId conn, Time now) {
+  auto it = connections_.find(conn);
+  if (it == connections_.end()) return;
+  if (it->second.parked) {
+    parked_.erase(*it->second.parked);
+    table_.cancel(*it->second.parked, now);
+  }
+  connections_.erase(it);
+  collect(now);
+}
+
+void Dispatcher::cancel_parked(ConnId conn, Time now) {
+  auto it = connections_.find(conn);
+  if (it == connections_.end() || !it->second.parked) return;
+  const table::RequestId id = *it->second.parked;
+  if (table_.cancel(id, now)) {
+    parked_.erase(id);
+    it->second.parked.reset();
+    Wakeup w{conn, {}};
+    resp::nil(w.reply);
+    wakeups_.push_back(std::move(w));
+  }
+  collect(now);
+}
+
+Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string_view> args,
+                                        Time now, std::string& reply) {
+  if (args.empty()) return Outcome::replied;
+  ++stats_.commands;
+  auto cit = connections_.find(conn);
+  if (cit == connections_.end()) {
+    resp::error(reply, "ERR", "unknown connection");
+    return Outcome::close;
+  }
+  Connection& c = cit->second;
+  const std::string cmd = upper(args[0]);
+  try {
+    if (cmd == "AUTH") {
+      arity(args, 2, 3);
+      // AUTH password, or AUTH user password as Redis 6 clients send it.
+      const std::string_view given = args.back();
+      if (config_.password.empty()) throw Reject{"ERR", "no password is set on this server"};
+      if (given != config_.password) throw Reject{"WRONGPASS", "invalid password"};
+      c.authenticated = true;
+      resp::simple(reply, "OK");
+      return Outcome::replied;
+    }
+    if (cmd == "QUIT") {
+      resp::simple(reply, "OK");
+      return Outcome::close;
+    }
+    if (!c.authenticated) throw Reject{"NOAUTH", "authentication required"};
+
+    if (cmd == "PING") {
+      arity(args, 1, 2);
+      if (args.size() == 2) {
+        resp::bulk(reply, args[1]);
+      } else {
+        resp::simple(reply, "PONG");
+      }
+      return Outcome::replied;
+    }
+    if (cmd == "ACQUIRE") return acquire(c, conn, args, now, reply);
+    if (cmd == "RENEW") {
+      arity(args, 4, 4);
+      const auto key = parse_key(args[1]);
+      const auto token = parse_u64(args[2], "token");
+      const auto ttl = parse_ms(args[3], "ttl", kMinTtlMs, kMaxTtlMs);
+      guard_->note_hold(ttl);
+      const bool ok = table_.renew(key, token, ttl, now).has_value();
+      collect(now);
+      resp::integer(reply, ok ? 1 : 0);
+      return Outcome::replied;
+    }
+    if (cmd == "RELEASE") {
+      arity(args, 3, 3);
+      const auto key = parse_key(args[1]);
+      const bool ok = table_.release(key, parse_u64(args[2], "token"), now);
+      collect(now);
+      resp::integer(reply, ok ? 1 : 0);
+      return Outcome::replied;
+    }
+    if (cmd == "CHECK") {
+      arity(args, 4, 4);
+      const auto key = parse_key(args[1]);
+      const Mode mode = parse_mode(args[2]);
+      const auto token = parse_u64(args[3], "token");
+      table_.advance(now);
+      collect(now);
+      const auto grant = table_.find(key, token);
+      resp::integer(reply, grant && grant->mode == mode ? 1 : 0);
+      return Outcome::replied;
+    }
+    if (cmd == "INSPECT") {
+      arity(args, 2, 2);
+      const auto key = parse_key(args[1]);
+      table_.advance(now);
+      collect(now);
+      inspect(key, now, reply);
+      return Outcome::replied;
+    }
+    if (cmd == "INFO") {
+      arity(args, 1, 2);
+      table_.advance(now);
+      collect(now);
+      info(reply);
+      return Outcome::replied;
+    }
+    if (cmd == "HELLO") {
+      resp::array(reply, 8);
+      resp::bulk(reply, "server");
+      resp::bulk(reply, "wardend");
+      resp::bulk(reply, "version");
+      resp::bulk(reply, config_.version);
+      resp::bulk(reply, "proto");
+      resp::integer(reply, 1);
+      resp::bulk(reply, "capabilities");
+      resp::bulk(reply, "shared fair unfair lock-delay fencing durable-tokens check");
+      return Outcome::replied;
+    }
+    throw Reject{"ERR", "unknown command '" + std::string(args[0].substr(0, 64)) + "'"};
+  } catch (const Reject& r) {
+    ++stats_.errors;
+    resp::error(reply, r.code, r.message);
+    return Outcome::replied;
+  } catch (const Error& e) {
+    // A durability failure (the state file could not be written): nothing was granted.
+    ++stats_.errors;
+    resp::error(reply, "ERR", e.what());
+    return Outcome::replied;
+  }
+}
+
+Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
+                                        std::span<const std::string_view> args, Time now,
+                                        std::string& reply) {
+  if (args.size() < 4) arity(args, 4, 4);
+  table::Request request;
+  request.key = std::string(parse_key(args[1]));
+  request.mode = parse_mode(args[2]);
+  request.ttl = parse_ms(args[3], "ttl", kMinTtlMs, kMaxTtlMs);
+  request.deadline = Time::min();  // a try unless WAIT says otherwise
+  request.session = conn;
+  for (std::size_t i = 4; i < args.size(); ++i) {
+    const std::string opt = upper(args[i]);
+    if (opt == "UNFAIR") {
+      request.fair = false;
+    } else if (opt == "FOREVER") {
+      request.deadline = Time::max();
+    } else if ((opt == "WAIT" || opt == "DELAY") && i + 1 < args.size()) {
+      const std::string_view value = args[++i];
+      if (opt == "WAIT") {
+        const auto wait = parse_ms(value, "wait", 0, kMaxTtlMs * 1000);
+        request.deadline = wait.count() == 0 ? Time::min() : now + wait;
+      } else {
+        request.lock_delay = parse_ms(value, "delay", 0, kMaxDelayMs);
+      }
+    } else {
+      throw Reject{"ERR", "unknown or incomplete ACQUIRE option '" +
+                              std::string(args[i].substr(0, 64)) + "'"};
+    }
+  }
+
+  if (const auto left = guard_->embargo_ms(now); left > 0) {
+    throw Reject{"STARTING", "restarted recently; no grants for another " +
+                                 std::to_string(left) + " ms"};
+  }
+  const auto stats = table_.stats();
+  const bool waits = request.deadline > now;
+  if (stats.keys >= config_.limits.max_keys && table_.inspect(request.key).holders.empty() &&
+      table_.inspect(request.key).waiters.empty()) {
+    throw Reject{"LIMIT", "the server holds the maximum number of keys"};
+  }
+  if (waits && table_.inspect(request.key).waiters.size() >= config_.limits.max_waiters_per_key) {
+    throw Reject{"LIMIT", "too many waiters on this key"};
+  }
+  guard_->note_hold(request.ttl + request.lock_delay);
+
+  const auto result = table_.acquire(request, now);
+  collect(now);
+  switch (result.status) {
+    case table::AcquireStatus::granted:
+      ++stats_.grants;
+      grant_reply(reply, result.grant.token, now, now);
+      return Outcome::replied;
+    case table::AcquireStatus::busy:
+      resp::nil(reply);
+      return Outcome::replied;
+    case table::AcquireStatus::queued:
+      c.parked = result.id;
+      parked_[result.id] = Parked{conn, now};
+      return Outcome::parked;
+  }
+  return Outcome::replied;
+}
+
+void Dispatcher::advance(Time now) {
+  table_.advance(now);
+  collect(now);
+}
+
+std::optional<Time> Dispatcher::next_wakeup() const { return table_.next_wakeup(); }
+
+void Dispatcher::collect(Time now) {
+  for (const auto& event : table_.take_events()) {
+    if (event.kind == table::Event::Kind::expired) {
+      ++stats_.expirations;
+      continue;
+    }
+    auto it = parked_.find(event.grant.id);
+    if (it == parked_.end()) {
+      // Granted to a waiter whose connection is gone (cannot happen: disconnect
+      // cancels first) — give it back rather than leave a lock nobody holds.
+      if (event.kind == table::Event::Kind::granted) {
+        table_.release(event.grant.key, event.grant.token, now);
+      }
+      continue;
+    }
+    const Parked p = it->second;
+    parked_.erase(it);
+    if (auto cit = connections_.find(p.conn); cit != connections_.end()) {
+      cit->second.parked.reset();
+    }
+    Wakeup w{p.conn, {}};
+    if (event.kind == table::Event::Kind::granted) {
+      ++stats_.grants;
+      grant_reply(w.reply, event.grant.token, p.received, now);
+    } else {
+      ++stats_.timeouts;
+      resp::nil(w.reply);
+    }
+    wakeups_.push_back(std::move(w));
+  }
+}
+
+std::vector<Dispatcher::Wakeup> Dispatcher::take_wakeups() {
+  std::vector<Wakeup> out;
+  out.swap(wakeups_);
+  return out;
+}
+
+DispatcherStats Dispatcher::stats() const {
+  DispatcherStats s = stats_;
+  s.connections = connections_.size();
+  s.parked = parked_.size();
+  s.table = table_.stats();
+  return s;
+}
+
+void Dispatcher::info(std::string& reply) const {
+  const auto s = stats();
+  std::string text;
+  text += "server:wardend\r\nversion:" + config_.version + "\r\n";
+  text += "connections:" + std::to_string(s.connections) + "\r\n";
+  text += "keys:" + std::to_string(s.table.keys) + "\r\n";
+  text += "holders:" + std::to_string(s.table.holders) + "\r\n";
+  text += "waiters:" + std::to_string(s.table.waiters) + "\r\n";
+  text += "commands:" + std::to_string(s.commands) + "\r\n";
+  text += "grants:" + std::to_string(s.grants) + "\r\n";
+  text += "timeouts:" + std::to_string(s.timeouts) + "\r\n";
+  text += "expirations:" + std::to_string(s.expirations) + "\r\n";
+  text += "errors:" + std::to_string(s.errors) + "\r\n";
+  resp::bulk(reply, text);
+}
+
+void Dispatcher::inspect(std::string_view key, Time now, std::string& reply) const {
+  const auto info = table_.inspect(key);
+  resp::array(reply, 6);
+  resp::bulk(reply, "holders");
+  resp::array(reply, info.holders.size());
+  for (const auto& h : info.holders) {
+    resp::array(reply, 3);
+    resp::bulk(reply, to_string(h.mode));
+    resp::integer(reply, static_cast<std::int64_t>(h.token));
+    resp::integer(reply, std::max<std::int64_t>(0, ms_between(now, h.expires)));
+  }
+  resp::bulk(reply, "waiters");
+  resp::array(reply, info.waiters.size());
+  for (const auto& w : info.waiters) {
+    resp::array(reply, 2);
+    resp::bulk(reply, to_string(w.mode));
+    resp::integer(reply, w.deadline == Time::max() ? -1 : ms_between(now, w.deadline));
+  }
+  resp::bulk(reply, "delayed_ms");
+  resp::integer(reply, info.delayed_until ? std::max<std::int64_t>(0, ms_between(now, *info.delayed_until)) : 0);
+}
+
+}  // namespace warden::server

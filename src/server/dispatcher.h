@@ -1,0 +1,130 @@
+// server/dispatcher.h — wardend's command logic: parsed requests in, replies out.
+//
+// Like the LockTable it owns, the dispatcher is single-threaded, does no I/O and takes
+// time as an argument, so it is tested without sockets. The network shell (server.cc)
+// reads frames, calls execute() per request, writes the replies, and stops reading
+// from a connection while one of its requests is parked (a blocking ACQUIRE), exactly
+// like a Redis client blocked in BLPOP. Replies for parked requests that are resolved
+// later (granted, timed out) come back from take_wakeups().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "table/lock_table.h"
+
+namespace warden::server {
+
+using ConnId = std::uint64_t;
+using table::Time;
+
+struct Limits {
+  std::size_t max_connections = 10'000;
+  std::size_t max_keys = 2'000'000;
+  std::size_t max_waiters_per_key = 10'000;
+};
+
+struct DispatcherConfig {
+  Limits limits;
+  std::string password;  // empty: no AUTH required
+  std::string version;
+};
+
+// Decides whether a grant may happen now (restart embargo) and makes a longer hold
+// durable before it is granted. The default allows everything and persists nothing.
+class GrantGuard {
+ public:
+  virtual ~GrantGuard() = default;
+  // Milliseconds until grants are allowed again after a restart; 0 when allowed.
+  virtual std::uint64_t embargo_ms(Time /*now*/) const { return 0; }
+  // Called before a grant with this lease + lock-delay may be handed out; throws
+  // warden::Error if that could not be made durable.
+  virtual void note_hold(std::chrono::milliseconds /*ttl_plus_delay*/) {}
+};
+
+struct DispatcherStats {
+  std::size_t connections = 0;
+  std::size_t parked = 0;
+  std::uint64_t commands = 0;
+  std::uint64_t grants = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t expirations = 0;
+  std::uint64_t errors = 0;
+  table::TableStats table;
+};
+
+class Dispatcher {
+ public:
+  enum class Outcome {
+    replied,  // `reply` holds the reply; go on with the next request
+    parked,   // no reply yet: stop reading this connection until take_wakeups() has it
+    close,    // `reply` holds a last reply; close the connection after writing it
+  };
+
+  // `tokens` and `guard` must outlive the dispatcher (nullptr: in-memory defaults).
+  Dispatcher(DispatcherConfig config, table::TokenSource* tokens, GrantGuard* guard);
+
+  // false (and nothing changes) when the connection limit is reached.
+  bool connect(ConnId conn);
+  // Forgets the connection; its parked waiter leaves the queue at once. Its grants
+  // stay: they live until released or expired.
+  void disconnect(ConnId conn, Time now);
+
+  // The peer half-closed: its parked request (if any) is cancelled and answered nil,
+  // unless it was granted first (then its grant reply is already in take_wakeups()).
+  // Either way the client, still reading, learns the truth and leaves no trace.
+  void cancel_parked(ConnId conn, Time now);
+
+  // Executes one request. `now` is when the request was read.
+  Outcome execute(ConnId conn, std::span<const std::string_view> args, Time now,
+                  std::string& reply);
+
+  // Applies the passage of time (lease expiry, wait deadlines, lock-delay ends).
+  void advance(Time now);
+  std::optional<Time> next_wakeup() const;
+
+  // Replies to parked requests that were resolved since the last call, in order.
+  struct Wakeup {
+    ConnId conn;
+    std::string reply;
+  };
+  std::vector<Wakeup> take_wakeups();
+
+  DispatcherStats stats() const;
+  const table::LockTable& table() const { return table_; }
+
+ private:
+  struct Connection {
+    bool authenticated = false;
+    std::optional<table::RequestId> parked;
+  };
+  struct Parked {
+    ConnId conn;
+    Time received;
+  };
+
+  Outcome acquire(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
+                  std::string& reply);
+  void info(std::string& reply) const;
+  void inspect(std::string_view key, Time now, std::string& reply) const;
+  // Turns the table's events into wakeups; `now` is when they happened.
+  void collect(Time now);
+
+  DispatcherConfig config_;
+  table::CountingTokenSource default_tokens_;
+  GrantGuard default_guard_;
+  GrantGuard* guard_;
+  table::LockTable table_;
+  std::unordered_map<ConnId, Connection> connections_;
+  std::unordered_map<table::RequestId, Parked> parked_;
+  std::vector<Wakeup> wakeups_;
+  DispatcherStats stats_;
+};
+
+}  // namespace warden::server

@@ -1,0 +1,303 @@
+#include "server/server.h"
+
+#include <sys/resource.h>
+
+#include <asio.hpp>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "server/durable_state.h"
+#include "server/metrics_endpoint.h"
+#include "server/resp.h"
+#include "warden/error.h"
+#include "warden/version.h"
+
+namespace warden::server {
+namespace {
+
+using asio::ip::tcp;
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+
+// Lets one process hold as many connections as the hard limit allows (10,000 idle
+// clients need more than the usual soft limit of 1,024 descriptors).
+void raise_fd_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+std::pair<std::string, std::uint16_t> split_host_port(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    throw Error(Errc::invalid_argument, "expected host:port, got '" + text + "'");
+  }
+  const std::string port = text.substr(colon + 1);
+  unsigned long value = 0;
+  try {
+    value = std::stoul(port);
+  } catch (...) {
+    value = 70000;
+  }
+  if (value > 65535) throw Error(Errc::invalid_argument, "bad port in '" + text + "'");
+  return {text.substr(0, colon), static_cast<std::uint16_t>(value)};
+}
+
+}  // namespace
+
+struct Server::Impl {
+  struct Connection : std::enable_shared_from_this<Connection> {
+    Connection(Impl& s, tcp::socket sock, ConnId i) : server(s), socket(std::move(sock)), id(i) {}
+    Impl& server;
+    tcp::socket socket;
+    ConnId id;
+    std::string in;         // bytes read, not yet parsed
+    std::string out;        // replies not yet handed to the socket
+    std::string writing;    // the buffer of the write in flight
+    std::array<char, kReadChunk> chunk{};
+    bool reading = false;
+    bool parked = false;
+    bool closing = false;  // close once `out` is written
+    bool closed = false;
+  };
+
+  Impl(ServerOptions o)
+      : options(std::move(o)),
+        state(options.data_dir, options.reset_state),
+        dispatcher(DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING},
+                   &state.tokens(), &state),
+        acceptor(io),
+        timer(io),
+        signals(io) {
+    raise_fd_limit();
+    tcp::endpoint endpoint(asio::ip::make_address(options.host), options.port);
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(tcp::acceptor::reuse_address(true));
+    acceptor.bind(endpoint);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+    bound_port = acceptor.local_endpoint().port();
+    if (!options.metrics_listen.empty()) {
+      auto [host, port] = split_host_port(options.metrics_listen);
+      metrics = std::make_unique<MetricsEndpoint>(host, port, [this] { return snapshot(); });
+    }
+  }
+
+  // The Prometheus text, rendered on the loop thread (which owns every number in it).
+  std::string snapshot() {
+    std::promise<std::string> promise;
+    auto future = promise.get_future();
+    asio::post(io, [this, &promise] { promise.set_value(render_metrics(dispatcher.stats())); });
+    if (future.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      return "# wardend is not answering\n";
+    }
+    return future.get();
+  }
+
+  void start_accept() {
+    acceptor.async_accept([this](std::error_code ec, tcp::socket socket) {
+      if (ec) {
+        if (ec != asio::error::operation_aborted && acceptor.is_open()) start_accept();
+        return;
+      }
+      socket.set_option(tcp::no_delay(true));
+      const ConnId id = ++next_id;
+      auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
+      if (!dispatcher.connect(id)) {
+        resp::error(conn->out, "LIMIT", "too many connections");
+        conn->closing = true;
+        flush(conn);
+      } else {
+        connections[id] = conn;
+        read(conn);
+      }
+      start_accept();
+    });
+  }
+
+  void read(const std::shared_ptr<Connection>& c) {
+    if (c->reading || c->parked || c->closing || c->closed) return;
+    if (c->out.size() + c->writing.size() > options.max_output_bytes) return;  // back-pressure
+    c->reading = true;
+    c->socket.async_read_some(asio::buffer(c->chunk), [this, c](std::error_code ec, std::size_t n) {
+      c->reading = false;
+      if (ec == asio::error::eof && !c->closed) {
+        // A half-close ends the conversation gracefully: a parked wait is cancelled
+        // (or its grant, if it won the race, is still written), then we close.
+        c->in.append(c->chunk.data(), n);
+        process(c);
+        dispatcher.cancel_parked(c->id, Clock::now());
+        c->closing = true;
+        deliver_wakeups();  // a closing connection is not read again
+        flush(c);
+        reschedule();
+        return;
+      }
+      if (ec) {
+        close(c);
+        return;
+      }
+      c->in.append(c->chunk.data(), n);
+      process(c);
+      reschedule();
+    });
+  }
+
+  // Executes every complete request buffered on `c`, up to a parked one.
+  void process(const std::shared_ptr<Connection>& c) {
+    const resp::Limits limits{options.max_request_bytes};
+    std::size_t offset = 0;
+    while (!c->parked && !c->closing && !c->closed) {
+      const std::string_view rest = std::string_view(c->in).substr(offset);
+      if (rest.empty()) break;
+      const auto parsed = resp::parse_request(rest, limits);
+      if (parsed.status == resp::Status::incomplete) break;
+      if (parsed.status == resp::Status::error) {
+        resp::error(c->out, "ERR", parsed.error);
+        c->closing = true;
+        break;
+      }
+      offset += parsed.consumed;
+      if (parsed.args.empty()) continue;
+      const auto outcome = dispatcher.execute(c->id, parsed.args, Clock::now(), c->out);
+      if (outcome == Dispatcher::Outcome::parked) c->parked = true;
+      if (outcome == Dispatcher::Outcome::close) c->closing = true;
+    }
+    c->in.erase(0, offset);
+    deliver_wakeups();
+    flush(c);
+    read(c);
+  }
+
+  // Hands replies of resolved parked requests to their connections and resumes them.
+  void deliver_wakeups() {
+    auto wakeups = dispatcher.take_wakeups();
+    for (auto& w : wakeups) {
+      auto it = connections.find(w.conn);
+      if (it == connections.end()) continue;
+      auto c = it->second;
+      c->out += w.reply;
+      c->parked = false;
+      // Requests pipelined behind the parked one run now; process() flushes and reads.
+      asio::post(io, [this, c] {
+        process(c);
+        reschedule();
+      });
+    }
+  }
+
+  void flush(const std::shared_ptr<Connection>& c) {
+    if (c->closed || !c->writing.empty()) return;
+    if (c->out.empty()) {
+      if (c->closing) close(c);
+      return;
+    }
+    c->writing.swap(c->out);
+    asio::async_write(c->socket, asio::buffer(c->writing),
+                      [this, c](std::error_code ec, std::size_t) {
+                        c->writing.clear();
+                        if (ec) {
+                          close(c);
+                          return;
+                        }
+                        flush(c);
+                        read(c);  // may have paused for back-pressure
+                      });
+  }
+
+  void close(const std::shared_ptr<Connection>& c) {
+    if (c->closed) return;
+    c->closed = true;
+    std::error_code ignored;
+    c->socket.shutdown(tcp::socket::shutdown_both, ignored);
+    c->socket.close(ignored);
+    if (connections.erase(c->id) > 0) {
+      dispatcher.disconnect(c->id, Clock::now());
+      deliver_wakeups();
+    }
+  }
+
+  // Arms the timer for the table's next wake-up, if it moved.
+  void reschedule() {
+    const auto next = dispatcher.next_wakeup();
+    if (!next) {
+      if (armed) {
+        timer.cancel();
+        armed.reset();
+      }
+      return;
+    }
+    if (armed && *armed == *next) return;
+    armed = *next;
+    timer.expires_at(*next);
+    timer.async_wait([this](std::error_code ec) {
+      if (ec == asio::error::operation_aborted) return;
+      armed.reset();
+      dispatcher.advance(Clock::now());
+      deliver_wakeups();
+      reschedule();
+    });
+  }
+
+  void shutdown() {
+    std::error_code ignored;
+    acceptor.close(ignored);
+    timer.cancel();
+    signals.cancel(ignored);
+    auto all = connections;
+    for (auto& [id, c] : all) close(c);
+    io.stop();
+  }
+
+  ServerOptions options;
+  DurableState state;
+  Dispatcher dispatcher;
+  asio::io_context io;
+  tcp::acceptor acceptor;
+  asio::steady_timer timer;
+  std::optional<Clock::time_point> armed;
+  asio::signal_set signals;
+  std::unordered_map<ConnId, std::shared_ptr<Connection>> connections;
+  ConnId next_id = 0;
+  std::uint16_t bound_port = 0;
+  std::unique_ptr<MetricsEndpoint> metrics;
+};
+
+Server::Server(ServerOptions options) {
+  try {
+    impl_ = std::make_unique<Impl>(std::move(options));
+  } catch (const std::system_error& e) {
+    throw Error(Errc::unavailable, std::string("cannot listen: ") + e.what());
+  }
+}
+
+Server::~Server() = default;
+
+void Server::run(bool handle_signals) {
+  Impl& s = *impl_;
+  if (handle_signals) {
+    s.signals.add(SIGINT);
+    s.signals.add(SIGTERM);
+    s.signals.async_wait([&s](std::error_code ec, int) {
+      if (!ec) s.shutdown();
+    });
+  }
+  s.start_accept();
+  s.io.run();
+}
+
+void Server::stop() {
+  asio::post(impl_->io, [s = impl_.get()] { s->shutdown(); });
+}
+
+std::uint16_t Server::port() const { return impl_->bound_port; }
+
+std::uint16_t Server::metrics_port() const {
+  return impl_->metrics ? impl_->metrics->port() : 0;
+}
+
+}  // namespace warden::server

@@ -1,0 +1,55 @@
+// server/server.h — wardend: the Dispatcher behind a TCP socket.
+//
+// One thread runs one asio event loop that owns the dispatcher and the lock table: no
+// locks on the hot path. Requests are pipelined per connection; a parked ACQUIRE stops
+// reading from its connection until it is granted or times out (like Redis' BLPOP).
+// A steady timer fires at the table's next wake-up (lease expiry, wait deadline,
+// lock-delay end). The optional metrics endpoint runs on its own thread and asks the
+// loop for a snapshot.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "server/dispatcher.h"
+
+namespace warden::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // listen address; 127.0.0.1 unless told otherwise
+  std::uint16_t port = 7380;       // 0: pick a free port (see Server::port())
+  std::string data_dir = "./data";
+  bool reset_state = false;  // start fresh even if the data dir lost its state (dangerous)
+  std::string password;      // non-empty: clients must AUTH first
+  std::string metrics_listen;  // "host:port" for Prometheus text over HTTP; empty: off
+  Limits limits;
+  std::size_t max_request_bytes = 64 * 1024;
+  std::size_t max_output_bytes = 4 * 1024 * 1024;  // stop reading a client that doesn't read
+};
+
+class Server {
+ public:
+  // Opens the data dir and binds the sockets. Throws warden::Error with a clear message
+  // (damaged state file, address in use, ...).
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Runs the event loop until stop() or SIGINT/SIGTERM (if handle_signals).
+  void run(bool handle_signals = true);
+  // Thread-safe: closes the listener and every connection, then run() returns.
+  void stop();
+
+  std::uint16_t port() const;
+  std::uint16_t metrics_port() const;  // 0 when off
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace warden::server

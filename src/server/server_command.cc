@@ -1,0 +1,69 @@
+#include "server/server_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "warden/error.h"
+#include "warden/version.h"
+
+namespace warden::server {
+
+void add_server_options(CLI::App& app, ServerOptions& o) {
+  app.add_option_function<std::string>(
+         "--listen",
+         [&o](const std::string& text) {
+           const auto colon = text.rfind(':');
+           if (colon == std::string::npos) throw CLI::ValidationError("--listen", "expected HOST:PORT");
+           o.host = text.substr(0, colon);
+           int port = -1;
+           try {
+             port = std::stoi(text.substr(colon + 1));
+           } catch (...) {
+           }
+           if (port < 0 || port > 65535) throw CLI::ValidationError("--listen", "bad port");
+           o.port = static_cast<std::uint16_t>(port);
+         },
+         "address to listen on, HOST:PORT (port 0: any free port)")
+      ->default_str("127.0.0.1:7380");
+  app.add_option("--data-dir", o.data_dir,
+                 "directory for the durable state (token reservations, longest lease)")
+      ->default_str(o.data_dir);
+  app.add_option("--requirepass", o.password, "password clients must send with AUTH first");
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "serve Prometheus metrics over HTTP at HOST:PORT/metrics");
+  app.add_option("--max-connections", o.limits.max_connections, "connection limit")
+      ->default_val(o.limits.max_connections);
+  app.add_option("--max-keys", o.limits.max_keys, "limit on locks known at once")
+      ->default_val(o.limits.max_keys);
+  app.add_option("--max-waiters-per-key", o.limits.max_waiters_per_key,
+                 "limit on queued requests per lock")
+      ->default_val(o.limits.max_waiters_per_key);
+  app.add_option("--max-request-bytes", o.max_request_bytes, "limit on one request's size")
+      ->default_val(o.max_request_bytes);
+  app.add_flag("--reset-state", o.reset_state,
+               "start with fresh state even though the data dir lost it: fencing tokens "
+               "may go backwards (dangerous; for disaster recovery only)");
+}
+
+int run_server(const ServerOptions& options) {
+  try {
+    Server server(options);
+    std::printf("wardend %s listening on %s:%u (data dir %s)\n", WARDEN_VERSION_STRING,
+                options.host.c_str(), server.port(), options.data_dir.c_str());
+    if (server.metrics_port() != 0) {
+      std::printf("wardend metrics on http://%s/metrics\n", options.metrics_listen.c_str());
+    }
+    std::fflush(stdout);
+    server.run();
+    std::printf("wardend stopped\n");
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "wardend: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "wardend: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace warden::server
