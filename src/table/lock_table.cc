@@ -223,7 +223,8 @@ struct LockTable::Impl {
 
   void mark_dirty(std::uint32_t slot) { dirty.push_back(slot); }
 
-  // Grants what became grantable on the touched keys and forgets idle ones.
+  // Grants what became grantable on the touched keys and forgets idle ones. If the
+  // TokenSource throws, the keys stay marked and the next call serves them.
   void flush_dirty(Time now) {
     for (std::uint32_t slot : dirty) {
       if (Node* node = slots[slot]) {
@@ -394,8 +395,8 @@ struct LockTable::Impl {
     Node* node = slots[it->second];
     KeyState& k = node->second;
     remove_waiter(k, find_waiter(k, id));
-    pump(*node, now);
-    settle(*node);
+    mark_dirty(k.slot);
+    flush_dirty(now);
     return true;
   }
 
@@ -452,8 +453,8 @@ struct LockTable::Impl {
     std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return false;
     remove_holder(k, i);  // a release never starts a lock-delay
-    pump(*node, now);
-    settle(*node);
+    mark_dirty(k.slot);
+    flush_dirty(now);
     return true;
   }
 };

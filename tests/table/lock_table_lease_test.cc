@@ -1,6 +1,7 @@
 // tests/table/lock_table_lease_test.cc — leases, lock-delay and fencing tokens.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ using testing::at;
 using testing::Kind;
 using testing::LockTableTest;
 using testing::R;
+using testing::waiter_ids;
 
 // --- leases
 
@@ -185,6 +187,39 @@ TEST_F(LockTableTest, TokensComeFromTheGivenTokenSource) {
   EXPECT_EQ(a.grant.token, 1001u);
   EXPECT_EQ(b.grant.token, 1002u);
   EXPECT_EQ(source.last(), 1002u);
+}
+
+// wardend's TokenSource persists reservations and may fail; the table must stay whole
+// and serve the queue on a later call.
+TEST(LockTableTokenSource, AFailureLeavesTheWaiterForTheNextCall) {
+  class FlakyTokens final : public TokenSource {
+   public:
+    std::uint64_t next() override {
+      if (fail) throw std::runtime_error("cannot reserve tokens");
+      return ++last;
+    }
+    bool fail = false;
+    std::uint64_t last = 0;
+  } tokens;
+  LockTable table(&tokens);
+  AcquireResult held = table.acquire(R::exclusive(), at(0));
+  AcquireResult waiter = table.acquire(R::exclusive(), at(0));
+  ASSERT_EQ(waiter.status, AcquireStatus::queued);
+
+  tokens.fail = true;
+  EXPECT_THROW(table.acquire(R::exclusive("other"), at(1)), std::runtime_error);
+  EXPECT_EQ(table.stats().keys, 1u);  // "other" was not created
+  EXPECT_THROW(table.release("k", held.grant.token, at(2)), std::runtime_error);
+  EXPECT_EQ(waiter_ids(table.inspect("k")), std::vector<RequestId>{waiter.id});
+
+  tokens.fail = false;
+  table.advance(at(3));
+  std::vector<Event> ev = table.take_events();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kind, Kind::granted);
+  EXPECT_EQ(ev[0].grant.id, waiter.id);
+  EXPECT_GT(ev[0].grant.token, held.grant.token);
+  EXPECT_FALSE(table.holds("k", held.grant.token));
 }
 
 }  // namespace

@@ -144,7 +144,9 @@ class ReferenceModel {
         if (w.deadline <= now) due.emplace_back(w.deadline, 1, w.id);
       }
       std::sort(due.begin(), due.end());
-      for (const auto& [t, kind, ref] : due) {
+      for (const auto& item : due) {
+        const int kind = std::get<1>(item);
+        const std::uint64_t ref = std::get<2>(item);  // a plain variable: lambdas capture it
         if (kind == 0) {
           auto it = std::find_if(k.holders.begin(), k.holders.end(),
                                  [&](const Holder& h) { return h.order == ref; });
