@@ -1,8 +1,11 @@
 #include "server/dispatcher.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <fstream>
 
 #include "core/names.h"
 #include "server/resp.h"
@@ -38,6 +41,16 @@ std::uint64_t parse_u64(std::string_view text, const char* what) {
                                 "' is not a non-negative integer"};
   }
   return value;
+}
+
+// The process's resident set in bytes (resident pages in /proc/self/statm times the
+// page size); 0 where that file is missing (not Linux).
+std::uint64_t rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t size_pages = 0;
+  std::uint64_t resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return 0;
+  return resident_pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 milliseconds parse_ms(std::string_view text, const char* what, std::uint64_t min,
@@ -170,7 +183,8 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       const auto key = parse_key(args[1]);
       const auto token = parse_u64(args[2], "token");
       const auto ttl = parse_ms(args[3], "ttl", kMinTtlMs, kMaxTtlMs);
-      guard_->note_hold(ttl);
+      // The renewed lease, and the lock-delay after it, must fit in the restart embargo.
+      if (const auto grant = table_.find(key, token)) guard_->note_hold(ttl + grant->lock_delay);
       const bool ok = table_.renew(key, token, ttl, now).has_value();
       collect(now);
       resp::integer(reply, ok ? 1 : 0);
@@ -269,6 +283,9 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
     throw Reject{"STARTING", "restarted recently; no grants for another " +
                                  std::to_string(left) + " ms"};
   }
+  // The limits count what is there now: leases and waits that ran out are gone first.
+  table_.advance(now);
+  collect(now);
   const auto stats = table_.stats();
   const bool waits = request.deadline > now;
   if (stats.keys >= config_.limits.max_keys && table_.inspect(request.key).holders.empty() &&
@@ -306,34 +323,39 @@ void Dispatcher::advance(Time now) {
 std::optional<Time> Dispatcher::next_wakeup() const { return table_.next_wakeup(); }
 
 void Dispatcher::collect(Time now) {
-  for (const auto& event : table_.take_events()) {
-    if (event.kind == table::Event::Kind::expired) {
-      ++stats_.expirations;
-      continue;
-    }
-    auto it = parked_.find(event.grant.id);
-    if (it == parked_.end()) {
-      // Granted to a waiter whose connection is gone (cannot happen: disconnect
-      // cancels first) — give it back rather than leave a lock nobody holds.
-      if (event.kind == table::Event::Kind::granted) {
-        table_.release(event.grant.key, event.grant.token, now);
+  // Giving a grant back (below) can grant the next waiter: another event. Take events
+  // until there are none, so that no grant waits for an unrelated call to be announced.
+  for (auto events = table_.take_events(); !events.empty(); events = table_.take_events()) {
+    for (const auto& event : events) {
+      if (event.kind == table::Event::Kind::expired) {
+        ++stats_.expirations;
+        continue;
       }
-      continue;
+      auto it = parked_.find(event.grant.id);
+      if (it == parked_.end()) {
+        // Granted to a waiter whose connection is gone: disconnect() forgets the waiter
+        // first, and the table may grant it while applying the time up to that call.
+        // Give the grant back rather than leave a lock nobody holds.
+        if (event.kind == table::Event::Kind::granted) {
+          table_.release(event.grant.key, event.grant.token, now);
+        }
+        continue;
+      }
+      const Parked p = it->second;
+      parked_.erase(it);
+      if (auto cit = connections_.find(p.conn); cit != connections_.end()) {
+        cit->second.parked.reset();
+      }
+      Wakeup w{p.conn, {}};
+      if (event.kind == table::Event::Kind::granted) {
+        ++stats_.grants;
+        grant_reply(w.reply, event.grant.token, p.received, now);
+      } else {
+        ++stats_.timeouts;
+        resp::nil(w.reply);
+      }
+      wakeups_.push_back(std::move(w));
     }
-    const Parked p = it->second;
-    parked_.erase(it);
-    if (auto cit = connections_.find(p.conn); cit != connections_.end()) {
-      cit->second.parked.reset();
-    }
-    Wakeup w{p.conn, {}};
-    if (event.kind == table::Event::Kind::granted) {
-      ++stats_.grants;
-      grant_reply(w.reply, event.grant.token, p.received, now);
-    } else {
-      ++stats_.timeouts;
-      resp::nil(w.reply);
-    }
-    wakeups_.push_back(std::move(w));
   }
 }
 
@@ -364,6 +386,7 @@ void Dispatcher::info(std::string& reply) const {
   text += "timeouts:" + std::to_string(s.timeouts) + "\r\n";
   text += "expirations:" + std::to_string(s.expirations) + "\r\n";
   text += "errors:" + std::to_string(s.errors) + "\r\n";
+  text += "rss_bytes:" + std::to_string(rss_bytes()) + "\r\n";
   resp::bulk(reply, text);
 }
 

@@ -166,7 +166,7 @@ struct LockTable::Impl {
   }
 
   static Grant grant_of(const Node& node, const Entry& e) {
-    return Grant{e.id, node.first, e.mode, e.token, e.time, e.session};
+    return Grant{e.id, node.first, e.mode, e.token, e.time, e.session, e.lock_delay};
   }
 
   std::size_t find_holder(const KeyState& k, std::uint64_t token) const {
@@ -308,7 +308,7 @@ struct LockTable::Impl {
         std::size_t i = find_waiter(k, t.ref);
         const Entry& e = k.entries[i];
         events.push_back(
-            Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{}, e.session}});
+            Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{}, e.session, e.lock_delay}});
         remove_waiter(k, i);
         mark_dirty(k.slot);
         return;

@@ -76,6 +76,7 @@ struct Grant {
   std::uint64_t token = 0;
   Time expires;
   std::uint64_t session = 0;
+  milliseconds lock_delay{0};  // applied if this lease expires
 };
 
 struct Event {
