@@ -3,14 +3,16 @@
 #include <string>
 
 #include "engines/mem/mem_engine.h"
+#include "engines/warden/warden_engine.h"
 #include "warden/error.h"
 
 namespace warden::engines {
 
 std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOptions& options) {
   if (uri.scheme == "mem") return mem::open(uri, options);
+  if (uri.scheme == "warden") return wardend::open(uri, options);
   throw Error(Errc::invalid_argument,
-              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem)");
+              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden)");
 }
 
 }  // namespace warden::engines

@@ -106,8 +106,9 @@ void grant_reply(std::string& out, std::uint64_t token, Time received, Time gran
 
 Dispatcher::Dispatcher(DispatcherConfig config, table::TokenSource* tokens, GrantGuard* guard)
     : config_(std::move(config)),
+      tokens_(tokens ? tokens : &default_tokens_),
       guard_(guard ? guard : &default_guard_),
-      table_(tokens ? tokens : &default_tokens_) {}
+      table_(tokens_) {}
 
 bool Dispatcher::connect(ConnId conn) {
   if (connections_.size() >= config_.limits.max_connections) return false;
@@ -118,26 +119,29 @@ bool Dispatcher::connect(ConnId conn) {
 void Dispatcher::disconnect(ConnId conn, Time now) {
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
-  if (it->second.parked) {
-    parked_.erase(*it->second.parked);
-    table_.cancel(*it->second.parked, now);
-  }
+  const auto parked = it->second.parked;
   connections_.erase(it);
-  collect(now);
+  if (parked) {
+    parked_.erase(*parked);
+    survive(now, [&] { table_.cancel(*parked, now); });
+  }
+  survive(now, [&] { collect(now); });
 }
 
 void Dispatcher::cancel_parked(ConnId conn, Time now) {
   auto it = connections_.find(conn);
   if (it == connections_.end() || !it->second.parked) return;
   const table::RequestId id = *it->second.parked;
-  if (table_.cancel(id, now)) {
-    parked_.erase(id);
-    it->second.parked.reset();
-    Wakeup w{conn, {}};
-    resp::nil(w.reply);
-    wakeups_.push_back(std::move(w));
-  }
-  collect(now);
+  survive(now, [&] {
+    if (table_.cancel(id, now)) {
+      parked_.erase(id);
+      it->second.parked.reset();
+      Wakeup w{conn, {}};
+      resp::nil(w.reply);
+      wakeups_.push_back(std::move(w));
+    }
+    collect(now);
+  });
 }
 
 Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string_view> args,
@@ -221,7 +225,7 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       arity(args, 1, 2);
       table_.advance(now);
       collect(now);
-      info(reply);
+      info(now, reply);
       return Outcome::replied;
     }
     if (cmd == "HELLO") {
@@ -316,11 +320,27 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
 }
 
 void Dispatcher::advance(Time now) {
-  table_.advance(now);
-  collect(now);
+  retry_at_.reset();
+  survive(now, [&] {
+    table_.advance(now);
+    collect(now);
+  });
 }
 
-std::optional<Time> Dispatcher::next_wakeup() const { return table_.next_wakeup(); }
+void Dispatcher::survive(Time now, const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error&) {
+    ++stats_.errors;
+    retry_at_ = now + std::chrono::milliseconds(100);
+  }
+}
+
+std::optional<Time> Dispatcher::next_wakeup() const {
+  auto next = table_.next_wakeup();
+  if (retry_at_ && (!next || *retry_at_ < *next)) next = retry_at_;
+  return next;
+}
 
 void Dispatcher::collect(Time now) {
   // Giving a grant back (below) can grant the next waiter: another event. Take events
@@ -373,7 +393,7 @@ DispatcherStats Dispatcher::stats() const {
   return s;
 }
 
-void Dispatcher::info(std::string& reply) const {
+void Dispatcher::info(Time now, std::string& reply) const {
   const auto s = stats();
   std::string text;
   text += "server:wardend\r\nversion:" + config_.version + "\r\n";
@@ -386,6 +406,8 @@ void Dispatcher::info(std::string& reply) const {
   text += "timeouts:" + std::to_string(s.timeouts) + "\r\n";
   text += "expirations:" + std::to_string(s.expirations) + "\r\n";
   text += "errors:" + std::to_string(s.errors) + "\r\n";
+  text += "last_token:" + std::to_string(tokens_->last()) + "\r\n";
+  text += "uptime_ms:" + std::to_string(std::max<std::int64_t>(0, ms_between(config_.started, now))) + "\r\n";
   text += "rss_bytes:" + std::to_string(rss_bytes()) + "\r\n";
   resp::bulk(reply, text);
 }

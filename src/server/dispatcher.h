@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,6 +35,7 @@ struct DispatcherConfig {
   Limits limits;
   std::string password;  // empty: no AUTH required
   std::string version;
+  Time started{};  // for INFO's uptime_ms
 };
 
 // Decides whether a grant may happen now (restart embargo) and makes a longer hold
@@ -111,19 +113,27 @@ class Dispatcher {
 
   Outcome acquire(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
                   std::string& reply);
-  void info(std::string& reply) const;
+  void info(Time now, std::string& reply) const;
   void inspect(std::string_view key, Time now, std::string& reply) const;
   // Turns the table's events into wakeups; `now` is when they happened.
   void collect(Time now);
+  // Runs a table call made outside any command (timers, disconnects). Granting a queued
+  // waiter draws a token, and the durable token source throws when it cannot persist a
+  // reservation (disk full). The table stays consistent and serves that queue on its
+  // next call, so instead of letting the error escape the event loop, the dispatcher
+  // counts it and asks to be advanced again soon (next_wakeup).
+  void survive(Time now, const std::function<void()>& call);
 
   DispatcherConfig config_;
   table::CountingTokenSource default_tokens_;
+  table::TokenSource* tokens_;
   GrantGuard default_guard_;
   GrantGuard* guard_;
   table::LockTable table_;
   std::unordered_map<ConnId, Connection> connections_;
   std::unordered_map<table::RequestId, Parked> parked_;
   std::vector<Wakeup> wakeups_;
+  std::optional<Time> retry_at_;  // set after a failed grant; see survive()
   DispatcherStats stats_;
 };
 

@@ -87,7 +87,7 @@ class DurableTokens final : public table::TokenSource {
   std::chrono::milliseconds embargo_left(table::Time now) const;
 
   // The last token handed out (0 before the first, in a fresh state).
-  std::uint64_t last() const { return last_; }
+  std::uint64_t last() const override { return last_; }
   // The durable record (reservation and max_hold) as of now.
   const StateRecord& durable() const { return file_.record(); }
   const StateFile& file() const { return file_; }

@@ -69,7 +69,8 @@ struct Server::Impl {
   Impl(ServerOptions o)
       : options(std::move(o)),
         state(options.data_dir, options.reset_state),
-        dispatcher(DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING},
+        dispatcher(DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING,
+                                    Clock::now()},
                    &state.tokens(), &state),
         acceptor(io),
         timer(io),
@@ -120,7 +121,10 @@ struct Server::Impl {
   }
 
   void read(const std::shared_ptr<Connection>& c) {
-    if (c->reading || c->parked || c->closing || c->closed) return;
+    if (c->reading || c->closing || c->closed) return;
+    // A parked connection is still read, so that its close or half-close is seen at once
+    // (the waiter leaves the queue); what it pipelines meanwhile waits in `in`, bounded.
+    if (c->parked && c->in.size() > options.max_request_bytes) return;
     if (c->out.size() + c->writing.size() > options.max_output_bytes) return;  // back-pressure
     c->reading = true;
     c->socket.async_read_some(asio::buffer(c->chunk), [this, c](std::error_code ec, std::size_t n) {

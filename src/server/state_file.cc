@@ -30,7 +30,12 @@ constexpr off_t kMaxReadBytes = 1 << 20;
 
 std::string errno_text(int err) { return std::system_category().message(err); }
 
-std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+// Built with append: g++ 12 at -O2 reports a false -Wrestrict on "'" + std::string&&.
+std::string quoted(const std::filesystem::path& p) {
+  std::string out = "'";
+  out.append(p.string()).append("'");
+  return out;
+}
 
 void put_u32(std::byte* out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out[i] = static_cast<std::byte>(v >> (8 * i));

@@ -47,13 +47,15 @@ class TokenSource {
   virtual ~TokenSource() = default;
   // A token larger than every token returned before.
   virtual std::uint64_t next() = 0;
+  // The last token returned (0 before the first).
+  virtual std::uint64_t last() const = 0;
 };
 
 class CountingTokenSource final : public TokenSource {
  public:
   explicit CountingTokenSource(std::uint64_t last = 0) : last_(last) {}
   std::uint64_t next() override { return ++last_; }
-  std::uint64_t last() const { return last_; }
+  std::uint64_t last() const override { return last_; }
 
  private:
   std::uint64_t last_;

@@ -196,10 +196,13 @@ TEST(LockTableTokenSource, AFailureLeavesTheWaiterForTheNextCall) {
    public:
     std::uint64_t next() override {
       if (fail) throw std::runtime_error("cannot reserve tokens");
-      return ++last;
+      return ++last_;
     }
+    std::uint64_t last() const override { return last_; }
     bool fail = false;
-    std::uint64_t last = 0;
+
+   private:
+    std::uint64_t last_ = 0;
   } tokens;
   LockTable table(&tokens);
   AcquireResult held = table.acquire(R::exclusive(), at(0));

@@ -1,0 +1,102 @@
+# warden — the top-level commands. The README's quick start is exactly two of them:
+#
+#   make run    install dependencies, build the release preset, run the main job
+#   make test   install dependencies, then the whole check: sanitizer build + tests,
+#               release build, install, and a separate project built against that install
+#
+# Other targets: deps, release, asan, test-slow, install, consumer, format, clean.
+# Every step is a target of its own, so when one fails make names it in its error line
+# ("make: *** [Makefile:NN: asan-ctest] Error 8").
+
+# Run recipes with bash in strict mode: a failing command in a pipeline fails the step.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+# The steps build on each other and each already uses both cores; never run two at once.
+.NOTPARALLEL:
+.DEFAULT_GOAL := help
+
+JOBS ?= 2
+RELEASE_DIR := build/release
+STAGE_DIR := $(CURDIR)/build/stage
+CONSUMER_DIR := build/consumer
+
+# The main job of `make run`: warden's lock server in the foreground, on 127.0.0.1:7380
+# with its durable state in ./data. Stop it with Ctrl-C (state is kept).
+RUN_CMD = $(RELEASE_DIR)/src/server/wardend --listen 127.0.0.1:7380 --data-dir ./data
+
+# $(call say,TEXT) prints a step header. TEXT must not contain a comma (make's argument
+# separator) or a single quote.
+say = @printf '\n==> %s\n' '$(1)'
+
+.PHONY: help deps run test test-slow release asan asan-ctest install consumer consumer-run \
+        format clean
+
+help:
+	@echo 'make run        build the release preset and run the main job ($$RUN_CMD)'
+	@echo 'make test       sanitizer build + tests, release build, install, consumer check'
+	@echo 'make test-slow  the tests labelled "slow" on the sanitizer build'
+	@echo 'make format     clang-format every C++ source in place'
+	@echo 'make clean      remove build/'
+
+deps:
+	$(call say,dependencies)
+	bash scripts/install-deps.sh
+
+run: deps release
+	$(call say,run: the main job)
+	$(RUN_CMD)
+
+test: deps asan asan-ctest release install consumer consumer-run
+	$(call say,make test: all steps passed)
+
+# Debug + AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors.
+asan:
+	$(call say,build: asan preset)
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS)
+
+# The preset excludes the tests labelled "slow"; they run in `make test-slow`.
+asan-ctest: asan
+	$(call say,ctest: asan preset (without label slow))
+	ctest --preset asan -j $(JOBS)
+
+# The preset's own filter excludes "slow"; -LE '^$$' (a label no test has) lifts that.
+test-slow: deps asan
+	$(call say,ctest: asan preset (label slow only))
+	ctest --preset asan -L slow -LE '^$$' -j $(JOBS)
+
+release:
+	$(call say,build: release preset)
+	cmake --preset release
+	cmake --build --preset release -j $(JOBS)
+
+# A fresh staging prefix each time, so files that are no longer installed cannot hide
+# a broken install rule.
+install: release
+	$(call say,install: $(RELEASE_DIR) -> build/stage)
+	rm -rf $(STAGE_DIR)
+	cmake --install $(RELEASE_DIR) --prefix $(STAGE_DIR)
+
+# examples/consumer is a separate project that sees warden only through the installed
+# package (find_package and pkg-config), like a user's project would. Its programs find
+# libwarden.so through the RPATH CMake sets for the build tree.
+consumer: install
+	$(call say,consumer: build examples/consumer against build/stage)
+	rm -rf $(CONSUMER_DIR)
+	cmake -S examples/consumer -B $(CONSUMER_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_PREFIX_PATH=$(STAGE_DIR)
+	cmake --build $(CONSUMER_DIR) -j $(JOBS)
+
+consumer-run: consumer
+	$(call say,consumer: run against the installed libwarden)
+	PKG_CONFIG_PATH=$(STAGE_DIR)/lib/pkgconfig pkg-config --cflags --libs warden
+	$(STAGE_DIR)/bin/warden --version
+	$(CONSUMER_DIR)/warden_consumer
+	$(CONSUMER_DIR)/warden_consumer_pc
+
+format:
+	find $(wildcard include src tests bench examples) -type f \( -name '*.h' -o -name '*.cc' \) -print0 \
+	  | xargs -0 -r clang-format -i
+
+clean:
+	rm -rf build

@@ -1,0 +1,111 @@
+// engines/resp_client/connection.h — one RESP connection (hiredis underneath) whose
+// every blocking step is bounded by a deadline.
+//
+// The socket is non-blocking; waits are poll(2) calls with a deadline, so no call can
+// hang: connect and AUTH are bounded by ConnectOptions::timeout, writes and reads by
+// the deadline the caller passes. Requests are encoded here and written with
+// MSG_NOSIGNAL (a peer that went away is an error, never a SIGPIPE); replies are read
+// with redisBufferRead and decoded by hiredis' reader. Any transport failure throws
+// warden::Error (see errors.h) and marks the connection broken.
+//
+// Pipelining: append() any number of commands, flush() once, then read one reply per
+// command, in order.
+//
+// Thread safety: none. One thread uses a connection at a time (Pool and Pipeline hand
+// them out that way).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engines/resp_client/errors.h"
+#include "engines/resp_client/reply.h"
+#include "warden/types.h"
+
+struct redisContext;
+
+namespace warden::engines::resp_client {
+
+struct ConnectOptions {
+  std::string host;  // a name or an IPv4/IPv6 address
+  std::uint16_t port = 0;
+  // Sent as AUTH [user] password right after connecting when set. Redis 6 ACLs take a
+  // user; wardend takes the password alone.
+  std::optional<std::string> user;
+  std::optional<std::string> password;
+  // Bound for connecting plus AUTH. Must be positive.
+  std::chrono::milliseconds timeout{5'000};
+};
+
+// "host:port", or "[v6-address]:port".
+std::string endpoint_name(const std::string& host, std::uint16_t port);
+
+class Connection {
+ public:
+  // Connects (and authenticates) within options.timeout. Throws Error: unavailable if
+  // the server cannot be reached, deadline_exceeded if it accepts but does not answer
+  // AUTH in time, permission_denied if it refuses the password.
+  static std::unique_ptr<Connection> open(const ConnectOptions& options);
+
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Encodes one command (binary-safe arguments) into the output buffer; no I/O.
+  void append(std::span<const std::string_view> args);
+  void append(std::span<const std::string> args);
+
+  // Writes the output buffer. Throws Error(deadline_exceeded) if the socket does not
+  // take it all by `deadline`, Error(unavailable) if the connection fails.
+  void flush(Clock::time_point deadline);
+
+  // The next reply if one arrives by `until` (Clock::time_point::max(): no limit), or
+  // nullopt if none did — the connection stays usable, so callers can wait in slices.
+  // Also returns nullopt early, without a reply, once `wake_fd` (if >= 0) becomes
+  // readable. Throws Error(unavailable) if the peer closed or the read failed,
+  // Error(internal) for bytes that are not RESP.
+  std::optional<Reply> poll_reply(Clock::time_point until, int wake_fd = -1);
+
+  // The next reply, by `deadline`. Throws like poll_reply, and Error(deadline_exceeded)
+  // (marking the connection broken) if none arrives in time.
+  Reply read_reply(Clock::time_point deadline);
+
+  // append + flush + read_reply, all by `deadline`.
+  Reply command(std::span<const std::string_view> args, Clock::time_point deadline);
+  Reply command(std::span<const std::string> args, Clock::time_point deadline);
+
+  // Half-closes the connection (shutdown(SHUT_WR)): the server sees end-of-input while
+  // we can still read its replies. The connection is broken afterwards.
+  void shutdown_write();
+
+  // true after a transport failure or shutdown_write(): it must not be used again for
+  // new requests (a pool drops it). Replies can still be read after shutdown_write().
+  bool broken() const { return broken_ || failed_; }
+
+  // true if the connection is fit for a new request: not broken, nothing unread, and
+  // the peer has not closed it (checked without blocking). A pooled connection whose
+  // server restarted fails this check instead of failing the next request.
+  bool reusable();
+
+  // "host:port", for messages.
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  Connection(redisContext* context, std::string endpoint);
+  // Marks the connection failed and throws the Error for `failure`.
+  [[noreturn]] void fail(Failure failure, const std::string& detail);
+  int fd() const;
+
+  redisContext* context_;
+  std::string endpoint_;
+  std::string out_;      // encoded requests not yet written
+  bool broken_ = false;  // half-closed: no new requests
+  bool failed_ = false;  // a transport failure: nothing works any more
+};
+
+}  // namespace warden::engines::resp_client

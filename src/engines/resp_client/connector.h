@@ -1,0 +1,47 @@
+// engines/resp_client/connector.h — the one door through which an engine opens
+// connections to its server, with reconnect back-off.
+//
+// After a failed connect, further attempts within the back-off delay fail at once, so
+// a dead server is not hammered by every caller (the watchdog's renewals, every
+// acquiring thread); the delay grows with consecutive failures as the RetryPolicy says
+// and starts again after a success.
+//
+// Thread-safe: connects run concurrently; only the back-off state is shared.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engines/resp_client/backoff.h"
+#include "engines/resp_client/connection.h"
+#include "warden/error.h"
+#include "warden/options.h"
+
+namespace warden::engines::resp_client {
+
+class Connector {
+ public:
+  Connector(ConnectOptions options, const RetryPolicy& retry);
+
+  // A new connection. Throws what Connection::open throws; within the back-off delay
+  // after a failure, throws at once an Error with the last failure's code and message
+  // (and how long until the next real attempt).
+  std::unique_ptr<Connection> connect();
+
+  // "host:port", for messages.
+  const std::string& endpoint() const { return endpoint_; }
+  const ConnectOptions& options() const { return options_; }
+
+ private:
+  const ConnectOptions options_;
+  const std::string endpoint_;
+
+  std::mutex mu_;
+  Backoff backoff_;                     // guarded by mu_
+  Clock::time_point not_before_;        // guarded by mu_; no attempt before this
+  Errc last_code_ = Errc::unavailable;  // guarded by mu_
+  std::string last_message_;            // guarded by mu_
+};
+
+}  // namespace warden::engines::resp_client

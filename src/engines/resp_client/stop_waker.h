@@ -1,0 +1,35 @@
+// engines/resp_client/stop_waker.h — a file descriptor that becomes readable when a
+// std::stop_token is signalled, so a thread blocked in poll(2) on a socket wakes up at
+// once on cancellation instead of noticing it at its next time slice.
+#pragma once
+
+#include <optional>
+#include <stop_token>
+
+namespace warden::engines::resp_client {
+
+class StopWaker {
+ public:
+  // fd() is -1 for a token that can never be signalled (no need to wake), and also if
+  // the eventfd cannot be created (descriptor limit): callers then look at the token
+  // in short slices.
+  explicit StopWaker(const std::stop_token& stop);
+  ~StopWaker();
+  StopWaker(const StopWaker&) = delete;
+  StopWaker& operator=(const StopWaker&) = delete;
+
+  // Readable once stop was requested (also if it was before construction); -1 if none.
+  int fd() const { return fd_; }
+
+ private:
+  struct Notify {
+    int fd;
+    void operator()() const noexcept;
+  };
+
+  int fd_ = -1;
+  // Declared last: destroyed (deregistered) first, before fd_ is closed.
+  std::optional<std::stop_callback<Notify>> callback_;
+};
+
+}  // namespace warden::engines::resp_client

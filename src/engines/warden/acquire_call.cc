@@ -1,0 +1,103 @@
+#include "engines/warden/acquire_call.h"
+
+#include <algorithm>
+
+#include "engines/resp_client/errors.h"
+#include "engines/resp_client/stop_waker.h"
+
+namespace warden::engines::wardend {
+namespace {
+
+using resp_client::Connection;
+using Kind = AcquireOutcome::Kind;
+
+// How often a wait looks at its stop token when no eventfd could be made for it.
+constexpr auto kStopSlice = std::chrono::milliseconds(50);
+
+Clock::time_point saturating_add(Clock::time_point t, Clock::duration d) {
+  return t > Clock::time_point::max() - d ? Clock::time_point::max() : t + d;
+}
+
+AcquireOutcome interpret(const Reply& reply, Clock::time_point sent, const std::string& context) {
+  AcquireOutcome out;
+  out.sent = sent;
+  if (is_starting(reply)) {
+    out.kind = Kind::starting;
+  } else if (auto grant = parse_acquire(reply, context)) {
+    out.kind = Kind::granted;
+    out.grant = *grant;
+  } else {
+    out.kind = Kind::not_granted;
+  }
+  return out;
+}
+
+enum class Withdrawal { dropped, granted, unanswered };
+
+// Half-closes and reads the server's last word on the parked request.
+Withdrawal withdraw(Connection& conn, const AcquireCall& call, GrantReply& grant) {
+  conn.shutdown_write();
+  std::optional<Reply> reply;
+  try {
+    reply = conn.poll_reply(Clock::now() + call.op_timeout);
+  } catch (const Error&) {
+    // The server closed (or the connection broke): a closed connection's waiter is
+    // dropped from the queue, and a grant would have been written before the close.
+    return Withdrawal::dropped;
+  }
+  if (!reply) return Withdrawal::unanswered;
+  if (reply->is_array()) {
+    if (auto granted = parse_acquire(*reply, call.context)) {
+      grant = *granted;
+      return Withdrawal::granted;
+    }
+  }
+  return Withdrawal::dropped;  // nil, as the protocol promises
+}
+
+}  // namespace
+
+AcquireOutcome run_acquire(Connection& conn, const AcquireCall& call) {
+  conn.append(call.command.command);
+  const auto sent = Clock::now();
+  conn.flush(sent + call.op_timeout);
+  if (!call.command.waits)
+    return interpret(conn.read_reply(sent + call.op_timeout), sent, call.context);
+
+  const auto give_up = saturating_add(call.deadline, call.op_timeout);
+  const resp_client::StopWaker waker(call.stop);
+  while (true) {
+    const auto now = Clock::now();
+    if (call.stop.stop_requested() || now >= give_up) {
+      AcquireOutcome out;
+      out.sent = sent;
+      switch (withdraw(conn, call, out.grant)) {
+        case Withdrawal::granted:
+          out.kind = Kind::withdrawn_granted;
+          return out;
+        case Withdrawal::dropped:
+          out.kind = Kind::withdrawn;
+          break;
+        case Withdrawal::unanswered:
+          if (!call.stop.stop_requested()) {
+            throw resp_client::transport_error(resp_client::Failure::timeout, conn.endpoint(),
+                                               "no reply to ACQUIRE after its wait deadline");
+          }
+          // Cancelled: the caller wants no lock; the server drops the waiter when it
+          // sees the connection close.
+          out.kind = Kind::withdrawn;
+          break;
+      }
+      // A withdrawal for silence past the deadline is the timed-out wait it was.
+      if (!call.stop.stop_requested()) out.kind = Kind::not_granted;
+      return out;
+    }
+    const bool woken_by_fd = waker.fd() >= 0 || !call.stop.stop_possible();
+    const auto slice_end = woken_by_fd ? give_up : std::min(give_up, now + kStopSlice);
+    if (auto reply = conn.poll_reply(slice_end, waker.fd())) {
+      return interpret(*reply, sent, call.context);
+    }
+  }
+}
+
+}  // namespace warden::engines::wardend

@@ -1,0 +1,105 @@
+#include "engines/warden/protocol.h"
+
+#include <string>
+
+#include "engines/resp_client/errors.h"
+#include "warden/error.h"
+
+namespace warden::engines::wardend {
+namespace {
+
+std::string mode_word(Mode mode) { return std::string(to_string(mode)); }
+
+}  // namespace
+
+AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now) {
+  AcquireCommand out;
+  Command& c = out.command;
+  c = {"ACQUIRE", request.key.joined(), mode_word(request.mode),
+       std::to_string(request.options.ttl.count())};
+  if (request.deadline == Clock::time_point::max()) {
+    c.push_back("FOREVER");
+    out.waits = true;
+  } else if (request.deadline > now) {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(request.deadline - now).count();
+    if (ms > kMaxWaitMs) {
+      c.push_back("FOREVER");
+    } else {
+      c.push_back("WAIT");
+      c.push_back(std::to_string(ms));
+    }
+    out.waits = true;
+  }
+  if (!request.options.fair) c.push_back("UNFAIR");
+  if (request.options.lock_delay.count() > 0) {
+    c.push_back("DELAY");
+    c.push_back(std::to_string(request.options.lock_delay.count()));
+  }
+  return out;
+}
+
+Command renew_command(const core::GrantRef& grant) {
+  return {"RENEW", grant.key.joined(), std::to_string(grant.token),
+          std::to_string(grant.ttl.count())};
+}
+
+Command release_command(const core::GrantRef& grant) {
+  return {"RELEASE", grant.key.joined(), std::to_string(grant.token)};
+}
+
+Command check_command(const Sequencer& sequencer) {
+  return {"CHECK", sequencer.group + '/' + sequencer.name, mode_word(sequencer.mode),
+          std::to_string(sequencer.token)};
+}
+
+Command hello_command() { return {"HELLO"}; }
+
+bool is_starting(const Reply& reply) { return reply.error_code() == "STARTING"; }
+
+std::optional<GrantReply> parse_acquire(const Reply& reply, std::string_view context) {
+  if (reply.is_nil()) return std::nullopt;
+  if (reply.is_error()) throw resp_client::reply_error(reply, context);
+  if (!reply.is_array() || reply.elements.size() != 2 || !reply.elements[0].is_integer() ||
+      !reply.elements[1].is_integer() || reply.elements[0].integer <= 0 ||
+      reply.elements[1].integer < 0) {
+    throw resp_client::unexpected_reply(reply, context);
+  }
+  return GrantReply{static_cast<std::uint64_t>(reply.elements[0].integer),
+                    std::chrono::microseconds(reply.elements[1].integer)};
+}
+
+bool parse_flag(const Reply& reply, std::string_view context) {
+  if (reply.is_error()) throw resp_client::reply_error(reply, context);
+  if (!reply.is_integer() || (reply.integer != 0 && reply.integer != 1)) {
+    throw resp_client::unexpected_reply(reply, context);
+  }
+  return reply.integer == 1;
+}
+
+void check_hello(const Reply& reply, std::string_view endpoint) {
+  const std::string where(endpoint);
+  if (reply.error_code() == "NOAUTH") {
+    throw Error(Errc::permission_denied,
+                "wardend at " + where + " requires a password: warden://:PASSWORD@" + where);
+  }
+  std::string server;
+  std::int64_t proto = -1;
+  if (reply.is_array()) {
+    for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+      const Reply& key = reply.elements[i];
+      const Reply& value = reply.elements[i + 1];
+      if (key.text == "server") server = value.text;
+      if (key.text == "proto" && value.is_integer()) proto = value.integer;
+    }
+  }
+  if (server != "wardend") {
+    throw Error(Errc::invalid_argument,
+                where + " is not a wardend server: HELLO answered " + reply.describe());
+  }
+  if (proto != 1) {
+    throw Error(Errc::invalid_argument, "wardend at " + where + " speaks protocol " +
+                                            std::to_string(proto) + "; this client speaks 1");
+  }
+}
+
+}  // namespace warden::engines::wardend

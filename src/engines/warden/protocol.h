@@ -1,0 +1,65 @@
+// engines/warden/protocol.h — wardend's commands (docs/protocol.md) as argument lists
+// and its replies as values. No I/O, so every shape is unit-tested without a server.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/engine.h"
+#include "engines/resp_client/pipeline.h"
+#include "engines/resp_client/reply.h"
+#include "warden/sequencer.h"
+
+namespace warden::engines::wardend {
+
+using resp_client::Command;
+using resp_client::Reply;
+
+// The longest WAIT wardend accepts (ms); a longer wait is sent as FOREVER.
+inline constexpr std::int64_t kMaxWaitMs = 7LL * 24 * 3600 * 1000 * 1000;
+
+struct AcquireCommand {
+  Command command;
+  // true: the server may park the request (WAIT or FOREVER); false: a try.
+  bool waits = false;
+};
+
+// ACQUIRE key mode ttl [WAIT ms|FOREVER] [UNFAIR] [DELAY ms]. A deadline at or before
+// `now` makes a try; Clock::time_point::max() waits FOREVER; otherwise WAIT is the time
+// left, rounded up to whole milliseconds.
+AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now);
+// RENEW key token ttl
+Command renew_command(const core::GrantRef& grant);
+// RELEASE key token
+Command release_command(const core::GrantRef& grant);
+// CHECK key mode token
+Command check_command(const Sequencer& sequencer);
+// HELLO
+Command hello_command();
+
+// A granted ACQUIRE: [token, waited_us].
+struct GrantReply {
+  std::uint64_t token = 0;
+  // Server time between reading the request and granting it.
+  std::chrono::microseconds waited{0};
+};
+
+// true for wardend's restart-embargo error (STARTING): "no grants yet, try later".
+bool is_starting(const Reply& reply);
+
+// The reply to ACQUIRE: a grant, or nullopt for nil (not granted). Throws the mapped
+// Error for an error reply (callers handle STARTING first) and Error(internal) for any
+// other shape. `context` names the command for messages.
+std::optional<GrantReply> parse_acquire(const Reply& reply, std::string_view context);
+
+// The :1 / :0 reply of RENEW, RELEASE and CHECK. Throws like parse_acquire.
+bool parse_flag(const Reply& reply, std::string_view context);
+
+// Checks a HELLO reply names server "wardend" with protocol 1. Throws
+// Error(permission_denied) for NOAUTH (a password is needed), Error(invalid_argument)
+// when something else answers (e.g. Redis on the port).
+void check_hello(const Reply& reply, std::string_view endpoint);
+
+}  // namespace warden::engines::wardend

@@ -1,0 +1,59 @@
+#include "engines/warden/warden_config.h"
+
+#include <charconv>
+#include <string>
+
+#include "warden/error.h"
+
+namespace warden::engines::wardend {
+namespace {
+
+[[noreturn]] void invalid(const std::string& why) {
+  throw Error(Errc::invalid_argument,
+              "warden:// URI: " + why + " (expected warden://[:PASSWORD@]HOST[:PORT][?pool=N])");
+}
+
+std::size_t parse_pool(const std::string& text) {
+  std::size_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value == 0 ||
+      value > kMaxPoolSize) {
+    invalid("pool='" + text + "' is not a number in 1.." + std::to_string(kMaxPoolSize));
+  }
+  return value;
+}
+
+}  // namespace
+
+WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
+  if (uri.scheme != "warden") invalid("scheme is '" + uri.scheme + "'");
+  if (uri.hosts.empty()) invalid("no host");
+  if (uri.hosts.size() > 1) {
+    invalid(
+        "more than one host; wardend is a single server (for replicated locks use "
+        "etcd:// or zk://)");
+  }
+  if (uri.user && !uri.user->empty()) {
+    invalid("wardend has no user names; give the password alone, as ':PASSWORD@'");
+  }
+  if (uri.password && uri.password->empty()) invalid("empty password");
+  if (!uri.path.empty()) invalid("unexpected path '/" + uri.path + "'");
+
+  WardenConfig config;
+  for (const auto& [key, value] : uri.query) {
+    if (key == "pool") {
+      config.pool_size = parse_pool(value);
+    } else {
+      invalid("unknown parameter '" + key + "'");
+    }
+  }
+  config.connect.host = uri.hosts[0].host;
+  config.connect.port = uri.hosts[0].port.value_or(kDefaultPort);
+  config.connect.password = uri.password;
+  config.connect.timeout = options.op_timeout;
+  config.op_timeout = options.op_timeout;
+  config.retry = options.retry;
+  return config;
+}
+
+}  // namespace warden::engines::wardend

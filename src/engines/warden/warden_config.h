@@ -1,0 +1,39 @@
+// engines/warden/warden_config.h — what a warden:// URI and the ClientOptions say
+// about talking to wardend.
+//
+//   warden://[:PASSWORD@]HOST[:PORT][?pool=N]
+//
+//   PASSWORD  sent with AUTH on every connection (wardend --requirepass); %-escaped
+//   HOST      a name, an IPv4 address or [IPv6]; exactly one (wardend has no replicas)
+//   PORT      default 7380
+//   pool=N    at most N connections for acquires, 1..4096, default 64: each acquire
+//             waiting on the server holds one; beyond N, acquirers wait for a free
+//             connection before they queue on the server
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/uri.h"
+#include "engines/resp_client/connection.h"
+#include "warden/options.h"
+
+namespace warden::engines::wardend {
+
+inline constexpr std::uint16_t kDefaultPort = 7380;
+inline constexpr std::size_t kDefaultPoolSize = 64;
+inline constexpr std::size_t kMaxPoolSize = 4096;
+
+struct WardenConfig {
+  resp_client::ConnectOptions connect;  // timeout = op_timeout
+  std::size_t pool_size = kDefaultPoolSize;
+  std::chrono::milliseconds op_timeout{5'000};
+  RetryPolicy retry;  // reconnect back-off and retries during a restart embargo
+};
+
+// Validates `uri` (scheme "warden") and combines it with `options`. Throws
+// Error(invalid_argument) saying what is wrong; nothing is connected.
+WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options);
+
+}  // namespace warden::engines::wardend

@@ -1,0 +1,139 @@
+// warden://: a cancelled or timed-out wait leaves no trace on the server — checked on
+// the server itself (INSPECT), also when a grant races the cancellation.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+
+#include <future>
+#include <memory>
+#include <stop_token>
+#include <thread>
+
+#include "support/server_process.h"
+#include "test_util.h"
+#include "warden/client.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+#include "wardend_probe.h"
+
+namespace warden::testing {
+namespace {
+
+TEST(WardenCancellation, CancelledParkedWaitLeavesNoWaiterOnTheServer) {
+  Wardend server;
+  const WardendProbe probe(server.port());
+  Client holder = Client::open(server.uri());
+  Client waiter = Client::open(server.uri());
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+
+  std::stop_source stop;
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::forever(), stop.get_token());
+  });
+  ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 1; }));
+
+  const auto cancelled_at = Clock::now();
+  stop.request_stop();
+  ASSERT_EQ(waiting.wait_for(kPrompt), std::future_status::ready);
+  EXPECT_FALSE(waiting.get());
+  EXPECT_LT(Clock::now() - cancelled_at, 500ms);
+  // The engine returned only after the server confirmed: the waiter is gone already.
+  const auto state = probe.inspect("g/x");
+  EXPECT_EQ(state.waiters, 0u);
+  EXPECT_EQ(state.holder_tokens, std::vector<std::uint64_t>{held.token()});
+}
+
+TEST(WardenCancellation, TimedOutWaitLeavesNoWaiterOnTheServer) {
+  Wardend server;
+  const WardendProbe probe(server.port());
+  Client holder = Client::open(server.uri());
+  Client waiter = Client::open(server.uri());
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+
+  EXPECT_FALSE(waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(200ms)));
+  EXPECT_EQ(probe.inspect("g/x").waiters, 0u);
+  // The connection that waited is fit for the next request.
+  EXPECT_FALSE(waiter.lock("g", "x").acquire(Mode::exclusive, Wait::none()));
+  held.release();
+  EXPECT_TRUE(waiter.lock("g", "x").acquire(Mode::exclusive, Wait::none()));
+}
+
+// A raw connection that sends a request without waiting for the answer.
+class RawConnection {
+ public:
+  explicit RawConnection(std::uint16_t port)
+      : c_(redisConnectWithTimeout("127.0.0.1", port, timeval{5, 0})) {
+    if (c_ == nullptr || c_->err != 0) throw std::runtime_error("cannot connect");
+  }
+  ~RawConnection() { redisFree(c_); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  void send(const std::string& a, const std::string& b, const std::string& c) {
+    const char* argv[] = {a.c_str(), b.c_str(), c.c_str()};
+    const std::size_t lens[] = {a.size(), b.size(), c.size()};
+    redisAppendCommandArgv(c_, 3, argv, lens);
+    int done = 0;
+    while (done == 0) redisBufferWrite(c_, &done);
+  }
+  long long read_integer() {
+    void* reply = nullptr;
+    if (redisGetReply(c_, &reply) != REDIS_OK) return -1;
+    const long long value = static_cast<redisReply*>(reply)->integer;
+    freeReplyObject(reply);
+    return value;
+  }
+
+ private:
+  redisContext* c_;
+};
+
+TEST(WardenCancellation, GrantThatWinsTheRaceWithTheCancellationIsGivenBack) {
+  // The server is frozen while the holder's RELEASE and then the waiter's half-close
+  // reach it, so when it thaws it reads them in that order: it grants the waiter first,
+  // then sees the cancellation with nothing left to cancel. The engine must read that
+  // grant and release it.
+  Wardend server;
+  const WardendProbe probe(server.port());
+  Client holder = Client::open(server.uri());
+  Client waiter = Client::open(server.uri());
+  Client later = Client::open(server.uri());
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  const std::uint64_t held_token = held.token();
+  RawConnection releaser(server.port());
+
+  std::stop_source stop;
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::forever(), stop.get_token());
+  });
+  ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 1; }));
+
+  server.process().signal(SIGSTOP);
+  releaser.send("RELEASE", "g/x", std::to_string(held_token));
+  std::this_thread::sleep_for(50ms);
+  stop.request_stop();
+  std::this_thread::sleep_for(50ms);
+  server.process().signal(SIGCONT);
+
+  EXPECT_EQ(releaser.read_integer(), 1);
+  ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(waiting.get()) << "a cancelled wait returned a lease";
+
+  // No trace: nobody holds or waits, and a newcomer gets the lock at once. Its token
+  // shows the raced grant really happened (the one in between was given back).
+  ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").holder_tokens.empty(); }))
+      << "the grant that raced the cancellation was never released";
+  EXPECT_EQ(probe.inspect("g/x").waiters, 0u);
+  Lease next = later.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(next);
+  EXPECT_GE(next.token(), held_token + 2) << "the race was not exercised: the server "
+                                             "cancelled the waiter before granting it";
+  held.release();  // already released behind its back; must not free `next`
+  EXPECT_EQ(probe.inspect("g/x").holder_tokens, std::vector<std::uint64_t>{next.token()});
+}
+
+}  // namespace
+}  // namespace warden::testing

@@ -1,0 +1,147 @@
+// wardend's commands and replies as the engine builds and reads them (docs/protocol.md),
+// and the error mapping they go through.
+#include "engines/warden/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "engines/resp_client/errors.h"
+#include "warden/error.h"
+
+namespace warden::engines::wardend {
+namespace {
+
+using namespace std::chrono_literals;
+using resp_client::array_reply;
+using resp_client::bulk_reply;
+using resp_client::error_reply;
+using resp_client::integer_reply;
+using resp_client::nil_reply;
+using resp_client::status_reply;
+
+core::AcquireRequest request(Clock::time_point deadline) {
+  core::AcquireRequest r;
+  r.key = core::LockKey{"billing", "invoice/7 x"};
+  r.mode = Mode::exclusive;
+  r.options.ttl = 30'000ms;
+  r.deadline = deadline;
+  return r;
+}
+
+Errc code_of(const Reply& reply) {
+  try {
+    (void)parse_flag(reply, "TEST");
+  } catch (const Error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "no error for " << reply.describe();
+  return Errc::internal;
+}
+
+TEST(WardendProtocol, TrySendsNoWait) {
+  const auto now = Clock::now();
+  for (auto deadline : {Clock::time_point::min(), now, now - 1s}) {
+    const AcquireCommand c = acquire_command(request(deadline), now);
+    EXPECT_FALSE(c.waits);
+    EXPECT_EQ(c.command, (Command{"ACQUIRE", "billing/invoice/7 x", "exclusive", "30000"}));
+  }
+}
+
+TEST(WardendProtocol, WaitSendsTheTimeLeftRoundedUpOrForever) {
+  const auto now = Clock::now();
+  AcquireCommand c = acquire_command(request(now + 1500us), now);
+  EXPECT_TRUE(c.waits);
+  EXPECT_EQ(c.command,
+            (Command{"ACQUIRE", "billing/invoice/7 x", "exclusive", "30000", "WAIT", "2"}));
+
+  c = acquire_command(request(Clock::time_point::max()), now);
+  EXPECT_TRUE(c.waits);
+  EXPECT_EQ(c.command.back(), "FOREVER");
+
+  // Longer than wardend accepts for WAIT: the same as forever.
+  c = acquire_command(request(now + std::chrono::hours(24 * 365 * 30)), now);
+  EXPECT_EQ(c.command.back(), "FOREVER");
+}
+
+TEST(WardendProtocol, SharedUnfairAndDelayAreSpelledOut) {
+  auto r = request(Clock::time_point::min());
+  r.mode = Mode::shared;
+  r.options.fair = false;
+  r.options.lock_delay = 250ms;
+  EXPECT_EQ(
+      acquire_command(r, Clock::now()).command,
+      (Command{"ACQUIRE", "billing/invoice/7 x", "shared", "30000", "UNFAIR", "DELAY", "250"}));
+}
+
+TEST(WardendProtocol, RenewReleaseCheckAreByToken) {
+  core::GrantRef g{core::LockKey{"g", "n"}, Mode::shared, 42, 900ms, {}};
+  EXPECT_EQ(renew_command(g), (Command{"RENEW", "g/n", "42", "900"}));
+  EXPECT_EQ(release_command(g), (Command{"RELEASE", "g/n", "42"}));
+  EXPECT_EQ(check_command(Sequencer{"g", "n", Mode::shared, 42}),
+            (Command{"CHECK", "g/n", "shared", "42"}));
+}
+
+TEST(WardendProtocol, AcquireRepliesAreGrantsOrNil) {
+  const auto grant = parse_acquire(array_reply({integer_reply(41), integer_reply(1875)}), "T");
+  ASSERT_TRUE(grant);
+  EXPECT_EQ(grant->token, 41u);
+  EXPECT_EQ(grant->waited, 1875us);
+  EXPECT_FALSE(parse_acquire(nil_reply(), "T"));
+  for (const Reply& bad : {array_reply({integer_reply(41)}), integer_reply(1),
+                           array_reply({bulk_reply("41"), integer_reply(0)}),
+                           array_reply({integer_reply(0), integer_reply(0)}),
+                           array_reply({integer_reply(3), integer_reply(-1)})}) {
+    try {
+      (void)parse_acquire(bad, "T");
+      ADD_FAILURE() << "accepted " << bad.describe();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::internal) << bad.describe();
+    }
+  }
+}
+
+TEST(WardendProtocol, StartingIsRecognised) {
+  EXPECT_TRUE(is_starting(error_reply("STARTING restarted recently; no grants for 900 ms")));
+  EXPECT_FALSE(is_starting(error_reply("ERR STARTING")));
+  EXPECT_FALSE(is_starting(nil_reply()));
+}
+
+TEST(WardendProtocol, FlagsAndErrorCodesMapInOnePlace) {
+  EXPECT_TRUE(parse_flag(integer_reply(1), "T"));
+  EXPECT_FALSE(parse_flag(integer_reply(0), "T"));
+  EXPECT_EQ(code_of(integer_reply(2)), Errc::internal);
+  EXPECT_EQ(code_of(status_reply("OK")), Errc::internal);
+  EXPECT_EQ(code_of(error_reply("INVALID key must be group/name")), Errc::invalid_argument);
+  EXPECT_EQ(code_of(error_reply("NOAUTH authentication required")), Errc::permission_denied);
+  EXPECT_EQ(code_of(error_reply("WRONGPASS invalid password")), Errc::permission_denied);
+  EXPECT_EQ(code_of(error_reply("LIMIT too many waiters on this key")), Errc::resource_exhausted);
+  EXPECT_EQ(code_of(error_reply("STARTING no grants yet")), Errc::unavailable);
+  EXPECT_EQ(code_of(error_reply("ERR unknown command 'X'")), Errc::internal);
+  EXPECT_EQ(code_of(error_reply("WHATEVER")), Errc::internal);
+}
+
+TEST(WardendProtocol, HelloMustComeFromWardend) {
+  const Reply wardend = array_reply(
+      {bulk_reply("server"), bulk_reply("wardend"), bulk_reply("version"), bulk_reply("0.1.0"),
+       bulk_reply("proto"), integer_reply(1), bulk_reply("capabilities"), bulk_reply("shared")});
+  EXPECT_NO_THROW(check_hello(wardend, "h:1"));
+
+  const auto code = [](const Reply& r) {
+    try {
+      check_hello(r, "h:1");
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return Errc::internal;
+  };
+  EXPECT_EQ(code(error_reply("NOAUTH authentication required")), Errc::permission_denied);
+  EXPECT_EQ(code(error_reply("ERR unknown command 'HELLO'")), Errc::invalid_argument);
+  EXPECT_EQ(code(array_reply({bulk_reply("server"), bulk_reply("redis"), bulk_reply("proto"),
+                              integer_reply(2)})),
+            Errc::invalid_argument);
+  EXPECT_EQ(code(array_reply({bulk_reply("server"), bulk_reply("wardend"), bulk_reply("proto"),
+                              integer_reply(2)})),
+            Errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace warden::engines::wardend

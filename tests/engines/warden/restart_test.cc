@@ -1,0 +1,94 @@
+// warden:// across a wardend crash and restart on the same port: held leases are
+// lost, the client reconnects by itself, grants wait out the restart embargo (STARTING)
+// and fencing tokens keep increasing.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <stop_token>
+
+#include "support/server_process.h"
+#include "test_util.h"
+#include "warden/client.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+
+namespace warden::testing {
+namespace {
+
+// Restarts `server` after a kill -9; returns a time no later than its new start.
+Clock::time_point crash_and_restart(Wardend& server) {
+  server.process().kill9();
+  const auto before = Clock::now();
+  server.start();
+  return before;
+}
+
+TEST(WardenRestart, HeldLeaseIsLostAndTheClientReconnectsAfterTheEmbargo) {
+  Wardend server;
+  const auto port = server.port();
+  Client client = Client::open(server.uri(), quick_options());
+  LockOptions options;
+  options.ttl = 1000ms;  // also the restart embargo: the longest lease ever granted
+  Lease lease = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  const std::uint64_t old_token = lease.token();
+
+  const auto restarted = crash_and_restart(server);
+  ASSERT_EQ(server.port(), port) << "the fixture could not restart on the same port";
+  // The next renewal reaches the new server, which holds nothing: lost.
+  ASSERT_TRUE(eventually([&] { return lease.lost(); }, 3s));
+  EXPECT_LT(Clock::now() - restarted, options.ttl + kPrompt);
+
+  EXPECT_NO_THROW(lease.release());  // lost: nothing to send, but the count is dropped
+
+  // The same client acquires again once the embargo is over, with a larger token.
+  Lease next = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::up_to(5s));
+  ASSERT_TRUE(next) << "no grant after the restart embargo";
+  EXPECT_GE(Clock::now(), restarted + options.ttl - 25ms) << "granted during the embargo";
+  EXPECT_GT(next.token(), old_token) << "fencing tokens went back across the restart";
+  EXPECT_TRUE(client.check(next.sequencer()));
+  next.release();
+}
+
+TEST(WardenRestart, DuringTheEmbargoATryIsNotGrantedAndAWaitRetriesUntilGrantedOrDeadline) {
+  Wardend server;
+  Client client = Client::open(server.uri(), quick_options());
+  LockOptions options;
+  options.ttl = 1500ms;
+  {
+    Lease lease = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+    ASSERT_TRUE(lease);
+  }
+  const auto restarted = crash_and_restart(server);
+  Lock lock = client.lock("g", "x", options);
+
+  // A try: not granted, at once, and not an error.
+  auto start = Clock::now();
+  EXPECT_FALSE(lock.acquire(Mode::exclusive, Wait::none()));
+  EXPECT_LT(Clock::now() - start, kPrompt);
+
+  // A short wait: retries, then times out at its deadline like any wait.
+  start = Clock::now();
+  EXPECT_FALSE(lock.acquire(Mode::exclusive, Wait::up_to(300ms)));
+  EXPECT_GE(Clock::now() - start, 300ms - 25ms);
+  EXPECT_LT(Clock::now() - start, 300ms + kPrompt);
+
+  // A cancelled wait ends promptly, also while it sleeps between retries.
+  std::stop_source stop;
+  auto cancelled = std::async(std::launch::async, [&] {
+    return lock.acquire(Mode::exclusive, Wait::forever(), stop.get_token());
+  });
+  ASSERT_EQ(cancelled.wait_for(200ms), std::future_status::timeout);
+  start = Clock::now();
+  stop.request_stop();
+  ASSERT_EQ(cancelled.wait_for(kPrompt), std::future_status::ready);
+  EXPECT_FALSE(cancelled.get());
+
+  // A long wait: granted once the embargo is over.
+  Lease lease = lock.acquire(Mode::exclusive, Wait::up_to(5s));
+  ASSERT_TRUE(lease);
+  EXPECT_GE(Clock::now(), restarted + options.ttl - 25ms);
+}
+
+}  // namespace
+}  // namespace warden::testing

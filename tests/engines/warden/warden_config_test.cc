@@ -1,0 +1,87 @@
+// warden:// URIs: what is accepted, with which defaults, and what is refused before
+// any connection is made.
+#include "engines/warden/warden_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "warden/client.h"
+#include "warden/error.h"
+
+namespace warden::engines::wardend {
+namespace {
+
+using namespace std::chrono_literals;
+
+WardenConfig parse(const std::string& text, const ClientOptions& options = {}) {
+  return parse_config(core::Uri::parse(text), options);
+}
+
+TEST(WardenConfig, HostAloneGetsTheDefaultPortPoolAndNoPassword) {
+  const WardenConfig c = parse("warden://lockhost");
+  EXPECT_EQ(c.connect.host, "lockhost");
+  EXPECT_EQ(c.connect.port, kDefaultPort);
+  EXPECT_EQ(c.pool_size, kDefaultPoolSize);
+  EXPECT_FALSE(c.connect.password.has_value());
+  EXPECT_FALSE(c.connect.user.has_value());
+}
+
+TEST(WardenConfig, PasswordPortPoolAndTimeoutsAreTaken) {
+  ClientOptions options;
+  options.op_timeout = 1234ms;
+  options.retry.initial = 7ms;
+  const WardenConfig c = parse("warden://:s%40cret@10.0.0.7:9000?pool=3", options);
+  EXPECT_EQ(c.connect.host, "10.0.0.7");
+  EXPECT_EQ(c.connect.port, 9000);
+  EXPECT_EQ(c.connect.password, "s@cret");
+  EXPECT_EQ(c.pool_size, 3u);
+  EXPECT_EQ(c.op_timeout, 1234ms);
+  EXPECT_EQ(c.connect.timeout, 1234ms) << "connecting is bounded by op_timeout too";
+  EXPECT_EQ(c.retry.initial, 7ms);
+}
+
+TEST(WardenConfig, Ipv6HostIsAccepted) {
+  const WardenConfig c = parse("warden://[::1]:7381");
+  EXPECT_EQ(c.connect.host, "::1");
+  EXPECT_EQ(c.connect.port, 7381);
+}
+
+TEST(WardenConfig, AnythingElseIsRejectedAsInvalidArgument) {
+  for (const std::string bad : {
+           "warden://",                // no host
+           "warden://a:1,b:2",         // wardend is one server
+           "warden://user:pw@host",    // no user names
+           "warden://user@host",       // ditto
+           "warden://:@host",          // empty password
+           "warden://host/db0",        // no path
+           "warden://host?pool=0",     // pool out of range
+           "warden://host?pool=4097",  //
+           "warden://host?pool=-1",    //
+           "warden://host?pool=2x",    //
+           "warden://host?pool=",      //
+           "warden://host?timeout=5",  // unknown parameter
+       }) {
+    try {
+      (void)parse(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad << ": " << e.what();
+    }
+  }
+}
+
+TEST(WardenConfig, ClientOpenRejectsABadUriBeforeConnecting) {
+  // Port 1 would refuse a connection (unavailable); invalid_argument shows that
+  // validation came first.
+  try {
+    (void)Client::open("warden://127.0.0.1:1?pool=zero");
+    ADD_FAILURE() << "opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pool"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace warden::engines::wardend

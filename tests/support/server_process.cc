@@ -1,0 +1,195 @@
+#include "support/server_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace warden::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+int shell_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+TempDir::TempDir(const std::string& prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
+  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::uint16_t free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr = loopback(0);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot find a free port");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = loopback(port);
+    const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (ok) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+ServerProcess::ServerProcess(std::vector<std::string> argv, std::filesystem::path log)
+    : argv_(std::move(argv)), log_(std::move(log)) {}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) kill9();
+}
+
+ServerProcess::ServerProcess(ServerProcess&& other) noexcept
+    : argv_(std::move(other.argv_)), log_(std::move(other.log_)), pid_(other.pid_) {
+  other.pid_ = -1;
+}
+
+ServerProcess& ServerProcess::operator=(ServerProcess&& other) noexcept {
+  if (this != &other) {
+    if (pid_ > 0) kill9();
+    argv_ = std::move(other.argv_);
+    log_ = std::move(other.log_);
+    pid_ = other.pid_;
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+void ServerProcess::start() {
+  if (pid_ > 0 && running()) throw std::runtime_error("already running: " + argv_.at(0));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (auto& a : argv_) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv_[0]);
+  pid_ = pid;
+}
+
+bool ServerProcess::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void ServerProcess::signal(int sig) const {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+int ServerProcess::stop(int sig, std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGCONT);  // a stopped process cannot act on SIGTERM
+  ::kill(pid_, sig);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (true) {
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || r < 0) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  pid_ = -1;
+  return shell_status(status);
+}
+
+bool ServerProcess::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (log_text().find(text) != std::string::npos) return true;
+    if (!running()) return log_text().find(text) != std::string::npos;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+std::string ServerProcess::log_text() const {
+  std::ifstream in(log_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string wardend_path() { return WARDEN_WARDEND_PATH; }
+
+Wardend::Wardend(std::vector<std::string> extra_args)
+    : dir_("wardend"), data_dir_(dir_.path() / "data"), extra_args_(std::move(extra_args)) {
+  start();
+}
+
+void Wardend::start() {
+  // The port stays the same across restarts, so clients reconnect to the same address.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (port_ == 0 || attempt > 0) port_ = free_port();
+    std::vector<std::string> argv = {wardend_path(), "--listen",
+                                     "127.0.0.1:" + std::to_string(port_), "--data-dir",
+                                     data_dir_.string()};
+    argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
+    process_ = ServerProcess(argv, dir_.path() / "wardend.log");
+    process_.start();
+    if (process_.wait_for_log("listening on", 10s) && wait_for_port(port_, 5s)) return;
+    process_.kill9();
+  }
+  throw std::runtime_error("wardend did not start; log:\n" + process_.log_text());
+}
+
+}  // namespace warden::testing

@@ -1,0 +1,94 @@
+// support/server_process.h — throwaway backend processes for tests: a temp dir, a free
+// loopback port, a child process started and stopped by PID, its output in a log file.
+//
+// Everything listens on 127.0.0.1 only. Destructors SIGKILL what is still running and
+// remove the temp dir, so a failing test leaves nothing behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace warden::testing {
+
+// A directory under $TMPDIR (or /tmp) removed with its contents on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "warden-test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound and released by the kernel's
+// choice). Another process could take it before the caller binds; callers that start a
+// server on it wait for readiness and retry on failure.
+std::uint16_t free_port();
+
+// true once something accepts TCP connections on 127.0.0.1:port, false after `timeout`.
+bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout);
+
+// One child process, its stdout and stderr appended to `log`.
+class ServerProcess {
+ public:
+  ServerProcess() = default;
+  ServerProcess(std::vector<std::string> argv, std::filesystem::path log);
+  ~ServerProcess();  // SIGKILL and reap if still running
+  ServerProcess(ServerProcess&& other) noexcept;
+  ServerProcess& operator=(ServerProcess&& other) noexcept;
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  // Starts (again) with the same argv. Throws std::runtime_error if it cannot spawn.
+  void start();
+  pid_t pid() const { return pid_; }
+  bool running();  // reaps the child if it exited
+  // Sends `sig` (SIGSTOP/SIGCONT leave it running).
+  void signal(int sig) const;
+  // Sends `sig` and waits up to `timeout` for the exit, then SIGKILLs. Returns the
+  // shell-style status (exit code or 128+signal), -1 if it was not running.
+  int stop(int sig, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // kill -9 and reap.
+  void kill9() { stop(9); }
+  // Waits until `text` appears in the log (false after `timeout` or if the process ends).
+  bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout);
+  std::string log_text() const;
+  const std::filesystem::path& log() const { return log_; }
+
+ private:
+  std::vector<std::string> argv_;
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+};
+
+// wardend on a free loopback port with its own data dir (kept across restarts).
+class Wardend {
+ public:
+  explicit Wardend(std::vector<std::string> extra_args = {});
+  // Starts (or restarts) the server; throws std::runtime_error if it does not come up.
+  void start();
+  std::uint16_t port() const { return port_; }
+  std::string uri() const { return "warden://127.0.0.1:" + std::to_string(port_); }
+  const std::filesystem::path& data_dir() const { return data_dir_; }
+  ServerProcess& process() { return process_; }
+
+ private:
+  TempDir dir_;
+  std::filesystem::path data_dir_;
+  std::uint16_t port_ = 0;
+  std::vector<std::string> extra_args_;
+  ServerProcess process_;
+};
+
+// Path of the wardend binary under test.
+std::string wardend_path();
+
+}  // namespace warden::testing
