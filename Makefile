@@ -19,6 +19,7 @@ JOBS ?= 2
 RELEASE_DIR := build/release
 STAGE_DIR := $(CURDIR)/build/stage
 CONSUMER_DIR := build/consumer
+FUZZ_DIR := build/fuzz
 
 # The main job of `make run`: warden's lock server in the foreground, on 127.0.0.1:7380
 # with its durable state in ./data. Stop it with Ctrl-C (state is kept).
@@ -28,7 +29,7 @@ RUN_CMD = $(RELEASE_DIR)/src/server/wardend --listen 127.0.0.1:7380 --data-dir .
 # separator) or a single quote.
 say = @printf '\n==> %s\n' '$(1)'
 
-.PHONY: help deps run test test-slow release asan asan-ctest install consumer consumer-run \
+.PHONY: help deps run test test-slow fuzz release asan asan-ctest install consumer consumer-run \
         format clean
 
 help:
@@ -46,7 +47,7 @@ run: deps release
 	$(call say,run: the main job)
 	$(RUN_CMD)
 
-test: deps asan asan-ctest release install consumer consumer-run
+test: deps asan asan-ctest fuzz release install consumer consumer-run
 	$(call say,make test: all steps passed)
 
 # Debug + AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors.
@@ -64,6 +65,15 @@ asan-ctest: asan
 test-slow: deps asan
 	$(call say,ctest: asan preset (label slow only))
 	ctest --preset asan -L slow -LE '^$$' -j $(JOBS)
+
+# The libFuzzer targets (request parser, dispatcher) need clang; each runs for a
+# bounded 20 s from its seed corpus. Their g++ replays already ran in asan-ctest.
+fuzz:
+	$(call say,fuzz: libFuzzer targets with clang (20 s each))
+	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+	  -DWARDEN_FUZZ=ON
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target resp_fuzz dispatcher_fuzz
+	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure
 
 release:
 	$(call say,build: release preset)
