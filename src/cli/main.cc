@@ -8,10 +8,13 @@
 #include <exception>
 #include <string>
 
+#include "cli/bench_command.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
 #include "cli/run_command.h"
+#include "cli/server_command.h"
+#include "cli/status_command.h"
 #include "warden/error.h"
 #include "warden/version.h"
 
@@ -47,6 +50,9 @@ int main(int argc, char** argv) {
 
   cli::Commands commands(app);
   cli::add_run_command(commands);
+  cli::add_server_command(commands);
+  cli::add_status_command(commands);
+  cli::add_bench_command(commands);
 
   try {
     app.parse(argc, argv);

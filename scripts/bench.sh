@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Runs warden's standard benchmark set against throwaway servers and prints every figure.
+#
+#   scripts/bench.sh                     # release build under build/release, 10 s runs
+#   BENCH_DURATION=3s scripts/bench.sh   # shorter timed runs
+#   BENCH_ROUNDS=1 scripts/bench.sh      # warden then baseline, not alternating
+#   WARDEN_BUILD=build/asan scripts/bench.sh
+#
+# Starts one redis-server (the baseline) and three wardends (throughput, memory check,
+# connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
+# them by PID on exit. The set:
+#   - warden:// and mem://, 1 and 8 clients, uncontended and contended, each with
+#     --baseline against the same redis-server (same clients, keys and duration, in
+#     alternating rounds so that load from elsewhere on the machine hits both alike);
+#   - hand-off latency to a queued waiter (1000 samples) on warden:// and mem://;
+#   - 1,000,000 held locks on a fresh wardend (bytes per lock);
+#   - 10,000 idle connections on a fresh wardend.
+# docs/performance.md explains the figures.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${WARDEN_BUILD:-$root/build/release}
+case "$build" in /*) ;; *) build=$root/$build ;; esac
+duration=${BENCH_DURATION:-10s}
+rounds=${BENCH_ROUNDS:-5}
+warden=$build/src/cli/warden
+wardend=$build/src/server/wardend
+
+for bin in "$warden" "$wardend"; do
+  if [ ! -x "$bin" ]; then
+    echo "bench.sh: $bin not built (cmake --preset release && cmake --build build/release -j2)" >&2
+    exit 1
+  fi
+done
+for tool in redis-server redis-cli ss; do
+  command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench-XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A TCP port below the kernel's ephemeral range that no socket uses right now (a server
+# that loses the race to it fails to start, and the script stops).
+free_port() {
+  local port low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
+  (( low > 21000 )) || low=30000
+  for _ in $(seq 1 100); do
+    port=$(( 20000 + RANDOM % (low - 20000) ))
+    if [ -z "$(ss -Htan "sport = :$port")" ]; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "bench.sh: no free port found" >&2
+  return 1
+}
+
+# wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; fails after SECONDS.
+wait_until() {
+  local tries=$(( $1 * 10 )); shift
+  for (( i = 0; i < tries; i++ )); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+start_redis() {
+  redis_port=$(free_port)
+  mkdir -p "$tmp/redis"
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$tmp/redis" >"$tmp/redis.log" 2>&1 &
+  pids+=($!)
+  wait_until 10 redis-cli -p "$redis_port" ping || { cat "$tmp/redis.log" >&2; exit 1; }
+}
+
+# start_wardend NAME: sets wardend_port.
+start_wardend() {
+  wardend_port=$(free_port)
+  mkdir -p "$tmp/$1"
+  "$wardend" --listen "127.0.0.1:$wardend_port" --data-dir "$tmp/$1" >"$tmp/$1.log" 2>&1 &
+  pids+=($!)
+  wait_until 10 grep -q "listening on" "$tmp/$1.log" || { cat "$tmp/$1.log" >&2; exit 1; }
+}
+
+stop_last() {
+  local pid=${pids[-1]}
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset 'pids[-1]'
+}
+
+run() {
+  echo
+  echo "\$ warden $*"
+  "$warden" "$@"
+}
+
+echo "warden benchmark set, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "redis: $(redis-server --version | cut -d' ' -f3), warden: $("$warden" --version)"
+echo "binaries: ${build#"$root"/}"
+echo "timed runs: $duration each for warden and the baseline, alternating in $rounds rounds"
+
+start_redis
+start_wardend wardend
+redis=redis://127.0.0.1:$redis_port
+wd=warden://127.0.0.1:$wardend_port
+
+for url in "$wd" mem://; do
+  for clients in 1 8; do
+    for contention in "" --contended; do
+      handoff=0
+      if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=1000; fi
+      run bench --url "$url" --clients "$clients" $contention --duration "$duration" \
+        --rounds "$rounds" --baseline "$redis" --handoff-samples "$handoff"
+    done
+  done
+done
+
+# Capacity checks, each on a fresh server so that nothing earlier skews its memory.
+stop_last
+start_wardend wardend-mem
+run bench --url "warden://127.0.0.1:$wardend_port" --hold-locks 1000000 --key-bytes 16
+stop_last
+start_wardend wardend-conn
+run bench --url "warden://127.0.0.1:$wardend_port" --idle-connections 10000 --idle-hold 3s
+stop_last
+
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

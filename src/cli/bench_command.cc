@@ -1,0 +1,358 @@
+#include "cli/bench_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "cli/bench_capacity.h"
+#include "cli/bench_redis.h"
+#include "cli/bench_report.h"
+#include "cli/bench_run.h"
+#include "cli/bench_workload.h"
+#include "cli/duration.h"
+#include "cli/exit_codes.h"
+#include "cli/failure.h"
+#include "core/uri.h"
+#include "warden/error.h"
+
+namespace warden::cli {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Bound of one baseline command and of each step of the hand-off protocol.
+constexpr auto kBaselineTimeout = 5s;
+constexpr auto kHandoffStepTimeout = 10s;
+// Pipelined commands per round trip in the memory check.
+constexpr std::size_t kHoldLocksBatch = 10'000;
+constexpr auto kMaxDuration = 24h;
+
+struct Plan {
+  std::string url;
+  std::string url_text;  // redacted, for output
+  bench::Workload workload;
+  std::chrono::nanoseconds duration{0};
+  std::string baseline;
+  std::string baseline_text;
+  int handoff_samples = 0;
+  int rounds = 1;
+  bool json = false;
+};
+
+std::chrono::nanoseconds duration_option(std::string_view option, const std::string& text) {
+  try {
+    return parse_duration(text);
+  } catch (const DurationError& e) {
+    throw Failure(exit_code::kUsage, option, e.what());
+  }
+}
+
+std::string redacted(std::string_view option, const std::string& url) {
+  try {
+    return core::Uri::parse(url).redacted();
+  } catch (const Error& e) {
+    throw Failure::from(option, e);
+  }
+}
+
+std::string make_run_id() {
+  std::random_device rd;
+  char text[32];
+  std::snprintf(text, sizeof text, "r%ld-%04x", static_cast<long>(getpid()), rd() & 0xffffu);
+  return text;
+}
+
+Plan make_plan(const BenchOptions& o) {
+  Plan plan;
+  plan.url = o.url;
+  if (plan.url.empty()) {
+    if (const char* env = std::getenv("WARDEN_URL")) plan.url = env;
+  }
+  if (plan.url.empty()) {
+    throw Failure(exit_code::kUsage, "--url", "not given, and WARDEN_URL is not set");
+  }
+  plan.url_text = redacted("--url", plan.url);
+  plan.json = o.json;
+
+  bench::Workload& w = plan.workload;
+  w.clients = o.clients;
+  w.keys = o.keys;
+  w.contended = o.contended;
+  if (o.mode == "exclusive") {
+    w.mix = bench::LockMix::exclusive;
+  } else if (o.mode == "shared") {
+    w.mix = bench::LockMix::shared;
+  } else if (o.mode == "mixed") {
+    w.mix = bench::LockMix::mixed;
+  } else {
+    throw Failure(exit_code::kUsage, "--mode",
+                  "unknown mode \"" + printable(o.mode) + "\" (one of exclusive, shared, mixed)");
+  }
+  try {
+    w.ttl = whole_milliseconds(duration_option("--ttl", o.ttl));
+  } catch (const DurationError& e) {
+    throw Failure(exit_code::kUsage, "--ttl", e.what());
+  }
+  if (w.ttl < 10ms || w.ttl > std::chrono::hours(24 * 7)) {
+    throw Failure(exit_code::kUsage, "--ttl", "must be within 10ms..168h");
+  }
+  w.run_id = make_run_id();
+
+  plan.duration = duration_option("--duration", o.duration);
+  if (plan.duration <= plan.duration.zero() || plan.duration > kMaxDuration) {
+    throw Failure(exit_code::kUsage, "--duration", "must be above 0 and at most 24h");
+  }
+  plan.baseline = o.baseline;
+  if (!plan.baseline.empty()) {
+    plan.baseline_text = redacted("--baseline", plan.baseline);
+    if (core::Uri::parse(plan.baseline).scheme != "redis") {
+      throw Failure(exit_code::kUsage, "--baseline", "expected a redis://HOST:PORT URL");
+    }
+  }
+  plan.handoff_samples = o.handoff_samples;
+  plan.rounds = o.rounds;
+  if (plan.duration / plan.rounds < 1ms) {
+    throw Failure(exit_code::kUsage, "--rounds", "leaves less than 1ms per round");
+  }
+  return plan;
+}
+
+// Runs `step`, turning a library error into a Failure that names `what`.
+template <class F>
+auto step(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Failure::from(what, e);
+  }
+}
+
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+bench::PhaseFigures figures(const std::string& url, bench::RunResult& run) {
+  bench::PhaseFigures f;
+  f.url = url;
+  f.cycles = run.cycles;
+  f.seconds = std::chrono::duration<double>(run.elapsed).count();
+  f.cycles_per_second = run.cycles_per_second();
+  f.acquire = bench::summarize(run.acquire_ns);
+  return f;
+}
+
+int hold_locks(const BenchOptions& o, const Plan& plan) {
+  if (o.key_bytes < std::to_string(o.hold_locks).size()) {
+    throw Failure(exit_code::kUsage, "--key-bytes",
+                  "too short for " + std::to_string(o.hold_locks) + " distinct names");
+  }
+  const auto result = step("hold locks on " + plan.url_text, [&] {
+    return bench::hold_locks(plan.url, o.hold_locks, o.key_bytes, kHoldLocksBatch);
+  });
+  print(plan.json ? bench::format_json(plan.url_text, result)
+                  : bench::format_text(plan.url_text, result));
+  return exit_code::kOk;
+}
+
+int idle_connections(const BenchOptions& o, const Plan& plan) {
+  const auto hold = whole_milliseconds(duration_option("--idle-hold", o.idle_hold));
+  const auto result = step("idle connections to " + plan.url_text, [&] {
+    return bench::idle_connections(plan.url, o.idle_connections, hold);
+  });
+  print(plan.json ? bench::format_json(plan.url_text, result)
+                  : bench::format_text(plan.url_text, result));
+  return result.ok() ? exit_code::kOk : exit_code::kUnavailable;
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& options) {
+  const Plan plan = make_plan(options);
+  if (options.hold_locks > 0) return hold_locks(options, plan);
+  if (options.idle_connections > 0) return idle_connections(options, plan);
+
+  const bench::Workload& w = plan.workload;
+  // Everything is opened first, so a backend that is down fails the command at once.
+  auto warden_clients =
+      step("connect " + plan.url_text, [&] { return bench::open_warden_clients(plan.url, w); });
+  std::vector<std::unique_ptr<bench::CycleClient>> baseline_clients;
+  if (!plan.baseline.empty()) {
+    baseline_clients = step("connect " + plan.baseline_text, [&] {
+      return bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
+    });
+  }
+
+  const bool live = bench::stderr_is_terminal();
+  bench::BenchReport report;
+  report.workload = w;
+  report.rounds = plan.rounds;
+  report.duration_seconds = std::chrono::duration<double>(plan.duration).count();
+
+  // With --rounds R the time is cut into R slices, warden and baseline taking turns,
+  // so that a change of load on a shared machine hits both alike.
+  const auto slice = plan.duration / plan.rounds;
+  bench::RunResult run;
+  bench::RunResult base;
+  for (int round = 1; round <= plan.rounds; ++round) {
+    const std::string of = plan.rounds > 1 ? " (round " + std::to_string(round) + "/" +
+                                                 std::to_string(plan.rounds) + ")"
+                                           : "";
+    bench::accumulate(run, step("bench " + plan.url_text, [&] {
+                        return bench::run_timed(warden_clients, slice, {live, plan.url_text + of});
+                      }));
+    if (baseline_clients.empty()) continue;
+    bench::accumulate(base, step("baseline " + plan.baseline_text, [&] {
+                        return bench::run_timed(baseline_clients, slice,
+                                                {live, plan.baseline_text + " (baseline)" + of});
+                      }));
+  }
+  warden_clients.clear();
+  baseline_clients.clear();
+  report.warden = figures(plan.url_text, run);
+  if (!plan.baseline.empty()) report.baseline = figures(plan.baseline_text, base);
+
+  if (plan.handoff_samples > 0) {
+    if (live) std::fputs("hand-off samples...\r", stderr);
+    auto samples = step("hand-off on " + plan.url_text, [&] {
+      return bench::measure_handoff(plan.url, plan.handoff_samples, w, kHandoffStepTimeout);
+    });
+    if (live) std::fputs("\x1b[K", stderr);
+    report.handoff = bench::summarize(samples);
+  }
+
+  print(plan.json ? bench::format_json(report) : bench::format_text(report));
+  return exit_code::kOk;
+}
+
+void add_bench_command(Commands& commands) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App& app = commands.add(
+      "bench", "Measure lock cycles/s and latency against a raw Redis baseline, or server capacity",
+      [o] { return run_bench(*o); });
+
+  app.add_option("--url", o->url, "Lock service URI (default: $WARDEN_URL)")->type_name("URL");
+  auto* clients = app.add_option("--clients", o->clients,
+                                 "Client threads, each with its own Client and connections")
+                      ->type_name("N")
+                      ->check(CLI::Range(1, 4096))
+                      ->capture_default_str();
+  auto* keys = app.add_option("--keys", o->keys, "Locks each client cycles over (see below)")
+                   ->type_name("K")
+                   ->check(CLI::Range(1, 1'000'000))
+                   ->capture_default_str();
+  auto* mode =
+      app.add_option("--mode", o->mode, "exclusive, shared, or mixed (90% shared / 10% exclusive)")
+          ->type_name("MODE")
+          ->capture_default_str();
+  auto* duration = app.add_option("--duration", o->duration, "How long each timed run lasts")
+                       ->type_name("D")
+                       ->capture_default_str();
+  auto* contended = app.add_flag("--contended", o->contended,
+                                 "All clients share the same K locks (default: K of their own)");
+  auto* ttl = app.add_option("--ttl", o->ttl, "Lease length of every grant")
+                  ->type_name("D")
+                  ->capture_default_str();
+  auto* baseline =
+      app.add_option("--baseline", o->baseline,
+                     "Also run the raw single-Redis lock (SET NX PX + compare-and-delete)")
+          ->type_name("redis://H:P");
+  auto* rounds =
+      app.add_option("--rounds", o->rounds,
+                     "Cut --duration into R slices, warden and baseline taking turns (see below)")
+          ->type_name("R")
+          ->check(CLI::Range(1, 1000))
+          ->capture_default_str();
+  auto* handoff = app.add_option("--handoff-samples", o->handoff_samples,
+                                 "Hand-off latency samples after the runs (0: skip)")
+                      ->type_name("M")
+                      ->check(CLI::Range(0, 1'000'000))
+                      ->capture_default_str();
+  app.add_flag("--json", o->json, "Print one JSON object with every figure");
+  auto* hold = app.add_option("--hold-locks", o->hold_locks,
+                              "wardend memory check: hold N locks, report bytes per lock")
+                   ->type_name("N")
+                   ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100'000'000}));
+  auto* key_bytes =
+      app.add_option("--key-bytes", o->key_bytes, "With --hold-locks: bytes of each lock name")
+          ->type_name("B")
+          ->check(CLI::Range(std::size_t{1}, std::size_t{512}))
+          ->capture_default_str();
+  auto* idle = app.add_option("--idle-connections", o->idle_connections,
+                              "wardend connection check: open, PING and hold N connections")
+                   ->type_name("N")
+                   ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
+  auto* idle_hold =
+      app.add_option("--idle-hold", o->idle_hold, "With --idle-connections: how long to hold them")
+          ->type_name("D")
+          ->capture_default_str();
+  key_bytes->needs(hold);
+  idle_hold->needs(idle);
+  hold->excludes(idle);
+  // The capacity checks take none of the timed run's options. Checked at parse time,
+  // but not with excludes(), which would list every pair in --help.
+  const std::vector<CLI::Option*> run_options = {clients, keys,     mode,    duration, contended,
+                                                 ttl,     baseline, handoff, rounds};
+  app.callback([run_options, hold, idle] {
+    for (CLI::Option* capacity : {hold, idle}) {
+      if (capacity->count() == 0) continue;
+      for (CLI::Option* option : run_options) {
+        if (option->count() > 0) {
+          throw CLI::ValidationError(option->get_name() +
+                                     " is for timed runs; it cannot be "
+                                     "combined with " +
+                                     capacity->get_name());
+        }
+      }
+    }
+  });
+
+  app.footer(std::string(
+      "Durations (D): a number with a unit, ns us ms s m h: 500ms, 10s, 1m.\n"
+      "\n"
+      "Timed runs: each client loops acquire (waiting as long as it takes) + release\n"
+      "for --duration. Uncontended (default): client i cycles over its own K locks.\n"
+      "--contended: all clients cycle over the same K locks. Reported: cycles/s of\n"
+      "all clients together; acquire latency p50/p99/p99.9 over every acquire.\n"
+      "\n"
+      "--baseline redis://H:P runs the same clients, keys and duration on the lock\n"
+      "every Redis tutorial shows: SET key value NX PX ttl, released by a compare-\n"
+      "and-delete Lua script (EVALSHA). It has no queue: a SET NX that finds the key\n"
+      "taken is retried after a random 0.1..1 ms sleep. It has no shared mode: it\n"
+      "always locks exclusively. The report gives warden/baseline for cycles/s.\n"
+      "\n"
+      "Hand-off: client A holds a lock, client B queues for it; A waits 1 ms after B\n"
+      "announced its acquire, takes t0 and releases; B takes t1 when granted. One\n"
+      "sample = t1 - t0 on one clock. --handoff-samples pairs are measured.\n"
+      "\n"
+      "Capacity checks (warden:// only, on raw connections):\n"
+      "  --hold-locks N    acquires bench-mem/<i> (i zero-padded to --key-bytes) with\n"
+      "                    a 10 min TTL, pipelined, and reports the server's RSS growth\n"
+      "                    per lock (INFO rss_bytes); then releases them all.\n"
+      "  --idle-connections N  opens N connections, PINGs each, checks INFO\n"
+      "                    connections >= N, holds them --idle-hold, PINGs each again.\n"
+      "                    Exit 69 if any step fails (the report names the first).\n"
+      "\n"
+      "Progress is shown on stderr once per second when it is a terminal.\n"
+      "\n"
+      "Examples:\n"
+      "  warden bench --url warden://127.0.0.1:7380 --clients 8 --duration 10s "
+      "--baseline redis://127.0.0.1:6379\n"
+      "  warden bench --url warden://127.0.0.1:7380 --hold-locks 1000000\n"
+      "\n"
+      "Exit status:\n"
+      "  0   the benchmark ran (the figures say how well)\n"
+      "  64  usage error: bad option, duration or URL, or a mode the engine lacks\n"
+      "  69  lock service or baseline unreachable or not answering; a capacity\n"
+      "      check failed or hit a server limit\n"
+      "  70  a lease was lost during a run (--ttl too short for the load)\n"
+      "  71  internal error or unexpected reply\n"
+      "  77  the service refused our credentials\n"));
+}
+
+}  // namespace warden::cli

@@ -1,0 +1,183 @@
+#include "cli/bench_report.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace warden::cli::bench {
+namespace {
+
+using nlohmann::json;
+
+json latency_json(const LatencySummary& s) {
+  return json{{"samples", s.count},        {"min", to_us(s.min_ns)},    {"p50", to_us(s.p50_ns)},
+              {"p99", to_us(s.p99_ns)},    {"p99_9", to_us(s.p999_ns)}, {"max", to_us(s.max_ns)},
+              {"mean", s.mean_ns / 1000.0}};
+}
+
+json phase_json(const PhaseFigures& p) {
+  return json{{"url", p.url},
+              {"cycles", p.cycles},
+              {"seconds", p.seconds},
+              {"cycles_per_s", p.cycles_per_second},
+              {"acquire_us", latency_json(p.acquire)}};
+}
+
+std::string keys_text(const Workload& w) {
+  if (w.contended) {
+    return fmt::format("{} key{} shared by all clients (contended)", w.keys,
+                       w.keys == 1 ? "" : "s");
+  }
+  return fmt::format("{} key{} per client (uncontended)", w.keys, w.keys == 1 ? "" : "s");
+}
+
+std::string mode_text(LockMix mix) {
+  if (mix == LockMix::mixed) return "mixed (90% shared, 10% exclusive)";
+  return std::string(to_string(mix));
+}
+
+std::string mib(std::uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+double per_second(double count, double seconds) { return seconds > 0 ? count / seconds : 0; }
+
+}  // namespace
+
+std::optional<double> BenchReport::ratio() const {
+  if (!baseline || baseline->cycles_per_second <= 0) return std::nullopt;
+  return warden.cycles_per_second / baseline->cycles_per_second;
+}
+
+std::string format_text(const BenchReport& r) {
+  const Workload& w = r.workload;
+  std::string out = fmt::format(
+      "warden bench: {} client{}, {}, mode {}, {:g} s{}, ttl {} ms\n\n", w.clients,
+      w.clients == 1 ? "" : "s", keys_text(w), mode_text(w.mix), r.duration_seconds,
+      r.rounds > 1 && r.baseline ? fmt::format(" in {} alternating rounds", r.rounds) : "",
+      w.ttl.count());
+  std::string warden_label = r.warden.url;
+  std::string baseline_label = r.baseline ? r.baseline->url + " (baseline)" : "";
+  const std::size_t width = std::max({warden_label.size(), baseline_label.size(), size_t{6}});
+  out += fmt::format("  {:<{}}  {:>10}  {:>11}  {:>9}  {:>9}  {:>9}\n", "", width, "cycles",
+                     "cycles/s", "p50 us", "p99 us", "p99.9 us");
+  auto row = [&](const std::string& label, const PhaseFigures& p) {
+    out += fmt::format("  {:<{}}  {:>10}  {:>11.0f}  {:>9.1f}  {:>9.1f}  {:>9.1f}\n", label, width,
+                       p.cycles, p.cycles_per_second, to_us(p.acquire.p50_ns),
+                       to_us(p.acquire.p99_ns), to_us(p.acquire.p999_ns));
+  };
+  row(warden_label, r.warden);
+  if (r.baseline) row(baseline_label, *r.baseline);
+  out += "  (latencies: acquire, from request to grant)\n";
+  if (const auto ratio = r.ratio()) {
+    out += fmt::format("\n  warden/baseline cycles/s: {:.2f}\n", *ratio);
+    if (w.mix != LockMix::exclusive) {
+      out += "  note: the baseline (SET NX) has no shared mode; it took exclusive locks\n";
+    }
+    if (w.contended) out += "  note: baseline waiters poll: SET NX retried after 0.1..1 ms\n";
+  }
+  if (r.handoff) {
+    out += fmt::format(
+        "\n  hand-off to a queued waiter ({} samples): p50 {:.1f} us, p99 {:.1f} us, max {:.1f} "
+        "us\n",
+        r.handoff->count, to_us(r.handoff->p50_ns), to_us(r.handoff->p99_ns),
+        to_us(r.handoff->max_ns));
+  }
+  return out;
+}
+
+std::string format_json(const BenchReport& r) {
+  const Workload& w = r.workload;
+  json j{{"clients", w.clients},
+         {"keys", w.keys},
+         {"mode", to_string(w.mix)},
+         {"contended", w.contended},
+         {"duration_s", r.duration_seconds},
+         {"rounds", r.rounds},
+         {"ttl_ms", w.ttl.count()},
+         {"warden", phase_json(r.warden)},
+         {"baseline", nullptr},
+         {"ratio_cycles_per_s", nullptr},
+         {"handoff_us", nullptr}};
+  if (r.baseline) {
+    j["baseline"] = phase_json(*r.baseline);
+    j["baseline"]["lock"] = "SET NX PX + compare-and-delete EVALSHA";
+    j["baseline"]["mode"] = "exclusive";
+    j["baseline"]["retry_sleep_us"] = json::array({100, 1000});
+  }
+  if (const auto ratio = r.ratio()) j["ratio_cycles_per_s"] = *ratio;
+  if (r.handoff) j["handoff_us"] = latency_json(*r.handoff);
+  return j.dump() + "\n";
+}
+
+std::string format_text(const std::string& url, const HoldLocksResult& r) {
+  const double key_bytes = static_cast<double>(r.key_bytes);
+  std::string out = fmt::format("warden bench: {} held locks on {}\n\n", r.locks, url);
+  out += fmt::format("  acquired in {:.2f} s ({:.0f} locks/s, pipelined)\n", r.acquire_seconds,
+                     per_second(static_cast<double>(r.locks), r.acquire_seconds));
+  out += fmt::format("  server RSS: {} before, {} with all held ({} holders), {} after release\n",
+                     mib(r.rss_before), mib(r.rss_held), r.holders_held, mib(r.rss_released));
+  out += fmt::format("  bytes per held lock: {:.1f} ({:.1f} beyond the {} key bytes)\n",
+                     r.bytes_per_lock, r.bytes_per_lock - key_bytes, r.key_bytes);
+  out += fmt::format("  released in {:.2f} s ({:.0f} releases/s, pipelined)\n", r.release_seconds,
+                     per_second(static_cast<double>(r.locks), r.release_seconds));
+  return out;
+}
+
+std::string format_json(const std::string& url, const HoldLocksResult& r) {
+  json j{{"check", "hold_locks"},
+         {"url", url},
+         {"locks", r.locks},
+         {"key_bytes", r.key_bytes},
+         {"rss_before_bytes", r.rss_before},
+         {"rss_held_bytes", r.rss_held},
+         {"rss_released_bytes", r.rss_released},
+         {"holders_held", r.holders_held},
+         {"bytes_per_lock", r.bytes_per_lock},
+         {"bytes_per_lock_minus_key", r.bytes_per_lock - static_cast<double>(r.key_bytes)},
+         {"acquire_s", r.acquire_seconds},
+         {"acquire_per_s", per_second(static_cast<double>(r.locks), r.acquire_seconds)},
+         {"release_s", r.release_seconds},
+         {"release_per_s", per_second(static_cast<double>(r.locks), r.release_seconds)}};
+  return j.dump() + "\n";
+}
+
+std::string format_text(const std::string& url, const IdleConnectionsResult& r) {
+  std::string out = fmt::format("warden bench: {} idle connections to {}\n\n", r.requested, url);
+  out += fmt::format("  opened {} in {:.2f} s\n", r.opened, r.connect_seconds);
+  if (r.server_connections > 0) {
+    out += fmt::format("  wardend INFO connections: {}; server RSS {} with one, {} with all",
+                       r.server_connections, mib(r.rss_before), mib(r.rss_connected));
+    if (r.opened > 1 && r.rss_connected >= r.rss_before) {
+      out += fmt::format(
+          " ({:.0f} bytes per connection)",
+          static_cast<double>(r.rss_connected - r.rss_before) / static_cast<double>(r.opened - 1));
+    }
+    out += "\n";
+  }
+  if (r.ok()) {
+    out += fmt::format("  OK: every connection answered PING, held {} ms, answered PING again\n",
+                       r.held.count());
+  } else {
+    out += "  FAILED: " + *r.failure + "\n";
+  }
+  return out;
+}
+
+std::string format_json(const std::string& url, const IdleConnectionsResult& r) {
+  json j{{"check", "idle_connections"},
+         {"url", url},
+         {"requested", r.requested},
+         {"opened", r.opened},
+         {"server_connections", r.server_connections},
+         {"rss_before_bytes", r.rss_before},
+         {"rss_connected_bytes", r.rss_connected},
+         {"connect_s", r.connect_seconds},
+         {"held_ms", r.held.count()},
+         {"ok", r.ok()},
+         {"failure", r.failure ? json(*r.failure) : json(nullptr)}};
+  return j.dump() + "\n";
+}
+
+}  // namespace warden::cli::bench

@@ -1,0 +1,213 @@
+#include "cli/bench_workload.h"
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "warden/client.h"
+#include "warden/error.h"
+
+namespace warden::cli::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr std::string_view kGroup = "bench";
+
+// Time A leaves B to get its request queued before A releases.
+constexpr auto kQueueGrace = 1ms;
+
+class WardenCycleClient final : public CycleClient {
+ public:
+  WardenCycleClient(Client client, std::vector<Lock> locks, LockMix mix, int index)
+      : client_(std::move(client)),
+        locks_(std::move(locks)),
+        mix_(mix),
+        next_(static_cast<std::size_t>(index) % locks_.size()),
+        rng_(static_cast<std::uint32_t>(index) + 1) {}
+
+  std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
+    Lock& lock = locks_[next_];
+    if (++next_ == locks_.size()) next_ = 0;
+    const Mode mode = pick_mode();
+    const auto t0 = Clock::now();
+    Lease lease = lock.acquire(mode, Wait::forever(), stop);
+    const auto t1 = Clock::now();
+    if (!lease) return std::nullopt;
+    lease.release();
+    return t1 - t0;
+  }
+
+ private:
+  Mode pick_mode() {
+    switch (mix_) {
+      case LockMix::exclusive:
+        return Mode::exclusive;
+      case LockMix::shared:
+        return Mode::shared;
+      case LockMix::mixed:
+        break;
+    }
+    return rng_() % 10 == 0 ? Mode::exclusive : Mode::shared;
+  }
+
+  Client client_;
+  std::vector<Lock> locks_;
+  LockMix mix_;
+  std::size_t next_;
+  std::minstd_rand rng_;
+};
+
+LockOptions lock_options(const Workload& workload) {
+  LockOptions options;
+  options.ttl = workload.ttl;
+  return options;
+}
+
+// The two sides of the hand-off protocol meet here.
+struct HandoffBoard {
+  enum class Phase { idle, a_holds, b_queuing, b_done, b_failed };
+  std::mutex mu;
+  std::condition_variable_any cv;  // _any: B's waits also end when B is asked to stop
+  Phase phase = Phase::idle;       // guarded by mu
+  Clock::time_point b_granted;     // guarded by mu
+  std::exception_ptr b_error;      // guarded by mu
+
+  void set(Phase p) {
+    {
+      std::lock_guard lock(mu);
+      phase = p;
+    }
+    cv.notify_all();
+  }
+  // Waits until the phase is `want` or B failed; false after `timeout`.
+  bool await(Phase want, std::chrono::milliseconds timeout, std::unique_lock<std::mutex>& lock) {
+    return cv.wait_for(lock, timeout, [&] { return phase == want || phase == Phase::b_failed; });
+  }
+};
+
+}  // namespace
+
+std::string_view to_string(LockMix mix) {
+  switch (mix) {
+    case LockMix::exclusive:
+      return "exclusive";
+    case LockMix::shared:
+      return "shared";
+    case LockMix::mixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+std::string lock_name(const Workload& workload, int client, int key) {
+  if (workload.contended) return workload.run_id + "-k" + std::to_string(key);
+  return workload.run_id + "-c" + std::to_string(client) + "-k" + std::to_string(key);
+}
+
+std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string& url,
+                                                              const Workload& workload) {
+  std::vector<std::unique_ptr<CycleClient>> clients;
+  clients.reserve(static_cast<std::size_t>(workload.clients));
+  for (int i = 0; i < workload.clients; ++i) {
+    Client client = Client::open(url);
+    if (workload.mix != LockMix::exclusive && !client.capabilities().shared) {
+      throw Error(Errc::unsupported, "this engine has no shared locks (use --mode exclusive)");
+    }
+    std::vector<Lock> locks;
+    locks.reserve(static_cast<std::size_t>(workload.keys));
+    for (int k = 0; k < workload.keys; ++k) {
+      locks.push_back(client.lock(kGroup, lock_name(workload, i, k), lock_options(workload)));
+    }
+    clients.push_back(
+        std::make_unique<WardenCycleClient>(std::move(client), std::move(locks), workload.mix, i));
+  }
+  return clients;
+}
+
+Samples measure_handoff(const std::string& url, int samples, const Workload& workload,
+                        std::chrono::milliseconds step_timeout) {
+  using Phase = HandoffBoard::Phase;
+  const std::string name = workload.run_id + "-handoff";
+  Client client_a = Client::open(url);
+  Client client_b = Client::open(url);
+  Lock lock_a = client_a.lock(kGroup, name, lock_options(workload));
+  Lock lock_b = client_b.lock(kGroup, name, lock_options(workload));
+
+  HandoffBoard board;
+  // B: waits for A to hold the lock, announces itself, queues, records the grant time.
+  // B's own stop token ends its waits and its acquire; the jthread's destructor
+  // requests it on every way out of this function.
+  std::jthread b([&](const std::stop_token& token) {
+    try {
+      while (true) {
+        {
+          std::unique_lock lock(board.mu);
+          if (!board.cv.wait(lock, token, [&] { return board.phase == Phase::a_holds; })) return;
+          board.phase = Phase::b_queuing;
+        }
+        board.cv.notify_all();
+        Lease lease = lock_b.acquire(Mode::exclusive, Wait::forever(), token);
+        const auto granted = Clock::now();
+        if (!lease) return;  // stopped
+        lease.release();
+        {
+          std::lock_guard lock(board.mu);
+          board.b_granted = granted;
+          board.phase = Phase::b_done;
+        }
+        board.cv.notify_all();
+      }
+    } catch (...) {
+      {
+        std::lock_guard lock(board.mu);
+        board.b_error = std::current_exception();
+        board.phase = Phase::b_failed;
+      }
+      board.cv.notify_all();
+    }
+  });
+
+  auto stop_and_rethrow = [&](const std::string& step) {
+    b.request_stop();
+    b.join();
+    std::lock_guard lock(board.mu);
+    if (board.b_error) std::rethrow_exception(board.b_error);
+    throw Error(Errc::deadline_exceeded, "hand-off: " + step + " took longer than " +
+                                             std::to_string(step_timeout.count()) + " ms");
+  };
+
+  Samples out;
+  out.reserve(static_cast<std::size_t>(samples));
+  for (int i = 0; i < samples; ++i) {
+    Lease lease = lock_a.acquire(Mode::exclusive, Wait::up_to(step_timeout));
+    if (!lease) stop_and_rethrow("A's acquire");
+    board.set(Phase::a_holds);
+    {
+      std::unique_lock lock(board.mu);
+      if (!board.await(Phase::b_queuing, step_timeout, lock) || board.phase == Phase::b_failed) {
+        lock.unlock();
+        stop_and_rethrow("B's start");
+      }
+    }
+    std::this_thread::sleep_for(kQueueGrace);
+    const auto released = Clock::now();
+    lease.release();
+    std::unique_lock lock(board.mu);
+    if (!board.await(Phase::b_done, step_timeout, lock) || board.phase == Phase::b_failed) {
+      lock.unlock();
+      stop_and_rethrow("the hand-off to B");
+    }
+    out.push_back(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(board.b_granted - released).count());
+    board.phase = Phase::idle;
+  }
+  b.request_stop();
+  b.join();
+  return out;
+}
+
+}  // namespace warden::cli::bench

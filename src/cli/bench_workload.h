@@ -1,0 +1,57 @@
+// cli/bench_workload.h — what the clients of `warden bench` do: lock/unlock cycles
+// through warden::Client, and the hand-off measurement.
+//
+// Keys. Uncontended: client i cycles round-robin over its own K locks, so no two
+// clients ever want the same lock and the figure is the cost of an uncontended
+// acquire + release. Contended: every client cycles over the same K locks (client i
+// starting at key i mod K), so clients queue behind each other.
+//
+// Modes. exclusive or shared for every acquire; mixed = each acquire is shared with
+// probability 0.9 and exclusive with 0.1 (per-client pseudo-random sequence).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/bench_run.h"
+#include "cli/bench_stats.h"
+
+namespace warden::cli::bench {
+
+enum class LockMix { exclusive, shared, mixed };
+
+std::string_view to_string(LockMix mix);
+
+struct Workload {
+  int clients = 1;
+  int keys = 1;
+  LockMix mix = LockMix::exclusive;
+  bool contended = false;
+  std::chrono::milliseconds ttl{30'000};  // lease of every grant
+  std::string run_id;                     // makes lock names unique to this run
+};
+
+// The lock name of key `key` for client `client` under `workload` ("<run>-k3" when
+// contended, "<run>-c1-k3" otherwise).
+std::string lock_name(const Workload& workload, int client, int key);
+
+// One warden::Client per workload client, each with its own engine connections, and
+// their Lock objects. Throws warden::Error if `url` cannot be opened, or
+// Error(unsupported) if the workload needs shared locks the engine lacks.
+std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string& url,
+                                                              const Workload& workload);
+
+// Hand-off latency to a queued waiter, `samples` times. Two clients A and B (each its
+// own warden::Client) take turns on one lock: A acquires it; B announces that it is
+// about to acquire and calls acquire (it queues); A waits 1 ms after that
+// announcement, so that B's request has reached the lock service, then takes
+// t0 = now and releases; B takes t1 = now when its acquire returns. One sample is
+// t1 - t0 on this process's steady clock. Every wait of the protocol is bounded by
+// `step_timeout`; a step that takes longer throws Error(deadline_exceeded).
+Samples measure_handoff(const std::string& url, int samples, const Workload& workload,
+                        std::chrono::milliseconds step_timeout);
+
+}  // namespace warden::cli::bench

@@ -1,0 +1,215 @@
+// Tests of `warden bench` and `warden status`: the latency statistics on known
+// samples, and short end-to-end runs of the built binary against mem://, a throwaway
+// redis-server (the baseline) and a throwaway wardend.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/bench_stats.h"
+#include "process.h"
+#include "support/server_process.h"
+#include "warden/client.h"
+
+namespace warden::cli {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Args = std::vector<std::string>;
+
+const std::string kWarden = WARDEN_CLI_PATH;
+
+testing::Outcome warden(const Args& args, std::chrono::milliseconds timeout = 30s) {
+  Args argv = {kWarden};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::run(argv, testing::environment({"WARDEN_URL"}), timeout);
+}
+
+bench::Samples iota(std::int64_t from, std::int64_t to) {
+  bench::Samples s;
+  for (std::int64_t v = from; v <= to; ++v) s.push_back(v);
+  return s;
+}
+
+// --- statistics ------------------------------------------------------------------
+
+TEST(BenchStats, PercentilesUseTheNearestRankOfSortedSamples) {
+  const bench::Samples hundred = iota(1, 100);
+  EXPECT_EQ(bench::percentile(hundred, 0.50), 50);
+  EXPECT_EQ(bench::percentile(hundred, 0.99), 99);
+  EXPECT_EQ(bench::percentile(hundred, 0.999), 100);
+  EXPECT_EQ(bench::percentile(hundred, 1.0), 100);
+  EXPECT_EQ(bench::percentile(hundred, 0.001), 1);
+
+  const bench::Samples thousand = iota(1, 1000);
+  EXPECT_EQ(bench::percentile(thousand, 0.50), 500);
+  EXPECT_EQ(bench::percentile(thousand, 0.99), 990);
+  EXPECT_EQ(bench::percentile(thousand, 0.999), 999);
+}
+
+TEST(BenchStats, PercentileOfOneSampleIsThatSample) {
+  const bench::Samples one = {42};
+  EXPECT_EQ(bench::percentile(one, 0.5), 42);
+  EXPECT_EQ(bench::percentile(one, 0.999), 42);
+}
+
+TEST(BenchStats, NoSamplesGiveZeros) {
+  bench::Samples none;
+  EXPECT_EQ(bench::percentile(none, 0.5), 0);
+  const bench::LatencySummary s = bench::summarize(none);
+  EXPECT_EQ(s.count, 0u);
+  EXPECT_EQ(s.p50_ns, 0);
+  EXPECT_EQ(s.max_ns, 0);
+}
+
+TEST(BenchStats, SummarizeSortsFirst) {
+  // 1..10 shuffled, plus one outlier: p99 and p99.9 land on it, p50 does not.
+  bench::Samples s = {7, 3, 10, 1, 9, 2, 8, 5, 4, 6, 1000};
+  const bench::LatencySummary sum = bench::summarize(s);
+  EXPECT_EQ(sum.count, 11u);
+  EXPECT_EQ(sum.min_ns, 1);
+  EXPECT_EQ(sum.p50_ns, 6);  // rank ceil(5.5) = 6
+  EXPECT_EQ(sum.p99_ns, 1000);
+  EXPECT_EQ(sum.p999_ns, 1000);
+  EXPECT_EQ(sum.max_ns, 1000);
+  EXPECT_DOUBLE_EQ(sum.mean_ns, 1055.0 / 11.0);
+}
+
+TEST(BenchStats, MergeKeepsEverySampleOfEveryThread) {
+  std::vector<bench::Samples> parts = {{3, 1}, {}, {2, 5, 4}};
+  bench::Samples all = bench::merge(parts);
+  ASSERT_EQ(all.size(), 5u);
+  const bench::LatencySummary sum = bench::summarize(all);
+  EXPECT_EQ(sum.min_ns, 1);
+  EXPECT_EQ(sum.p50_ns, 3);
+  EXPECT_EQ(sum.max_ns, 5);
+  for (const auto& part : parts) EXPECT_TRUE(part.empty());
+}
+
+// --- end to end --------------------------------------------------------------------
+
+void expect_phase(const json& phase, const std::string& url) {
+  EXPECT_EQ(phase.at("url"), url);
+  EXPECT_GT(phase.at("cycles").get<std::uint64_t>(), 0u);
+  EXPECT_GT(phase.at("cycles_per_s").get<double>(), 0.0);
+  const json& lat = phase.at("acquire_us");
+  EXPECT_EQ(lat.at("samples"), phase.at("cycles"));
+  EXPECT_LE(lat.at("p50").get<double>(), lat.at("p99").get<double>());
+  EXPECT_LE(lat.at("p99").get<double>(), lat.at("p99_9").get<double>());
+  EXPECT_LE(lat.at("p99_9").get<double>(), lat.at("max").get<double>());
+}
+
+TEST(WardenBench, MemRunReportsCyclesLatenciesAndHandOffAsJson) {
+  const auto o = warden({"bench", "--url", "mem://", "--clients", "2", "--duration", "1s",
+                         "--handoff-samples", "50", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("clients"), 2);
+  EXPECT_EQ(j.at("keys"), 1);
+  EXPECT_EQ(j.at("mode"), "exclusive");
+  EXPECT_EQ(j.at("contended"), false);
+  EXPECT_DOUBLE_EQ(j.at("duration_s").get<double>(), 1.0);
+  expect_phase(j.at("warden"), "mem://");
+  EXPECT_TRUE(j.at("baseline").is_null());
+  EXPECT_TRUE(j.at("ratio_cycles_per_s").is_null());
+  EXPECT_EQ(j.at("handoff_us").at("samples"), 50);
+  EXPECT_GT(j.at("handoff_us").at("p50").get<double>(), 0.0);
+  // Not a terminal: no progress line.
+  EXPECT_EQ(o.err, "");
+}
+
+TEST(WardenBench, BaselineRunsTheRawRedisLockInTheSameRun) {
+  warden::testing::TempDir dir("warden-bench-redis");
+  const std::uint16_t port = warden::testing::free_port();
+  warden::testing::ServerProcess redis({"redis-server", "--port", std::to_string(port), "--bind",
+                                        "127.0.0.1", "--save", "", "--appendonly", "no"},
+                                       dir.path() / "redis.log");
+  redis.start();
+  ASSERT_TRUE(warden::testing::wait_for_port(port, 10s)) << redis.log_text();
+  const std::string redis_url = "redis://127.0.0.1:" + std::to_string(port);
+
+  const auto o =
+      warden({"bench", "--url", "mem://", "--clients", "2", "--duration", "1s", "--contended",
+              "--rounds", "2", "--handoff-samples", "0", "--baseline", redis_url, "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("contended"), true);
+  EXPECT_EQ(j.at("rounds"), 2);
+  expect_phase(j.at("warden"), "mem://");
+  expect_phase(j.at("baseline"), redis_url);
+  EXPECT_EQ(j.at("baseline").at("mode"), "exclusive");
+  const double ratio = j.at("warden").at("cycles_per_s").get<double>() /
+                       j.at("baseline").at("cycles_per_s").get<double>();
+  EXPECT_NEAR(j.at("ratio_cycles_per_s").get<double>(), ratio, 1e-9);
+  EXPECT_TRUE(j.at("handoff_us").is_null());
+}
+
+TEST(WardenBench, UnreachableBaselineFailsBeforeAnyRun) {
+  const auto o = warden({"bench", "--url", "mem://", "--duration", "1s", "--baseline",
+                         "redis://127.0.0.1:" + std::to_string(warden::testing::free_port())});
+  EXPECT_EQ(o.status, 69) << o.err;
+  EXPECT_NE(o.err.find("unavailable"), std::string::npos) << o.err;
+  EXPECT_LT(o.elapsed, 1s);
+}
+
+TEST(WardenBench, BadInputIsAUsageError) {
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--mode", "upgrade"}).status, 64);
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--duration", "10"}).status, 64);
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--clients", "0"}).status, 64);
+  EXPECT_EQ(warden({"bench", "--url", "nope://x"}).status, 64);
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--hold-locks", "10"}).status, 64);
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--hold-locks", "10", "--clients", "2"}).status,
+            64);
+}
+
+TEST(WardenStatus, ShowsServerInfoAndOneLocksHolders) {
+  warden::testing::Wardend server;
+  Client client = Client::open(server.uri());
+  Lease lease = client.lock("orders", "o-42").acquire(Mode::exclusive);
+  ASSERT_TRUE(lease);
+
+  const auto info = warden({"status", "--url", server.uri(), "--json"});
+  ASSERT_EQ(info.status, 0) << info.err;
+  const json i = json::parse(info.out);
+  EXPECT_EQ(i.at("info").at("server"), "wardend");
+  EXPECT_GE(i.at("info").at("holders").get<int>(), 1);
+  EXPECT_GE(i.at("info").at("connections").get<int>(), 1);
+
+  const auto lock =
+      warden({"status", "--url", server.uri(), "--group", "orders", "--name", "o-42", "--json"});
+  ASSERT_EQ(lock.status, 0) << lock.err;
+  const json l = json::parse(lock.out);
+  EXPECT_EQ(l.at("lock"), "orders/o-42");
+  ASSERT_EQ(l.at("holders").size(), 1u);
+  EXPECT_EQ(l.at("holders")[0].at("mode"), "exclusive");
+  EXPECT_EQ(l.at("holders")[0].at("token").get<std::uint64_t>(), lease.token());
+  EXPECT_GT(l.at("holders")[0].at("ttl_left_ms").get<int>(), 0);
+  EXPECT_TRUE(l.at("waiters").empty());
+
+  const auto table =
+      warden({"status", "--url", server.uri(), "--group", "orders", "--name", "o-42"});
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("exclusive"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(std::to_string(lease.token())), std::string::npos) << table.out;
+}
+
+TEST(WardenStatus, OtherEnginesAndMissingNamesAreUsageErrors) {
+  const auto mem = warden({"status", "--url", "mem://"});
+  EXPECT_EQ(mem.status, 64);
+  EXPECT_NE(mem.err.find("warden://"), std::string::npos) << mem.err;
+  EXPECT_EQ(warden({"status", "--url", "warden://127.0.0.1:1", "--group", "g"}).status, 64);
+  EXPECT_EQ(warden({"status", "--url", "warden://127.0.0.1:1", "--name", "n"}).status, 64);
+}
+
+TEST(WardenStatus, UnreachableServerExits69) {
+  const auto o = warden(
+      {"status", "--url", "warden://127.0.0.1:" + std::to_string(warden::testing::free_port())});
+  EXPECT_EQ(o.status, 69) << o.err;
+}
+
+}  // namespace
+}  // namespace warden::cli
