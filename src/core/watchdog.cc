@@ -49,15 +49,29 @@ struct Watchdog::State {
   std::mutex mu;
   std::condition_variable_any renewer_cv;
   std::condition_variable_any reaper_cv;
-  // Bumped (under mu) whenever the watched set or the release queue changes, so a
-  // waiting thread can tell a notification from a spurious wake-up.
-  std::uint64_t epoch = 0;  // guarded by mu
+  // Bumped (under mu) to wake a thread, so it can tell a wake-up from a spurious one.
+  std::uint64_t renewer_epoch = 0;  // guarded by mu
+  std::uint64_t reaper_epoch = 0;   // guarded by mu
+  // When each thread will wake by itself; min() while it is awake (it rescans the whole
+  // set before it sleeps again). A new lease wakes a thread only if it is due earlier:
+  // waking two threads on every acquire would cost two context switches per lock.
+  Clock::time_point renewer_sleeps_until = Clock::time_point::min();  // guarded by mu
+  Clock::time_point reaper_sleeps_until = Clock::time_point::min();   // guarded by mu
 
-  // Requires mu.
-  void changed() {
-    ++epoch;
+  // Require mu.
+  void wake_renewer() {
+    ++renewer_epoch;
     renewer_cv.notify_all();
+  }
+  void wake_reaper() {
+    ++reaper_epoch;
     reaper_cv.notify_all();
+  }
+  void wake_renewer_by(Clock::time_point due) {
+    if (due < renewer_sleeps_until) wake_renewer();
+  }
+  void wake_reaper_by(Clock::time_point due) {
+    if (due < reaper_sleeps_until) wake_reaper();
   }
   std::unordered_map<const Hold*, Watched> watched;  // guarded by mu
   std::vector<Releasing> releasing;                  // guarded by mu
@@ -112,16 +126,20 @@ Watchdog::~Watchdog() {
   }
   {
     std::lock_guard guard(state_->mu);
-    state_->changed();
+    state_->wake_renewer();
+    state_->wake_reaper();
   }
 }
 
 void Watchdog::watch(std::shared_ptr<Hold> hold) {
   std::lock_guard guard(state_->mu);
   const auto interval = state_->renew_interval(*hold);
+  const auto next_renew = Clock::now() + interval;
+  const auto lost_at = hold->expires() - loss_margin(hold->grant.ttl);
   const Hold* key = hold.get();
-  state_->watched[key] = State::Watched{std::move(hold), Clock::now() + interval, interval};
-  state_->changed();
+  state_->watched[key] = State::Watched{std::move(hold), next_renew, interval};
+  if (state_->options.watchdog) state_->wake_renewer_by(next_renew);
+  state_->wake_reaper_by(lost_at);
 }
 
 void Watchdog::unwatch(const Hold* hold) {
@@ -134,7 +152,7 @@ void Watchdog::release_in_background(std::shared_ptr<Hold> hold) {
   state_->watched.erase(hold.get());
   state_->releasing.push_back(
       State::Releasing{std::move(hold), Clock::now(), state_->options.retry.initial});
-  state_->changed();
+  state_->wake_renewer();
 }
 
 void Watchdog::lost_by_backend(const GrantRef& grant) { state_->lose_matching(grant); }
@@ -173,8 +191,11 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
     }
 
     if (due.empty() && to_release.empty()) {
-      const auto seen = state->epoch;
-      state->renewer_cv.wait_until(lock, stop, next, [&] { return state->epoch != seen; });
+      const auto seen = state->renewer_epoch;
+      state->renewer_sleeps_until = next;
+      state->renewer_cv.wait_until(lock, stop, next,
+                                   [&] { return state->renewer_epoch != seen; });
+      state->renewer_sleeps_until = Clock::time_point::min();
       continue;
     }
     lock.unlock();
@@ -278,8 +299,10 @@ void Watchdog::reaper_loop(const std::shared_ptr<State>& state, std::stop_token 
       ++it;
     }
     if (expired.empty()) {
-      const auto seen = state->epoch;
-      state->reaper_cv.wait_until(lock, stop, next, [&] { return state->epoch != seen; });
+      const auto seen = state->reaper_epoch;
+      state->reaper_sleeps_until = next;
+      state->reaper_cv.wait_until(lock, stop, next, [&] { return state->reaper_epoch != seen; });
+      state->reaper_sleeps_until = Clock::time_point::min();
       continue;
     }
     lock.unlock();
