@@ -225,17 +225,13 @@ struct Server::Impl {
     }
   }
 
-  // Arms the timer for the table's next wake-up, if it moved.
+  // Arms the timer for the table's next wake-up if that is earlier than the one armed.
+  // A timer that fires with nothing due only advances the table and re-arms, so it is
+  // never cancelled: cancelling when the table empties and re-arming on the next
+  // acquire would cost two timerfd syscalls per lock cycle.
   void reschedule() {
     const auto next = dispatcher.next_wakeup();
-    if (!next) {
-      if (armed) {
-        timer.cancel();
-        armed.reset();
-      }
-      return;
-    }
-    if (armed && *armed == *next) return;
+    if (!next || (armed && *armed <= *next)) return;
     armed = *next;
     timer.expires_at(*next);
     timer.async_wait([this](std::error_code ec) {
