@@ -27,18 +27,7 @@ constexpr std::uint64_t kSpareDescriptors = 64;
 std::map<std::string, std::string> info(RespConnection& conn) {
   const std::string text = expect_text(*conn.command({"INFO"}), "INFO on " + conn.endpoint());
   std::map<std::string, std::string> fields;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto colon = line.find(':');
-    if (colon != std::string::npos && !line.empty() && line[0] != '#') {
-      fields[line.substr(0, colon)] = line.substr(colon + 1);
-    }
-    pos = end + 1;
-  }
+  for (auto& [key, value] : parse_info(text)) fields[key] = std::move(value);
   return fields;
 }
 

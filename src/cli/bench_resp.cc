@@ -281,4 +281,21 @@ const redisReply& expect_array(const redisReply& reply, std::string_view what) {
   return reply;
 }
 
+std::vector<std::pair<std::string, std::string>> parse_info(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && line[0] != '#') {
+      fields.emplace_back(line.substr(0, colon), line.substr(colon + 1));
+    }
+    pos = end + 1;
+  }
+  return fields;
+}
+
 }  // namespace warden::cli::bench

@@ -30,6 +30,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 struct redisContext;
 struct redisReply;
@@ -97,6 +99,9 @@ class RespConnection {
 
 // The reply as text for messages, like redis-cli prints it, cut after ~200 bytes.
 std::string describe(const redisReply& reply);
+
+// wardend's INFO text as its "key:value" fields, in order.
+std::vector<std::pair<std::string, std::string>> parse_info(const std::string& text);
 
 // Throws the Error an error reply stands for, or Error(internal) for a reply of the
 // wrong shape; `what` names the command and server ("SET on 127.0.0.1:6379").

@@ -44,23 +44,6 @@ struct LockStatus {
   long long delay_left_ms = 0;
 };
 
-// INFO's "key:value" lines, in order.
-std::vector<std::pair<std::string, std::string>> parse_info(const std::string& text) {
-  std::vector<std::pair<std::string, std::string>> fields;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto colon = line.find(':');
-    if (colon != std::string::npos && line[0] != '#') {
-      fields.emplace_back(line.substr(0, colon), line.substr(colon + 1));
-    }
-    pos = end + 1;
-  }
-  return fields;
-}
 
 bool all_digits(const std::string& s) {
   return !s.empty() && s.size() < 19 &&
@@ -221,7 +204,7 @@ int status(const StatusOptions& o) {
     if (o.group.empty()) {
       const std::string text =
           bench::expect_text(*conn.command({"INFO"}), "INFO on " + conn.endpoint());
-      const auto fields = parse_info(text);
+      const auto fields = bench::parse_info(text);
       print(o.json ? info_json(url_text, fields).dump() + "\n" : info_text(url_text, fields));
       return exit_code::kOk;
     }

@@ -15,7 +15,7 @@
 #include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
-#include "wardend_probe.h"
+#include "support/wardend_probe.h"
 
 namespace warden::testing {
 namespace {

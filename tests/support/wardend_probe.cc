@@ -1,4 +1,4 @@
-#include "wardend_probe.h"
+#include "support/wardend_probe.h"
 
 #include <hiredis/hiredis.h>
 
