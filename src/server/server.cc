@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <asio.hpp>
+#include <array>
 #include <future>
 #include <memory>
 #include <optional>
@@ -59,7 +60,6 @@ struct Server::Impl {
     std::string in;         // bytes read, not yet parsed
     std::string out;        // replies not yet handed to the socket
     std::string writing;    // the buffer of the write in flight
-    std::array<char, kReadChunk> chunk{};
     bool reading = false;
     bool parked = false;
     bool closing = false;  // close once `out` is written
@@ -106,6 +106,7 @@ struct Server::Impl {
         return;
       }
       socket.set_option(tcp::no_delay(true));
+      socket.non_blocking(true);  // read() reads only after a readiness wait
       const ConnId id = ++next_id;
       auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
       if (!dispatcher.connect(id)) {
@@ -127,12 +128,21 @@ struct Server::Impl {
     if (c->parked && c->in.size() > options.max_request_bytes) return;
     if (c->out.size() + c->writing.size() > options.max_output_bytes) return;  // back-pressure
     c->reading = true;
-    c->socket.async_read_some(asio::buffer(c->chunk), [this, c](std::error_code ec, std::size_t n) {
+    // Wait for readability, then read into the loop's one buffer: an idle connection
+    // holds no read buffer of its own (10,000 idle clients would otherwise pin 160 MiB).
+    c->socket.async_wait(tcp::socket::wait_read, [this, c](std::error_code wait_ec) {
       c->reading = false;
-      if (ec == asio::error::eof && !c->closed) {
+      if (c->closed) return;
+      std::error_code ec = wait_ec;
+      std::size_t n = 0;
+      if (!ec) n = c->socket.read_some(asio::buffer(read_buffer), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        read(c);  // the readiness was spurious
+        return;
+      }
+      if (ec == asio::error::eof) {
         // A half-close ends the conversation gracefully: a parked wait is cancelled
         // (or its grant, if it won the race, is still written), then we close.
-        c->in.append(c->chunk.data(), n);
         process(c);
         dispatcher.cancel_parked(c->id, Clock::now());
         c->closing = true;
@@ -145,7 +155,7 @@ struct Server::Impl {
         close(c);
         return;
       }
-      c->in.append(c->chunk.data(), n);
+      c->in.append(read_buffer.data(), n);
       process(c);
       reschedule();
     });
@@ -262,6 +272,7 @@ struct Server::Impl {
   std::optional<Clock::time_point> armed;
   asio::signal_set signals;
   std::unordered_map<ConnId, std::shared_ptr<Connection>> connections;
+  std::array<char, kReadChunk> read_buffer{};  // shared: the loop reads one socket at a time
   ConnId next_id = 0;
   std::uint16_t bound_port = 0;
   std::unique_ptr<MetricsEndpoint> metrics;
