@@ -42,20 +42,13 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_check.h"
 #include "server/dispatcher.h"
 #include "server/resp.h"
 #include "warden/error.h"
 
 namespace warden::server {
 namespace {
-
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
-  } while (false)
 
 using std::chrono::milliseconds;
 
@@ -129,7 +122,7 @@ bool parse_grant(std::string_view reply, std::int64_t& token, std::int64_t& wait
   };
   std::size_t pos = 5;
   read(reply, pos, token);
-  CHECK(reply.substr(pos, 1) == ":");
+  WARDEN_FUZZ_CHECK(reply.substr(pos, 1) == ":");
   ++pos;
   read(reply, pos, waited);
   return true;
@@ -188,7 +181,7 @@ class Run {
           now_ += milliseconds(b * b);
           d_->advance(now_);
           const auto next = d_->next_wakeup();
-          CHECK(!next || *next > now_);
+          WARDEN_FUZZ_CHECK(!next || *next > now_);
           break;
         }
         case 5:
@@ -220,8 +213,8 @@ class Run {
     if (d_->connect(id)) {
       slots_[s] = Slot{true, id, false, {}};
     } else {
-      CHECK(before >= limits_.max_connections);
-      CHECK(d_->stats().connections == before);
+      WARDEN_FUZZ_CHECK(before >= limits_.max_connections);
+      WARDEN_FUZZ_CHECK(d_->stats().connections == before);
       gone_.insert(id);
     }
   }
@@ -231,7 +224,8 @@ class Run {
     if (!slot.connected) return;
     d_->cancel_parked(slot.id, now_);
     wakeups();
-    CHECK(!slot.parked);  // resolved (nil, or the grant that came first) in this very step
+    WARDEN_FUZZ_CHECK(
+        !slot.parked);  // resolved (nil, or the grant that came first) in this very step
   }
 
   // Executes the request at the front of the input on slot `s`; false at the end.
@@ -240,7 +234,7 @@ class Run {
     if (parsed.status == resp::Status::incomplete) return false;
     Slot& slot = slots_[s];
     if (parsed.status == resp::Status::error) {
-      CHECK(parsed.consumed == 0 && !parsed.error.empty());
+      WARDEN_FUZZ_CHECK(parsed.consumed == 0 && !parsed.error.empty());
       if (slot.connected) {  // the shell answers -ERR and closes
         d_->disconnect(slot.id, now_);
         gone_.insert(slot.id);
@@ -250,7 +244,7 @@ class Run {
       in_.remove_prefix(lf == std::string_view::npos ? in_.size() : lf + 1);
       return true;
     }
-    CHECK(parsed.consumed > 0 && parsed.consumed <= in_.size());
+    WARDEN_FUZZ_CHECK(parsed.consumed > 0 && parsed.consumed <= in_.size());
     const std::vector<std::string> args(parsed.args.begin(), parsed.args.end());
     in_.remove_prefix(parsed.consumed);
     if (!slot.connected || slot.parked || args.empty()) return true;
@@ -261,17 +255,17 @@ class Run {
     const auto outcome = d_->execute(slot.id, views, now_, reply);
     switch (outcome) {
       case Dispatcher::Outcome::parked:
-        CHECK(reply.empty());
+        WARDEN_FUZZ_CHECK(reply.empty());
         slot.parked = true;
         slot.parked_at = now_;
         break;
       case Dispatcher::Outcome::replied:
       case Dispatcher::Outcome::close: {
-        CHECK(one_value(reply));
+        WARDEN_FUZZ_CHECK(one_value(reply));
         std::int64_t token = 0, waited = 0;
         if (parse_grant(reply, token, waited)) {
-          CHECK(waited == 0);
-          CHECK(token > 0 && tokens_.insert(token).second);
+          WARDEN_FUZZ_CHECK(waited == 0);
+          WARDEN_FUZZ_CHECK(token > 0 && tokens_.insert(token).second);
         }
         if (outcome == Dispatcher::Outcome::close) {
           d_->disconnect(slot.id, now_);
@@ -286,23 +280,23 @@ class Run {
 
   void wakeups() {
     for (const auto& w : d_->take_wakeups()) {
-      CHECK(!gone_.contains(w.conn));
+      WARDEN_FUZZ_CHECK(!gone_.contains(w.conn));
       Slot* slot = nullptr;
       for (auto& s : slots_) {
         if (s.connected && s.id == w.conn) slot = &s;
       }
-      CHECK(slot != nullptr);
-      CHECK(slot->parked);  // never a second wakeup for one parked request
+      WARDEN_FUZZ_CHECK(slot != nullptr);
+      WARDEN_FUZZ_CHECK(slot->parked);  // never a second wakeup for one parked request
       slot->parked = false;
-      CHECK(one_value(w.reply));
+      WARDEN_FUZZ_CHECK(one_value(w.reply));
       std::int64_t token = 0, waited = 0;
       if (parse_grant(w.reply, token, waited)) {
-        CHECK(token > 0 && tokens_.insert(token).second);
+        WARDEN_FUZZ_CHECK(token > 0 && tokens_.insert(token).second);
         const auto since =
             std::chrono::duration_cast<std::chrono::microseconds>(now_ - slot->parked_at).count();
-        CHECK(waited >= 0 && waited <= since);
+        WARDEN_FUZZ_CHECK(waited >= 0 && waited <= since);
       } else {
-        CHECK(w.reply == "$-1\r\n");
+        WARDEN_FUZZ_CHECK(w.reply == "$-1\r\n");
       }
     }
   }
@@ -314,11 +308,11 @@ class Run {
       connected += slot.connected ? 1 : 0;
       parked += slot.parked ? 1 : 0;
     }
-    CHECK(s.connections == connected);
-    CHECK(s.connections <= limits_.max_connections);
-    CHECK(s.parked == parked);
-    CHECK(s.table.waiters == parked);
-    CHECK(s.table.keys <= limits_.max_keys);
+    WARDEN_FUZZ_CHECK(s.connections == connected);
+    WARDEN_FUZZ_CHECK(s.connections <= limits_.max_connections);
+    WARDEN_FUZZ_CHECK(s.parked == parked);
+    WARDEN_FUZZ_CHECK(s.table.waiters == parked);
+    WARDEN_FUZZ_CHECK(s.table.keys <= limits_.max_keys);
 
     std::size_t keys = 0, holders = 0, waiters = 0;
     for (const auto& key : keys_) {
@@ -326,15 +320,15 @@ class Run {
       if (!info.holders.empty() || !info.waiters.empty() || info.delayed_until) ++keys;
       holders += info.holders.size();
       waiters += info.waiters.size();
-      CHECK(info.waiters.size() <= limits_.max_waiters_per_key);
+      WARDEN_FUZZ_CHECK(info.waiters.size() <= limits_.max_waiters_per_key);
       // Every held grant was announced (a grant nobody could take was given back).
       for (const auto& h : info.holders) {
-        CHECK(tokens_.contains(static_cast<std::int64_t>(h.token)));
+        WARDEN_FUZZ_CHECK(tokens_.contains(static_cast<std::int64_t>(h.token)));
       }
     }
-    CHECK(keys == s.table.keys);
-    CHECK(holders == s.table.holders);
-    CHECK(waiters == s.table.waiters);
+    WARDEN_FUZZ_CHECK(keys == s.table.keys);
+    WARDEN_FUZZ_CHECK(holders == s.table.holders);
+    WARDEN_FUZZ_CHECK(waiters == s.table.waiters);
   }
 
   std::string_view in_;

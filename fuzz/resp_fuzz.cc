@@ -25,18 +25,11 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_check.h"
 #include "server/resp.h"
 
 namespace warden::server::resp {
 namespace {
-
-#define RESP_FUZZ_CHECK(cond)                                                       \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
-  } while (false)
 
 bool is_one_line(std::string_view text) {
   return text.find_first_of("\r\n") == std::string_view::npos;
@@ -68,53 +61,53 @@ void check_round_trip(const std::vector<std::string_view>& args) {
 
   const Limits exact{.max_request_bytes = wire.size(), .max_args = args.size()};
   const Parsed p = parse_request(wire, exact);
-  RESP_FUZZ_CHECK(p.status == Status::complete);
-  RESP_FUZZ_CHECK(p.consumed == wire.size());
-  RESP_FUZZ_CHECK(same_args(p.args, args));
+  WARDEN_FUZZ_CHECK(p.status == Status::complete);
+  WARDEN_FUZZ_CHECK(p.consumed == wire.size());
+  WARDEN_FUZZ_CHECK(same_args(p.args, args));
 
   const Limits short_by_a_byte{.max_request_bytes = wire.size() - 1, .max_args = args.size()};
-  RESP_FUZZ_CHECK(parse_request(wire, short_by_a_byte).status == Status::error);
+  WARDEN_FUZZ_CHECK(parse_request(wire, short_by_a_byte).status == Status::error);
   if (!args.empty()) {
     const Limits short_by_an_arg{.max_request_bytes = wire.size(), .max_args = args.size() - 1};
-    RESP_FUZZ_CHECK(parse_request(wire, short_by_an_arg).status == Status::error);
+    WARDEN_FUZZ_CHECK(parse_request(wire, short_by_an_arg).status == Status::error);
   }
 }
 
 void check_complete(std::string_view buffer, const Parsed& p, const Limits& limits) {
-  RESP_FUZZ_CHECK(p.consumed > 0);
-  RESP_FUZZ_CHECK(p.consumed <= buffer.size());
-  RESP_FUZZ_CHECK(p.consumed <= limits.max_request_bytes);
-  RESP_FUZZ_CHECK(p.args.size() <= limits.max_args);
-  RESP_FUZZ_CHECK(p.error.empty());
+  WARDEN_FUZZ_CHECK(p.consumed > 0);
+  WARDEN_FUZZ_CHECK(p.consumed <= buffer.size());
+  WARDEN_FUZZ_CHECK(p.consumed <= limits.max_request_bytes);
+  WARDEN_FUZZ_CHECK(p.args.size() <= limits.max_args);
+  WARDEN_FUZZ_CHECK(p.error.empty());
   for (const auto arg : p.args) {
-    RESP_FUZZ_CHECK(arg.data() >= buffer.data());
-    RESP_FUZZ_CHECK(arg.data() + arg.size() <= buffer.data() + p.consumed);
+    WARDEN_FUZZ_CHECK(arg.data() >= buffer.data());
+    WARDEN_FUZZ_CHECK(arg.data() + arg.size() <= buffer.data() + p.consumed);
   }
 
   const std::string_view request = buffer.substr(0, p.consumed);
   const Parsed alone = parse_request(request, limits);
-  RESP_FUZZ_CHECK(alone.status == Status::complete);
-  RESP_FUZZ_CHECK(alone.consumed == p.consumed);
-  RESP_FUZZ_CHECK(same_args(alone.args, p.args));
+  WARDEN_FUZZ_CHECK(alone.status == Status::complete);
+  WARDEN_FUZZ_CHECK(alone.consumed == p.consumed);
+  WARDEN_FUZZ_CHECK(same_args(alone.args, p.args));
   for (const std::size_t n : prefix_lengths(request.size())) {
-    RESP_FUZZ_CHECK(parse_request(request.substr(0, n), limits).status == Status::incomplete);
+    WARDEN_FUZZ_CHECK(parse_request(request.substr(0, n), limits).status == Status::incomplete);
   }
   check_round_trip(p.args);
 }
 
 void check_not_complete(std::string_view buffer, const Parsed& p, const Limits& limits) {
-  RESP_FUZZ_CHECK(p.consumed == 0);
-  RESP_FUZZ_CHECK(p.args.empty());
+  WARDEN_FUZZ_CHECK(p.consumed == 0);
+  WARDEN_FUZZ_CHECK(p.args.empty());
   if (p.status == Status::incomplete) {
-    RESP_FUZZ_CHECK(p.error.empty());
-    RESP_FUZZ_CHECK(buffer.empty() || buffer.size() < limits.max_request_bytes);
+    WARDEN_FUZZ_CHECK(p.error.empty());
+    WARDEN_FUZZ_CHECK(buffer.empty() || buffer.size() < limits.max_request_bytes);
   } else {
-    RESP_FUZZ_CHECK(!p.error.empty());
-    RESP_FUZZ_CHECK(is_one_line(p.error));
+    WARDEN_FUZZ_CHECK(!p.error.empty());
+    WARDEN_FUZZ_CHECK(is_one_line(p.error));
   }
   for (const std::size_t n : prefix_lengths(buffer.size())) {
     const Status s = parse_request(buffer.substr(0, n), limits).status;
-    RESP_FUZZ_CHECK(s == Status::incomplete || (p.status == Status::error && s == Status::error));
+    WARDEN_FUZZ_CHECK(s == Status::incomplete || (p.status == Status::error && s == Status::error));
   }
 }
 
@@ -135,19 +128,19 @@ void check_writers(std::string_view input) {
   const std::string_view half = input.substr(0, input.size() / 2);
   std::string out;
   simple(out, input);
-  RESP_FUZZ_CHECK(out.size() >= 3 && out.front() == '+' && out.ends_with("\r\n"));
-  RESP_FUZZ_CHECK(is_one_line(std::string_view(out).substr(0, out.size() - 2)));
+  WARDEN_FUZZ_CHECK(out.size() >= 3 && out.front() == '+' && out.ends_with("\r\n"));
+  WARDEN_FUZZ_CHECK(is_one_line(std::string_view(out).substr(0, out.size() - 2)));
 
   out.clear();
   error(out, half, input.substr(half.size()));
-  RESP_FUZZ_CHECK(out.size() >= 3 && out.front() == '-' && out.ends_with("\r\n"));
-  RESP_FUZZ_CHECK(is_one_line(std::string_view(out).substr(0, out.size() - 2)));
+  WARDEN_FUZZ_CHECK(out.size() >= 3 && out.front() == '-' && out.ends_with("\r\n"));
+  WARDEN_FUZZ_CHECK(is_one_line(std::string_view(out).substr(0, out.size() - 2)));
 
   std::int64_t value = 0;
   std::memcpy(&value, input.data(), std::min(input.size(), sizeof value));
   out.clear();
   integer(out, value);
-  RESP_FUZZ_CHECK(out == ":" + std::to_string(value) + "\r\n");
+  WARDEN_FUZZ_CHECK(out == ":" + std::to_string(value) + "\r\n");
 }
 
 }  // namespace
