@@ -3,6 +3,7 @@
 #include <string>
 
 #include "engines/mem/mem_engine.h"
+#include "engines/redis/redis_engine.h"
 #include "engines/warden/warden_engine.h"
 #include "warden/error.h"
 
@@ -11,8 +12,9 @@ namespace warden::engines {
 std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOptions& options) {
   if (uri.scheme == "mem") return mem::open(uri, options);
   if (uri.scheme == "warden") return wardend::open(uri, options);
+  if (uri.scheme == "redis") return redis::open(uri, options);
   throw Error(Errc::invalid_argument,
-              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden)");
+              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis)");
 }
 
 }  // namespace warden::engines

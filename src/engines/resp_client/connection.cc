@@ -130,6 +130,17 @@ std::unique_ptr<Connection> Connection::open(const ConnectOptions& options) {
     const Reply reply = conn->command(auth, deadline);
     if (reply.is_error()) throw auth_error(reply, endpoint);
   }
+  if (options.db) {
+    const std::string db = std::to_string(*options.db);
+    const std::vector<std::string_view> select = {"SELECT", db};
+    const Reply reply = conn->command(select, deadline);
+    if (reply.is_error()) {
+      // NOAUTH/NOPERM keep their meaning; anything else is "no such db".
+      const Error error = reply_error(reply, "SELECT " + db + " on " + endpoint);
+      if (error.code() != Errc::internal) throw error;
+      throw Error(Errc::invalid_argument, endpoint + " has no database " + db + ": " + reply.text);
+    }
+  }
   return conn;
 }
 

@@ -38,6 +38,8 @@ struct ConnectOptions {
   // user; wardend takes the password alone.
   std::optional<std::string> user;
   std::optional<std::string> password;
+  // Sent as SELECT db after AUTH when set (Redis logical databases).
+  std::optional<int> db;
   // Bound for connecting plus AUTH. Must be positive.
   std::chrono::milliseconds timeout{5'000};
 };
@@ -47,9 +49,10 @@ std::string endpoint_name(const std::string& host, std::uint16_t port);
 
 class Connection {
  public:
-  // Connects (and authenticates) within options.timeout. Throws Error: unavailable if
-  // the server cannot be reached, deadline_exceeded if it accepts but does not answer
-  // AUTH in time, permission_denied if it refuses the password.
+  // Connects (and authenticates, and selects the db) within options.timeout. Throws
+  // Error: unavailable if the server cannot be reached, deadline_exceeded if it accepts
+  // but does not answer AUTH in time, permission_denied if it refuses the password,
+  // invalid_argument if it has no such db.
   static std::unique_ptr<Connection> open(const ConnectOptions& options);
 
   ~Connection();

@@ -7,7 +7,7 @@ namespace warden::engines::resp_client {
 namespace {
 
 Errc errc_for_code(std::string_view code) {
-  static constexpr std::array<std::pair<std::string_view, Errc>, 12> kCodes = {{
+  static constexpr std::array<std::pair<std::string_view, Errc>, 13> kCodes = {{
       {"NOAUTH", Errc::permission_denied},
       {"WRONGPASS", Errc::permission_denied},
       {"NOPERM", Errc::permission_denied},
@@ -20,6 +20,7 @@ Errc errc_for_code(std::string_view code) {
       {"TRYAGAIN", Errc::unavailable},
       {"MASTERDOWN", Errc::unavailable},
       {"CLUSTERDOWN", Errc::unavailable},
+      {"READONLY", Errc::unavailable},
   }};
   for (const auto& [word, errc] : kCodes) {
     if (code == word) return errc;

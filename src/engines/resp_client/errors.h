@@ -13,7 +13,7 @@
 //     INVALID (wardend: bad key, mode, ttl, ...)      invalid_argument
 //     LIMIT (wardend), OOM (Redis)                    resource_exhausted
 //     STARTING (wardend), LOADING, BUSY, TRYAGAIN,
-//       MASTERDOWN, CLUSTERDOWN                       unavailable
+//       MASTERDOWN, CLUSTERDOWN, READONLY             unavailable
 //     ERR and anything else                           internal
 //
 // ERR means the server did not understand what we sent (unknown command, wrong

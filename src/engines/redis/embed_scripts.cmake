@@ -1,0 +1,20 @@
+# Writes OUT: a C++ file defining one warden::engines::redis::Script per name in
+# SCRIPTS (comma-separated), each the text of lua/lock.lua followed by lua/NAME.lua,
+# with its SHA-1 for EVALSHA. Run by the build (cmake -P), so editing a script rebuilds.
+string(REPLACE "," ";" names "${SCRIPTS}")
+file(READ "${DIR}/lock.lua" prelude)
+set(body "// Generated from src/engines/redis/lua by embed_scripts.cmake. Do not edit.\n")
+string(APPEND body "#include \"engines/redis/scripts.h\"\n\nnamespace warden::engines::redis {\n")
+foreach(name IN LISTS names)
+  file(READ "${DIR}/${name}.lua" text)
+  set(source "${prelude}\n${text}")
+  if(source MATCHES "\\)warden_lua\"")
+    message(FATAL_ERROR "${name}.lua contains the raw-string delimiter")
+  endif()
+  string(SHA1 sha "${source}")
+  string(APPEND body "\nconst Script k_${name}_script{\"${name}\", \"${sha}\", R\"warden_lua(${source})warden_lua\"};\n")
+endforeach()
+string(APPEND body "\n}  // namespace warden::engines::redis\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUT}.tmp")

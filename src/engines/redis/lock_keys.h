@@ -1,0 +1,28 @@
+// engines/redis/lock_keys.h — the Redis key names of one lock (see lua/lock.lua).
+//
+// All share the hash tag {warden:GROUP/NAME}, so a Redis Cluster would keep them in one
+// slot. A name may itself contain '{', '}' or ':': the tag then ends at the name's first
+// '}', but every key of the lock still starts with the same text up to there, so they
+// still share one slot; and two locks never share a key, because the suffixes are
+// fixed and hold no '}'.
+#pragma once
+
+#include <string>
+
+#include "core/engine.h"
+
+namespace warden::engines::redis {
+
+struct LockKeys {
+  std::string holders;  // :h
+  std::string info;     // :i
+  std::string queue;    // :q
+  std::string waiters;  // :w
+  std::string pending;  // :p
+  std::string channel;  // :c, the pub/sub channel of wake-ups
+
+  static LockKeys of(const core::LockKey& key);
+  static LockKeys of(const std::string& group, const std::string& name);
+};
+
+}  // namespace warden::engines::redis

@@ -1,0 +1,65 @@
+-- acquire.lua — one attempt to acquire, by a new request or a waiter polling.
+-- KEYS: h i q w p of the lock
+-- ARGV: channel, entry ("MODE:LIVE_MS:OWNER"), mode ("x" | "s"), ttl_ms,
+--       lock_delay_ms, fair ("1" | "0"), wait ("1": queue up if not granted)
+-- Returns {1, token} when granted, else {0, ms}: how long until something in the lock
+-- runs out by itself (a lease, a pick-up, a lock_delay; -1: nothing), so the waiter
+-- can look again then.
+local k = lock_keys(1)
+local channel, entry, mode = ARGV[1], ARGV[2], ARGV[3]
+local ttl, lock_delay = tonumber(ARGV[4]), tonumber(ARGV[5])
+local fair, wait = ARGV[6] == '1', ARGV[7] == '1'
+local live = tonumber(string.match(entry, '^%a:(%d+):'))
+local owner = string.match(entry, '^%a:%d+:(.*)$')
+local now, now_us = clock()
+
+-- A lock nobody holds, waits for or delays has no keys at all.
+if redis.call('EXISTS', k.i) == 0 then
+  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner)
+  housekeep(k, now)
+  return {1, token}
+end
+
+local freed = expire_holders(k, now)
+if evict_waiters(k, now) then freed = true end
+
+local function granted()
+  redis.call('ZREM', k.p, entry)
+  redis.call('ZREM', k.w, entry)
+  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner)
+  settle(k, now, channel, freed, entry)
+  housekeep(k, now)
+  return {1, token}
+end
+
+-- Admitted earlier (a message said so, or this is a poll): pick the grant up.
+if redis.call('ZSCORE', k.p, entry) then return granted() end
+
+local queued = fair and redis.call('LPOS', k.q, entry)
+if not queued then
+  if delay_over(k, now) and compatible(k, mode) and not (fair and live_head(k)) then
+    return granted()
+  end
+  if wait and fair then redis.call('RPUSH', k.q, entry) end
+end
+if wait then redis.call('ZADD', k.w, now + live, entry) end
+
+-- Something may have freed up (an expiry, an evicted waiter): the queue moves on, and
+-- it may be this waiter's turn.
+local admitted = settle(k, now, channel, freed, entry)
+for _, e in ipairs(admitted) do
+  if e == entry then return granted() end
+end
+housekeep(k, now)
+
+local next_change = math.huge
+local function consider(key)
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if first[2] and tonumber(first[2]) < next_change then next_change = tonumber(first[2]) end
+end
+consider(k.h)
+consider(k.p)
+local blocked_until = number_field(k, 'delay')
+if blocked_until > now and blocked_until < next_change then next_change = blocked_until end
+if next_change == math.huge then return {0, -1} end
+return {0, math.max(1, next_change - now)}

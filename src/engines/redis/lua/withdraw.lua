@@ -1,0 +1,25 @@
+-- withdraw.lua — a waiter gives up (timed out, cancelled, or unsure whether its last
+-- attempt was answered): its queue entry, liveness and admission go, and so does a
+-- grant made for it whose reply never reached it.
+-- KEYS: h i q w p of the lock
+-- ARGV: channel, entry
+-- Returns 1 if a grant of this waiter was dropped, else 0.
+local k = lock_keys(1)
+local channel, entry = ARGV[1], ARGV[2]
+local owner = string.match(entry, '^%a:%d+:(.*)$')
+local now = clock()
+expire_holders(k, now)
+evict_waiters(k, now)
+redis.call('LREM', k.q, 1, entry)
+redis.call('ZREM', k.w, entry)
+redis.call('ZREM', k.p, entry)
+local dropped = 0
+local token = redis.call('HGET', k.i, 'o:' .. owner)
+if token then
+  drop_holder(k, token, owner)
+  dropped = 1
+end
+-- Leaving the head of the queue (or an admission) can let the next waiters in.
+settle(k, now, channel, true, nil)
+housekeep(k, now)
+return dropped

@@ -1,0 +1,49 @@
+// engines/redis/redis_config.h — what a redis:// URI and the ClientOptions say about
+// talking to one Redis server.
+//
+//   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?pool=N&waiter_ttl_ms=M]
+//
+//   USER, PASSWORD  AUTH [USER] PASSWORD on every connection (Redis 6 ACL user, or the
+//                   default user's requirepass when USER is empty); %-escaped
+//   HOST            a name, an IPv4 address or [IPv6]; exactly one
+//   PORT            default 6379
+//   DB              SELECT DB on every connection, 0..15 by default Redis config
+//   pool=N          N pipelined connections for lock calls, 1..64, default 2
+//   waiter_ttl_ms=M how long a waiter stays queued without refreshing its place, 100 ..
+//                   600000, default 3000: a waiter whose process died is evicted after
+//                   at most M ms; live waiters refresh every M/3
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/uri.h"
+#include "engines/resp_client/connection.h"
+#include "warden/options.h"
+
+namespace warden::engines::redis {
+
+inline constexpr std::uint16_t kDefaultPort = 6379;
+inline constexpr std::size_t kDefaultPoolSize = 2;
+inline constexpr std::size_t kMaxPoolSize = 64;
+inline constexpr std::chrono::milliseconds kDefaultWaiterTtl{3'000};
+inline constexpr std::chrono::milliseconds kMinWaiterTtl{100};
+inline constexpr std::chrono::milliseconds kMaxWaiterTtl{600'000};
+
+struct RedisConfig {
+  resp_client::ConnectOptions connect;  // timeout = op_timeout
+  std::size_t pool_size = kDefaultPoolSize;
+  std::chrono::milliseconds waiter_ttl = kDefaultWaiterTtl;
+  std::chrono::milliseconds op_timeout{5'000};
+  // Reconnect back-off, and the waiters' polling between messages (its max capped at
+  // waiter_ttl / 3 so a waiter refreshes its place in time).
+  RetryPolicy retry;
+  RetryPolicy poll;
+};
+
+// Validates `uri` (scheme "redis") and combines it with `options`. Throws
+// Error(invalid_argument) saying what is wrong; nothing is connected.
+RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options);
+
+}  // namespace warden::engines::redis

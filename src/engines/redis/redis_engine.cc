@@ -1,0 +1,262 @@
+#include "engines/redis/redis_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engines/redis/lock_keys.h"
+#include "engines/redis/redis_config.h"
+#include "engines/redis/script_call.h"
+#include "engines/redis/scripts.h"
+#include "engines/redis/subscriber.h"
+#include "engines/resp_client/backoff.h"
+#include "engines/resp_client/connector.h"
+#include "engines/resp_client/errors.h"
+#include "engines/resp_client/pipeline.h"
+#include "warden/error.h"
+
+namespace warden::engines::redis {
+namespace {
+
+using core::AcquireRequest;
+using core::Granted;
+using core::GrantRef;
+using core::Renewed;
+using resp_client::Backoff;
+using resp_client::Connector;
+using resp_client::Pipeline;
+using resp_client::Reply;
+
+// Grants per renew.lua call: a watchdog round holding more sends several calls, all in
+// one pipelined round trip, so no single script runs long enough to stall Redis.
+constexpr std::size_t kRenewChunk = 256;
+
+// 64 random bits in hex: the client's part of every owner id, so owners of different
+// clients never collide.
+std::string random_client_id() {
+  std::random_device device;
+  const std::uint64_t bits = (std::uint64_t{device()} << 32) ^ device();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(16, '0');
+  for (int i = 0; i < 16; ++i) id[static_cast<std::size_t>(i)] = kHex[(bits >> (4 * i)) & 0xf];
+  return id;
+}
+
+std::int64_t integer_of(const Reply& reply, std::string_view context) {
+  if (reply.is_error()) throw resp_client::reply_error(reply, context);
+  if (!reply.is_integer()) throw resp_client::unexpected_reply(reply, context);
+  return reply.integer;
+}
+
+// acquire.lua's answer.
+struct Attempt {
+  bool granted = false;
+  std::uint64_t token = 0;     // when granted
+  std::int64_t retry_ms = -1;  // when not: until something runs out by itself; -1 none
+};
+
+Attempt attempt_of(const Reply& reply, std::string_view context) {
+  if (reply.is_error()) throw resp_client::reply_error(reply, context);
+  if (!reply.is_array() || reply.elements.size() != 2 || !reply.elements[0].is_integer() ||
+      !reply.elements[1].is_integer()) {
+    throw resp_client::unexpected_reply(reply, context);
+  }
+  Attempt attempt;
+  if (reply.elements[0].integer == 1) {
+    if (reply.elements[1].integer <= 0) throw resp_client::unexpected_reply(reply, context);
+    attempt.granted = true;
+    attempt.token = static_cast<std::uint64_t>(reply.elements[1].integer);
+  } else {
+    attempt.retry_ms = reply.elements[1].integer;
+  }
+  return attempt;
+}
+
+std::vector<std::string> all_keys(const LockKeys& keys) {
+  return {keys.holders, keys.info, keys.queue, keys.waiters, keys.pending};
+}
+
+class RedisEngine final : public core::Engine {
+ public:
+  explicit RedisEngine(RedisConfig config)
+      : config_(std::move(config)),
+        connector_(std::make_shared<Connector>(config_.connect, config_.retry)),
+        subscriber_(config_.connect, config_.retry),
+        client_id_(random_client_id()) {
+    for (std::size_t i = 0; i < config_.pool_size; ++i) {
+      pipelines_.push_back(std::make_unique<Pipeline>(connector_, config_.op_timeout));
+    }
+  }
+
+  // Connects the first pipelined connection (AUTH, SELECT) and asks PING.
+  void ping() {
+    const auto result = pipelines_.front()->run({{"PING"}});
+    const Reply& reply = result.replies.at(0);
+    if (reply.is_error()) throw resp_client::reply_error(reply, context("PING"));
+  }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.shared = true;
+    caps.fair = true;
+    caps.non_fair = true;
+    caps.lock_delay = true;
+    caps.fencing = true;
+    // Tokens are floored at Redis' microsecond clock, so they keep increasing after a
+    // restart that lost the data (docs/engines/redis.md states the clock assumption).
+    caps.durable_tokens = true;
+    caps.check = true;
+    return caps;
+  }
+
+  std::optional<Granted> acquire(const AcquireRequest& request) override {
+    const LockKeys keys = LockKeys::of(request.key);
+    const std::string owner = client_id_ + '-' + std::to_string(++sequence_);
+    const std::string entry = std::string(request.mode == Mode::exclusive ? "x" : "s") + ':' +
+                              std::to_string(config_.waiter_ttl.count()) + ':' + owner;
+    const bool waits = request.deadline > Clock::now();
+    const ScriptCall call{&k_acquire_script,
+                          all_keys(keys),
+                          {keys.channel, entry, request.mode == Mode::exclusive ? "x" : "s",
+                           std::to_string(request.options.ttl.count()),
+                           std::to_string(request.options.lock_delay.count()),
+                           request.options.fair ? "1" : "0", waits ? "1" : "0"}};
+
+    std::unique_ptr<Subscriber::Watch> watch;
+    Backoff poll(config_.poll);
+    while (true) {
+      Clock::time_point sent;
+      Attempt attempt;
+      try {
+        auto result = run_scripts(pipeline(), {call});
+        sent = result.sent;
+        attempt = attempt_of(result.replies.at(0), context("acquire"));
+      } catch (const Error&) {
+        // The script may have run (and granted, or queued us) with only its reply lost.
+        withdraw(keys, entry);
+        throw;
+      }
+      if (attempt.granted) {
+        return Granted{
+            GrantRef{request.key, request.mode, attempt.token, request.options.ttl, owner},
+            sent + request.options.ttl};
+      }
+      if (!waits) return std::nullopt;
+      // Subscribing only now keeps the uncontended path at one round trip; a message
+      // published before the subscription took effect is made up for by the wake-up
+      // that confirms it (the waiter looks once more).
+      if (!watch) watch = subscriber_.watch(keys.channel, entry, request.options.fair);
+      const auto now = Clock::now();
+      auto until = std::min(request.deadline, now + poll.next_delay());
+      if (attempt.retry_ms >= 0) {
+        until = std::min(until, now + std::chrono::milliseconds(attempt.retry_ms + 1));
+      }
+      watch->wait(until, request.stop);
+      if (request.stop.stop_requested() || Clock::now() >= request.deadline) {
+        withdraw(keys, entry);
+        return std::nullopt;
+      }
+    }
+  }
+
+  std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
+    if (grants.empty()) return {};
+    std::vector<ScriptCall> calls;
+    for (std::size_t first = 0; first < grants.size(); first += kRenewChunk) {
+      ScriptCall call{&k_renew_script, {}, {}};
+      const std::size_t last = std::min(grants.size(), first + kRenewChunk);
+      for (std::size_t i = first; i < last; ++i) {
+        const GrantRef& grant = grants[i];
+        LockKeys keys = LockKeys::of(grant.key);
+        call.keys.push_back(std::move(keys.holders));
+        call.keys.push_back(std::move(keys.info));
+        call.args.push_back(std::to_string(grant.token));
+        call.args.push_back(grant.owner);
+        call.args.push_back(std::to_string(grant.ttl.count()));
+      }
+      calls.push_back(std::move(call));
+    }
+    const auto result = run_scripts(pipeline(), calls);
+    const std::string what = context("renew");
+    std::vector<Renewed> out;
+    out.reserve(grants.size());
+    for (std::size_t c = 0; c < calls.size(); ++c) {
+      const Reply& reply = result.replies.at(c);
+      // An error reply fails the whole batch: nothing is declared lost, the core
+      // retries next round.
+      if (reply.is_error()) throw resp_client::reply_error(reply, what);
+      const std::size_t count = std::min(kRenewChunk, grants.size() - c * kRenewChunk);
+      if (!reply.is_array() || reply.elements.size() != count) {
+        throw resp_client::unexpected_reply(reply, what);
+      }
+      for (std::size_t n = 0; n < count; ++n) {
+        const GrantRef& grant = grants[c * kRenewChunk + n];
+        const bool held = integer_of(reply.elements[n], what) == 1;
+        out.push_back(Renewed{held ? std::optional(result.sent + grant.ttl) : std::nullopt});
+      }
+    }
+    return out;
+  }
+
+  void release(const GrantRef& grant) override {
+    const LockKeys keys = LockKeys::of(grant.key);
+    const auto result = run_scripts(
+        pipeline(), {ScriptCall{&k_release_script,
+                                all_keys(keys),
+                                {keys.channel, std::to_string(grant.token), grant.owner}}});
+    // 0 ("was not held") is a release too: release is idempotent.
+    integer_of(result.replies.at(0), context("release"));
+  }
+
+  bool check(const Sequencer& sequencer) override {
+    const LockKeys keys = LockKeys::of(sequencer.group, sequencer.name);
+    const auto result = run_scripts(
+        pipeline(),
+        {ScriptCall{&k_check_script, {keys.holders}, {std::to_string(sequencer.token)}}});
+    return integer_of(result.replies.at(0), context("check")) == 1;
+  }
+
+ private:
+  Pipeline& pipeline() {
+    const std::size_t n = next_pipeline_.fetch_add(1, std::memory_order_relaxed);
+    return *pipelines_[n % pipelines_.size()];
+  }
+
+  std::string context(std::string_view what) const {
+    return std::string(what) + " on " + connector_->endpoint();
+  }
+
+  // Takes a waiter's entry (and a grant made for it) off the lock. If Redis cannot be
+  // reached, the entry lapses by its liveness and a grant by its ttl, since nobody
+  // refreshes or renews them.
+  void withdraw(const LockKeys& keys, const std::string& entry) {
+    try {
+      run_scripts(pipeline(),
+                  {ScriptCall{&k_withdraw_script, all_keys(keys), {keys.channel, entry}}});
+    } catch (const Error&) {
+    }
+  }
+
+  const RedisConfig config_;
+  const std::shared_ptr<Connector> connector_;
+  std::vector<std::unique_ptr<Pipeline>> pipelines_;
+  std::atomic<std::size_t> next_pipeline_{0};
+  Subscriber subscriber_;
+  const std::string client_id_;
+  std::atomic<std::uint64_t> sequence_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
+  auto engine = std::make_unique<RedisEngine>(parse_config(uri, options));
+  engine->ping();
+  return engine;
+}
+
+}  // namespace warden::engines::redis

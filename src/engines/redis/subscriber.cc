@@ -1,0 +1,213 @@
+#include "engines/redis/subscriber.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include "warden/error.h"
+
+namespace warden::engines::redis {
+namespace {
+
+using resp_client::Backoff;
+using resp_client::Connection;
+using resp_client::Reply;
+
+// How long one read waits before the thread looks at its orders again; orders also
+// wake it at once through the eventfd, so this only bounds a missed notification.
+constexpr auto kReadSlice = std::chrono::seconds(1);
+
+// true if `entry` is one of the space-separated words of `payload`.
+bool names(std::string_view payload, std::string_view entry) {
+  while (!payload.empty()) {
+    const auto space = payload.find(' ');
+    if (payload.substr(0, space) == entry) return true;
+    if (space == std::string_view::npos) break;
+    payload.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+Subscriber::Watch::Watch(Subscriber* owner, std::string channel, std::string entry, bool fair)
+    : owner_(owner), channel_(std::move(channel)), entry_(std::move(entry)), fair_(fair) {}
+
+Subscriber::Watch::~Watch() { owner_->unwatch(this); }
+
+void Subscriber::Watch::wake() {
+  {
+    std::lock_guard lock(mu_);
+    ++wakes_;
+  }
+  cv_.notify_all();
+}
+
+bool Subscriber::Watch::wait(Clock::time_point until, const std::stop_token& stop) {
+  std::unique_lock lock(mu_);
+  const bool woken = cv_.wait_until(lock, stop, until, [&] { return wakes_ != seen_; });
+  seen_ = wakes_;
+  return woken;
+}
+
+Subscriber::Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry)
+    : options_(std::move(options)), retry_(retry) {
+  // Without an eventfd (descriptor limit) the thread notices orders within kReadSlice.
+  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+Subscriber::~Subscriber() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  notify_thread();
+  if (thread_.joinable()) thread_.join();
+  if (event_fd_ >= 0) ::close(event_fd_);
+}
+
+std::unique_ptr<Subscriber::Watch> Subscriber::watch(const std::string& channel,
+                                                     const std::string& entry, bool fair) {
+  std::unique_ptr<Watch> watch(new Watch(this, channel, entry, fair));
+  {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = channels_.try_emplace(channel);
+    it->second.push_back(watch.get());
+    if (fresh) orders_.push_back(Order{true, channel});
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+  notify_thread();
+  return watch;
+}
+
+void Subscriber::unwatch(Watch* watch) {
+  {
+    std::lock_guard lock(mu_);
+    const auto it = channels_.find(watch->channel_);
+    if (it == channels_.end()) return;
+    auto& watches = it->second;
+    watches.erase(std::remove(watches.begin(), watches.end(), watch), watches.end());
+    if (!watches.empty()) return;
+    channels_.erase(it);
+    orders_.push_back(Order{false, watch->channel_});
+  }
+  notify_thread();
+}
+
+void Subscriber::notify_thread() {
+  if (event_fd_ < 0) return;
+  const std::uint64_t one = 1;
+  // A full counter (never in practice) still leaves the fd readable: nothing is lost.
+  [[maybe_unused]] const auto n = ::write(event_fd_, &one, sizeof one);
+}
+
+void Subscriber::sleep_for_notification(Clock::duration delay) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(delay).count();
+  if (event_fd_ < 0) {
+    std::this_thread::sleep_for(std::min<Clock::duration>(delay, kReadSlice));
+    return;
+  }
+  pollfd fd{event_fd_, POLLIN, 0};
+  ::poll(&fd, 1, static_cast<int>(std::clamp<std::int64_t>(ms, 0, 60'000)));
+  std::uint64_t count = 0;
+  [[maybe_unused]] const auto n = ::read(event_fd_, &count, sizeof count);
+}
+
+void Subscriber::run() {
+  std::unique_ptr<Connection> conn;
+  Backoff backoff(retry_);
+  while (true) {
+    std::vector<Order> orders;
+    bool anyone = false;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      orders.swap(orders_);
+      anyone = !channels_.empty();
+    }
+    if (!conn) {
+      // Nobody waits: no connection; sleep until an order comes.
+      if (!anyone) {
+        sleep_for_notification(kReadSlice);
+        continue;
+      }
+      try {
+        conn = Connection::open(options_);
+        backoff.reset();
+      } catch (const Error&) {
+        // Waiters poll meanwhile; orders are not lost: a fresh connection subscribes
+        // to every channel watched at that time.
+        sleep_for_notification(backoff.next_delay());
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      orders.clear();
+      unacknowledged_.clear();
+      for (const auto& [name, watches] : channels_) orders.push_back(Order{true, name});
+    }
+    try {
+      exchange(*conn, std::move(orders));
+    } catch (const Error&) {
+      // Whatever was published until the reconnect is lost: each waiter looks again
+      // when its channel's subscription is confirmed, and polls until then.
+      conn.reset();
+    }
+  }
+}
+
+void Subscriber::exchange(Connection& conn, std::vector<Order> orders) {
+  if (!orders.empty()) {
+    {
+      std::lock_guard lock(mu_);
+      for (const Order& order : orders) {
+        if (order.subscribe) ++unacknowledged_[order.channel];
+      }
+    }
+    for (const Order& order : orders) {
+      const std::string_view args[] = {order.subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE",
+                                       order.channel};
+      conn.append(std::span<const std::string_view>(args));
+    }
+    conn.flush(Clock::now() + options_.timeout);
+  }
+  auto reply = conn.poll_reply(Clock::now() + kReadSlice, event_fd_);
+  if (!reply) {
+    sleep_for_notification(Clock::duration::zero());  // clears the notification
+    return;
+  }
+  handle(*reply);
+  // Whatever else has arrived, without waiting.
+  while (auto more = conn.poll_reply(Clock::now())) handle(*more);
+}
+
+void Subscriber::handle(const Reply& reply) {
+  if (!reply.is_array() || reply.elements.size() < 3) return;
+  const std::string& kind = reply.elements[0].text;
+  const std::string& channel = reply.elements[1].text;
+  std::lock_guard lock(mu_);
+  if (kind == "subscribe") {
+    const auto pending = unacknowledged_.find(channel);
+    if (pending != unacknowledged_.end()) {
+      if (--pending->second > 0) return;
+      unacknowledged_.erase(pending);
+    }
+    // Subscribed: what was published before was not seen, so each waiter looks once.
+    const auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    for (Watch* watch : it->second) watch->wake();
+  } else if (kind == "message") {
+    const auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    const std::string& payload = reply.elements[2].text;
+    for (Watch* watch : it->second) {
+      if (!watch->fair_ || names(payload, watch->entry_)) watch->wake();
+    }
+  }
+}
+
+}  // namespace warden::engines::redis

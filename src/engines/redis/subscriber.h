@@ -1,0 +1,103 @@
+// engines/redis/subscriber.h — the wake-ups of a Client's waiters: one subscriber
+// connection per Client, shared by all its waiters on all locks.
+//
+// A waiter that was not granted at once watches its lock's channel. The subscriber
+// SUBSCRIBEs to a channel while anyone watches it, and wakes a waiter when a message
+// names the waiter's entry (it was admitted) — or on any message of the channel for a
+// non-fair waiter, which may barge whenever the lock frees up. It also wakes every
+// waiter of a channel when its subscription is confirmed and after a reconnect:
+// messages published before that were not seen, so each waiter looks once.
+//
+// Messages can be lost (a killed connection, a Redis restart); waiters therefore also
+// poll (see redis_engine.cc), and a lost message costs at most one poll interval.
+//
+// The thread and its connection start with the first watch, and reconnect with the
+// RetryPolicy's back-off while anyone watches. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engines/resp_client/backoff.h"
+#include "engines/resp_client/connection.h"
+#include "engines/resp_client/reply.h"
+#include "warden/options.h"
+#include "warden/types.h"
+
+namespace warden::engines::redis {
+
+class Subscriber {
+ public:
+  // One waiter's registration; unregisters on destruction.
+  class Watch {
+   public:
+    ~Watch();
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+    // Blocks until a wake-up that came after the previous wait() returned (or after
+    // the watch began), until `until`, or until `stop`. true if woken.
+    bool wait(Clock::time_point until, const std::stop_token& stop);
+
+   private:
+    friend class Subscriber;
+    Watch(Subscriber* owner, std::string channel, std::string entry, bool fair);
+    void wake();
+
+    Subscriber* owner_;
+    const std::string channel_;
+    const std::string entry_;
+    const bool fair_;
+    std::mutex mu_;
+    std::condition_variable_any cv_;
+    std::uint64_t wakes_ = 0;  // guarded by mu_
+    std::uint64_t seen_ = 0;   // guarded by mu_
+  };
+
+  Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry);
+  ~Subscriber();
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // Starts watching `channel` for `entry` (see above). The Watch must not outlive the
+  // Subscriber.
+  std::unique_ptr<Watch> watch(const std::string& channel, const std::string& entry, bool fair);
+
+ private:
+  struct Order {
+    bool subscribe;
+    std::string channel;
+  };
+
+  void unwatch(Watch* watch);
+  void run();
+  // Sends `orders` (and the subscriptions of a fresh connection) and handles what
+  // arrives within one read slice. Throws Error when the connection fails.
+  void exchange(resp_client::Connection& conn, std::vector<Order> orders);
+  void handle(const resp_client::Reply& reply);
+  void notify_thread();
+  // Sleeps up to `delay`, less if notified; clears the notification.
+  void sleep_for_notification(Clock::duration delay);
+
+  const resp_client::ConnectOptions options_;
+  const RetryPolicy retry_;
+  int event_fd_ = -1;  // readable when the thread has orders or must stop
+
+  std::mutex mu_;
+  // Guarded by mu_: the watches of each channel; SUBSCRIBEs sent but not yet
+  // acknowledged, per channel; orders for the thread; whether the Subscriber is ending.
+  std::map<std::string, std::vector<Watch*>> channels_;
+  std::map<std::string, int> unacknowledged_;
+  std::vector<Order> orders_;
+  bool stopping_ = false;
+  std::thread thread_;  // started by the first watch
+};
+
+}  // namespace warden::engines::redis
