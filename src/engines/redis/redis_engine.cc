@@ -217,7 +217,9 @@ class RedisEngine final : public core::Engine {
     const LockKeys keys = LockKeys::of(sequencer.group, sequencer.name);
     const auto result = run_scripts(
         pipeline(),
-        {ScriptCall{&k_check_script, {keys.holders}, {std::to_string(sequencer.token)}}});
+        {ScriptCall{&k_check_script,
+                    {keys.holders, keys.info},
+                    {std::to_string(sequencer.token)}}});
     return integer_of(result.replies.at(0), context("check")) == 1;
   }
 

@@ -13,32 +13,39 @@ local live = tonumber(string.match(entry, '^%a:(%d+):'))
 local owner = string.match(entry, '^%a:%d+:(.*)$')
 local now, now_us = clock()
 
--- A lock nobody holds, waits for or delays has no keys at all.
+-- A lock nobody holds, waits for or delays has no keys at all: grant it with the
+-- fewest calls (the uncontended path). Its last token, if it had one, was at most
+-- the clock then, so the clock now is larger.
 if redis.call('EXISTS', k.i) == 0 then
-  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner)
-  housekeep(k, now)
-  return {1, token}
+  return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true)}
 end
 
 local freed = expire_holders(k, now)
 if evict_waiters(k, now) then freed = true end
 
-local function granted()
-  redis.call('ZREM', k.p, entry)
-  redis.call('ZREM', k.w, entry)
-  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner)
-  settle(k, now, channel, freed, entry)
-  housekeep(k, now)
+-- Grants to this request. A waiter's entry goes; if something freed up in this call,
+-- the queue may move on behind it (and admissions may have made new keys, which
+-- housekeep gives an expiry).
+local function granted(was_waiting)
+  if was_waiting then
+    redis.call('ZREM', k.p, entry)
+    redis.call('ZREM', k.w, entry)
+  end
+  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false)
+  if freed then
+    settle(k, now, channel, freed, entry)
+    housekeep(k, now)
+  end
   return {1, token}
 end
 
 -- Admitted earlier (a message said so, or this is a poll): pick the grant up.
-if redis.call('ZSCORE', k.p, entry) then return granted() end
+if redis.call('ZSCORE', k.p, entry) then return granted(true) end
 
 local queued = fair and redis.call('LPOS', k.q, entry)
 if not queued then
   if delay_over(k, now) and compatible(k, mode) and not (fair and live_head(k)) then
-    return granted()
+    return granted(wait)
   end
   if wait and fair then redis.call('RPUSH', k.q, entry) end
 end
@@ -48,7 +55,10 @@ if wait then redis.call('ZADD', k.w, now + live, entry) end
 -- it may be this waiter's turn.
 local admitted = settle(k, now, channel, freed, entry)
 for _, e in ipairs(admitted) do
-  if e == entry then return granted() end
+  if e == entry then
+    freed = false  -- settled just now
+    return granted(true)
+  end
 end
 housekeep(k, now)
 

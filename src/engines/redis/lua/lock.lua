@@ -2,17 +2,20 @@
 -- time (EVAL scripts cannot include one another). docs/engines/redis.md describes the
 -- data model; in short, a lock's keys all share the hash tag {warden:GROUP/NAME}:
 --
---   :h  sorted set   holder token -> lease deadline (ms, Redis clock)
 --   :i  hash         last     the last token handed out
---                    t:TOKEN  "MODE LOCK_DELAY_MS OWNER" of a holder
---                    o:OWNER  the token OWNER holds
---                    x        the token of the exclusive holder, if one holds
+--                    x        the exclusive holder, if one holds:
+--                             "TOKEN DEADLINE_MS LOCK_DELAY_MS OWNER"
+--                    t:TOKEN  "LOCK_DELAY_MS OWNER" of a shared holder
+--                    o:OWNER  the token a shared holder OWNER holds
 --                    delay    no grant before this time (ms): a lock_delay at work
 --                    ld       the largest lock_delay of the holders (key expiry)
+--   :h  sorted set   shared holder token -> lease deadline (ms)
 --   :q  list         the FIFO queue of fair waiters, as entries "MODE:LIVE_MS:OWNER"
 --   :w  sorted set   entry -> liveness deadline of every waiter (fair or not)
 --   :p  sorted set   entry -> pick-up deadline of admitted waiters (pending grants)
 --
+-- The exclusive holder lives in the hash alone, so the uncontended exclusive lock is
+-- one key: created by acquire, deleted by release (four calls each).
 -- Every time is Redis' own (TIME): client clocks never enter a decision.
 -- Numbers are written with fmt(): Lua's tostring() rounds to 14 digits.
 
@@ -37,37 +40,57 @@ local function number_field(k, field)
   return tonumber(redis.call('HGET', k.i, field) or '0')
 end
 
--- "MODE LOCK_DELAY OWNER" -> mode, lock_delay, owner
-local function parse_holder(info)
-  local mode, lock_delay, owner = string.match(info, '^(%a) (%d+) (.*)$')
-  return mode, tonumber(lock_delay), owner
+-- The exclusive holder's field: "TOKEN DEADLINE LOCK_DELAY OWNER".
+local function exclusive_value(t, deadline, lock_delay, owner)
+  return t .. ' ' .. fmt(deadline) .. ' ' .. fmt(lock_delay) .. ' ' .. owner
 end
 
-local function drop_holder(k, token, owner)
+-- -> token (text), deadline, lock_delay, owner
+local function parse_exclusive(value)
+  local t, deadline, lock_delay, owner = string.match(value, '^(%d+) (%d+) (%d+) (.*)$')
+  return t, tonumber(deadline), tonumber(lock_delay), owner
+end
+
+-- A shared holder's info "LOCK_DELAY OWNER" -> lock_delay, owner
+local function parse_shared(info)
+  local lock_delay, owner = string.match(info, '^(%d+) (.*)$')
+  return tonumber(lock_delay), owner
+end
+
+local function drop_shared(k, token, owner)
   redis.call('ZREM', k.h, token)
   redis.call('HDEL', k.i, 't:' .. token, 'o:' .. owner)
-  if redis.call('HGET', k.i, 'x') == token then redis.call('HDEL', k.i, 'x') end
 end
 
 -- Removes the holders whose lease ran out (deadline <= now). An expiry, unlike a
 -- release, blocks the lock for the holder's lock_delay. true if any expired.
 local function expire_holders(k, now)
+  local known = redis.call('HMGET', k.i, 'x', 'delay')
+  local blocked_until = tonumber(known[2] or '0')
+  local expired = false
+  if known[1] then
+    local _, deadline, lock_delay = parse_exclusive(known[1])
+    if deadline <= now then
+      blocked_until = math.max(blocked_until, deadline + lock_delay)
+      redis.call('HDEL', k.i, 'x')
+      expired = true
+    end
+  end
   local dead = redis.call('ZRANGEBYSCORE', k.h, '-inf', now, 'WITHSCORES')
-  if #dead == 0 then return false end
-  local blocked_until = number_field(k, 'delay')
   for n = 1, #dead, 2 do
     local token, deadline = dead[n], tonumber(dead[n + 1])
     local info = redis.call('HGET', k.i, 't:' .. token)
     if info then
-      local _, lock_delay, owner = parse_holder(info)
-      if deadline + lock_delay > blocked_until then blocked_until = deadline + lock_delay end
-      drop_holder(k, token, owner)
+      local lock_delay, owner = parse_shared(info)
+      blocked_until = math.max(blocked_until, deadline + lock_delay)
+      drop_shared(k, token, owner)
     else
       redis.call('ZREM', k.h, token)
     end
+    expired = true
   end
   if blocked_until > now then redis.call('HSET', k.i, 'delay', fmt(blocked_until)) end
-  return true
+  return expired
 end
 
 -- Forgets waiters that stopped refreshing their liveness, and admitted waiters that
@@ -98,10 +121,9 @@ end
 -- Could a request of `mode` be granted next to the current holders and admitted
 -- waiters (ignoring the queue and the lock_delay)?
 local function compatible(k, mode)
-  if mode == 'x' then
-    return redis.call('ZCARD', k.h) == 0 and redis.call('ZCARD', k.p) == 0
-  end
-  return redis.call('HEXISTS', k.i, 'x') == 0 and not exclusive_pending(k)
+  if redis.call('HEXISTS', k.i, 'x') == 1 then return false end
+  if mode == 'x' then return redis.call('EXISTS', k.h, k.p) == 0 end
+  return not exclusive_pending(k)
 end
 
 local function delay_over(k, now)
@@ -131,17 +153,47 @@ local function admit(k, now)
   return admitted
 end
 
+-- Makes `key` live at least `ms` more milliseconds: GT never shortens a key's life,
+-- and NX gives one that has no expiry yet (just created) its first.
+local function extend(key, ms)
+  if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
+end
+
 -- A new grant; returns its token: one more than the last, and never less than the
 -- Redis clock in microseconds, so tokens keep increasing after Redis lost its data.
-local function grant(k, now, now_us, mode, ttl, lock_delay, owner)
-  local token = number_field(k, 'last') + 1
-  if now_us > token then token = now_us end
+-- `fresh`: the lock has no keys at all (the uncontended path), so there is no last
+-- token to read and no expiry to keep.
+local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh)
+  local last, largest_delay = 0, 0
+  if not fresh then
+    local known = redis.call('HMGET', k.i, 'last', 'ld')
+    last, largest_delay = tonumber(known[1] or '0'), tonumber(known[2] or '0')
+  end
+  local token = math.max(last + 1, now_us)
   local t = fmt(token)
-  redis.call('ZADD', k.h, now + ttl, t)
-  redis.call('HSET', k.i, 'last', t, 't:' .. t, mode .. ' ' .. fmt(lock_delay) .. ' ' .. owner,
-             'o:' .. owner, t)
-  if mode == 'x' then redis.call('HSET', k.i, 'x', t) end
-  if lock_delay > number_field(k, 'ld') then redis.call('HSET', k.i, 'ld', fmt(lock_delay)) end
+  local fields = {'last', t}
+  if lock_delay > largest_delay then
+    fields[#fields + 1] = 'ld'
+    fields[#fields + 1] = fmt(lock_delay)
+  end
+  if mode == 'x' then
+    fields[#fields + 1] = 'x'
+    fields[#fields + 1] = exclusive_value(t, now + ttl, lock_delay, owner)
+  else
+    redis.call('ZADD', k.h, now + ttl, t)
+    for _, v in ipairs({'t:' .. t, fmt(lock_delay) .. ' ' .. owner, 'o:' .. owner, t}) do
+      fields[#fields + 1] = v
+    end
+  end
+  redis.call('HSET', k.i, unpack(fields))
+  local ms = fmt(ttl + lock_delay + 1000)
+  if fresh then
+    redis.call('PEXPIRE', k.i, ms)
+    if mode == 's' then redis.call('PEXPIRE', k.h, ms) end
+  else
+    extend(k.i, ms)
+    if mode == 's' then extend(k.h, ms) end
+  end
   return token
 end
 
@@ -165,9 +217,15 @@ end
 -- lock_delay, a waiter's liveness, a pick-up deadline, a running lock_delay): a lock
 -- whose clients all vanished leaves nothing behind.
 local function housekeep(k, now)
-  local horizon = number_field(k, 'delay')
+  local known = redis.call('HMGET', k.i, 'delay', 'ld', 'x')
+  local horizon = tonumber(known[1] or '0')
+  local largest_delay = tonumber(known[2] or '0')
+  if known[3] then
+    local _, deadline = parse_exclusive(known[3])
+    horizon = math.max(horizon, deadline + largest_delay)
+  end
   local held = top_score(k.h)
-  if held > 0 then horizon = math.max(horizon, held + number_field(k, 'ld')) end
+  if held > 0 then horizon = math.max(horizon, held + largest_delay) end
   horizon = math.max(horizon, top_score(k.w), top_score(k.p))
   if horizon <= now then
     redis.call('DEL', k.h, k.i, k.q, k.w, k.p)
@@ -177,9 +235,9 @@ local function housekeep(k, now)
   for _, key in ipairs({k.h, k.i, k.q, k.w, k.p}) do redis.call('PEXPIRE', key, ms) end
 end
 
--- After a change: admit whom the queue allows, tell the waiters, housekeep.
--- `except` (may be nil) is an admitted entry that is being granted in this call and
--- needs no message. Returns the admitted entries.
+-- After a change: admit whom the queue allows, tell the waiters. `except` (may be
+-- nil) is an admitted entry that is being granted in this call and needs no message.
+-- Returns the admitted entries.
 local function settle(k, now, channel, freed, except)
   local admitted = admit(k, now)
   local others = {}

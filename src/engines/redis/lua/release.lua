@@ -7,19 +7,41 @@
 local k = lock_keys(1)
 local channel, token, owner = ARGV[1], ARGV[2], ARGV[3]
 local now = clock()
+
+-- The uncontended path: the exclusive holder, unexpired, nobody waiting or admitted,
+-- no lock_delay running: the lock's keys simply go.
+local known = redis.call('HMGET', k.i, 'x', 'delay')
+if known[1] and tonumber(known[2] or '0') <= now then
+  local t, deadline, _, holder = parse_exclusive(known[1])
+  if t == token and holder == owner and deadline > now and
+      redis.call('EXISTS', k.w, k.p) == 0 then
+    redis.call('DEL', k.i, k.q)
+    return 1
+  end
+end
+
 -- A lease that ran out is an expiry, not a release: its lock_delay applies.
 local freed = expire_holders(k, now)
 if evict_waiters(k, now) then freed = true end
 local held = 0
-local info = redis.call('HGET', k.i, 't:' .. token)
-if info then
-  local _, _, holder = parse_holder(info)
-  if holder == owner then
-    drop_holder(k, token, owner)
+local exclusive = redis.call('HGET', k.i, 'x')
+if exclusive then
+  local t, _, _, holder = parse_exclusive(exclusive)
+  if t == token and holder == owner then
+    redis.call('HDEL', k.i, 'x')
     held = 1
-    freed = true
+  end
+else
+  local info = redis.call('HGET', k.i, 't:' .. token)
+  if info then
+    local _, holder = parse_shared(info)
+    if holder == owner then
+      drop_shared(k, token, owner)
+      held = 1
+    end
   end
 end
+if held == 1 then freed = true end
 settle(k, now, channel, freed, nil)
 housekeep(k, now)
 return held

@@ -9,18 +9,29 @@ local result = {}
 for n = 1, #KEYS / 2 do
   local h, i = KEYS[2 * n - 1], KEYS[2 * n]
   local token, owner, ttl = ARGV[3 * n - 2], ARGV[3 * n - 1], tonumber(ARGV[3 * n])
-  local deadline = tonumber(redis.call('ZSCORE', h, token) or '0')
-  local info = redis.call('HGET', i, 't:' .. token)
   result[n] = 0
-  if deadline > now and info then
-    local _, lock_delay, holder = parse_holder(info)
-    if holder == owner then
-      redis.call('ZADD', h, 'XX', now + ttl, token)
-      -- The keys must outlive the longer lease; GT never shortens them.
-      local ms = fmt(ttl + lock_delay + 1000)
-      redis.call('PEXPIRE', h, ms, 'GT')
-      redis.call('PEXPIRE', i, ms, 'GT')
+  local exclusive = redis.call('HGET', i, 'x')
+  local t, deadline, lock_delay, holder
+  if exclusive then t, deadline, lock_delay, holder = parse_exclusive(exclusive) end
+  if t == token then
+    if deadline > now and holder == owner then
+      redis.call('HSET', i, 'x', exclusive_value(t, now + ttl, lock_delay, owner))
+      -- The key must outlive the longer lease; GT never shortens it.
+      redis.call('PEXPIRE', i, fmt(ttl + lock_delay + 1000), 'GT')
       result[n] = 1
+    end
+  else
+    local score = tonumber(redis.call('ZSCORE', h, token) or '0')
+    local info = redis.call('HGET', i, 't:' .. token)
+    if score > now and info then
+      lock_delay, holder = parse_shared(info)
+      if holder == owner then
+        redis.call('ZADD', h, 'XX', now + ttl, token)
+        local ms = fmt(ttl + lock_delay + 1000)
+        redis.call('PEXPIRE', h, ms, 'GT')
+        redis.call('PEXPIRE', i, ms, 'GT')
+        result[n] = 1
+      end
     end
   end
 end

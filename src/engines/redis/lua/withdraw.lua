@@ -14,9 +14,17 @@ redis.call('LREM', k.q, 1, entry)
 redis.call('ZREM', k.w, entry)
 redis.call('ZREM', k.p, entry)
 local dropped = 0
+local exclusive = redis.call('HGET', k.i, 'x')
+if exclusive then
+  local _, _, _, holder = parse_exclusive(exclusive)
+  if holder == owner then
+    redis.call('HDEL', k.i, 'x')
+    dropped = 1
+  end
+end
 local token = redis.call('HGET', k.i, 'o:' .. owner)
 if token then
-  drop_holder(k, token, owner)
+  drop_shared(k, token, owner)
   dropped = 1
 end
 -- Leaving the head of the queue (or an admission) can let the next waiters in.

@@ -1,0 +1,142 @@
+// redis:// when the server refuses us, is not there, or goes away mid-acquire: every
+// call ends with the right Error (or no lease) within op_timeout, never a hang, and
+// the client works again once the server is back.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+
+#include "support/server_process.h"
+#include "test_util.h"
+#include "warden/client.h"
+#include "warden/error.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+
+namespace warden::testing {
+namespace {
+
+// Runs `f`, which must throw Error(want), and returns how long it took.
+template <class F>
+Clock::duration fails_with(Errc want, F&& f) {
+  const auto start = Clock::now();
+  try {
+    f();
+    ADD_FAILURE() << "did not throw; wanted " << to_string(want);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), want) << e.what();
+  }
+  return Clock::now() - start;
+}
+
+TEST(RedisFailure, WrongOrMissingPasswordFailsOpenWithPermissionDenied) {
+  RedisOptions secured;
+  secured.password = "s3cret";
+  RedisServer server(secured);
+  const std::string at = "127.0.0.1:" + std::to_string(server.port());
+  fails_with(Errc::permission_denied,
+             [&] { (void)Client::open("redis://:wrong@" + at, quick_options()); });
+  fails_with(Errc::permission_denied,
+             [&] { (void)Client::open(server.bare_uri(), quick_options()); });
+
+  Client client = Client::open(server.uri(), quick_options());
+  Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  lease.release();
+}
+
+TEST(RedisFailure, UnreachableServerFailsOpenWithUnavailableAtOnce) {
+  const std::string uri = "redis://127.0.0.1:" + std::to_string(free_port());
+  const auto took =
+      fails_with(Errc::unavailable, [&] { (void)Client::open(uri, quick_options()); });
+  EXPECT_LT(took, kPrompt);
+}
+
+TEST(RedisFailure, BadUriFailsOpenWithInvalidArgumentBeforeConnecting) {
+  // Port 1 refuses connections (unavailable): invalid_argument shows the URI was
+  // refused before any connection was tried.
+  for (const std::string bad : {
+           "redis://",                                // no host
+           "redis://127.0.0.1:notaport",              //
+           "redis://127.0.0.1:70000",                 // port out of range
+           "redis://127.0.0.1:1/db3",                 // db is a number
+           "redis://127.0.0.1:1?pool=zero",           //
+           "redis://127.0.0.1:1?waiter_ttl_ms=soon",  //
+           "redis://127.0.0.1:1?waiter_ttl_ms=-5",    //
+       }) {
+    try {
+      (void)Client::open(bad, quick_options());
+      ADD_FAILURE() << "opened " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad << ": " << e.what();
+    }
+  }
+}
+
+TEST(RedisFailure, FrozenServerFailsOpenWithinOpTimeout) {
+  RedisServer server;
+  server.pause();  // the kernel still accepts; nobody answers
+  const auto start = Clock::now();
+  try {
+    (void)Client::open(server.uri(), quick_options(300ms));
+    ADD_FAILURE() << "opened a frozen server";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.code() == Errc::deadline_exceeded || e.code() == Errc::unavailable)
+        << to_string(e.code()) << ": " << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, 300ms + kPrompt);
+  server.resume();
+}
+
+TEST(RedisFailure, ServerGoneMidAcquireEndsTheWaitAndTheClientRecovers) {
+  RedisServer server;
+  RedisProbe probe(server);
+  ClientOptions options = quick_options(1000ms);
+  options.renew_interval = 300ms;  // the holder learns of the restart at its next renewal
+  Client holder = Client::open(server.uri(), options);
+  Client waiter = Client::open(server.uri(), options);
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::forever());
+  });
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+
+  server.kill9();
+  const auto killed = Clock::now();
+  ASSERT_EQ(waiting.wait_for(options.op_timeout + kPrompt), std::future_status::ready)
+      << "a waiting acquire hung after its server died";
+  try {
+    EXPECT_FALSE(waiting.get()) << "granted by a server that is gone";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded)
+        << to_string(e.code()) << ": " << e.what();
+  }
+  EXPECT_LT(Clock::now() - killed, options.op_timeout + kPrompt);
+
+  // Back without its data: the same clients work again.
+  server.start();
+  EXPECT_TRUE(eventually([&] { return held.lost(); },
+                         options.renew_interval + options.op_timeout + kPrompt))
+      << "the holder's grant is gone with the data, but its lease is not lost";
+  EXPECT_NO_THROW(held.release());
+  Lease lease;
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          lease = waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(500ms));
+        } catch (const Error&) {
+          // the client may need a call or two to notice its connections are new
+        }
+        return lease.valid();
+      },
+      5s))
+      << "no grant after the server came back";
+  EXPECT_TRUE(waiter.check(lease.sequencer()));
+  lease.release();
+  EXPECT_TRUE(holder.lock("g", "x").acquire(Mode::exclusive, Wait::none()));
+  EXPECT_TRUE(no_warden_keys(probe)) << "left:" << describe(probe.warden_keys());
+}
+
+}  // namespace
+}  // namespace warden::testing

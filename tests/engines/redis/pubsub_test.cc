@@ -1,0 +1,93 @@
+// redis:// when pub/sub messages are lost: a waiter that misses the "look now" message
+// still gets the lock, because it also polls (ClientOptions::retry, capped at a third
+// of waiter_ttl_ms) and resubscribes.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <stop_token>
+#include <thread>
+
+#include "test_util.h"
+#include "warden/client.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+
+namespace warden::testing {
+namespace {
+
+// Polling every 100 ms, so "a few poll intervals" is a tight bound.
+ClientOptions polling_every_100ms() {
+  ClientOptions options;
+  options.retry.kind = RetryPolicy::Kind::constant;
+  options.retry.initial = 100ms;
+  options.retry.max = 100ms;
+  options.retry.jitter = 0;
+  return options;
+}
+
+constexpr auto kFewPolls = 5 * 100ms;
+
+TEST(RedisPubSub, WaiterWhoseSubscriptionWasDroppedIsStillGranted) {
+  RedisServer server;
+  RedisProbe probe(server);
+  Client holder = Client::open(server.uri());
+  Client waiter = Client::open(server.uri(), polling_every_100ms());
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
+  });
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  ASSERT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 1; }))
+      << "the waiter never subscribed to the lock's channel";
+
+  EXPECT_GE(probe.kill_pubsub_clients(), 1);
+  held.release();
+  const auto released = Clock::now();
+  ASSERT_EQ(waiting.wait_for(kFewPolls + kPrompt), std::future_status::ready)
+      << "a waiter that lost its subscription was not granted";
+  EXPECT_TRUE(waiting.get());
+  EXPECT_LT(Clock::now() - released, kFewPolls + kPrompt);
+  EXPECT_TRUE(no_warden_keys(probe)) << "left:" << describe(probe.warden_keys());
+}
+
+TEST(RedisPubSub, WithPubSubDownThroughoutPollingAloneGrants) {
+  RedisServer server;
+  RedisProbe probe(server);
+  Client holder = Client::open(server.uri());
+  Client waiter = Client::open(server.uri(), polling_every_100ms());
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
+  });
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  ASSERT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 1; }))
+      << "the waiter never subscribed to the lock's channel";
+
+  // Every subscriber connection is dropped as soon as it appears, so no message can
+  // reach the waiter: only its polling can find the lock free.
+  RedisProbe killer_probe(server);
+  std::jthread killer([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      killer_probe.kill_pubsub_clients();
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  std::this_thread::sleep_for(50ms);
+  held.release();
+  const auto released = Clock::now();
+  ASSERT_EQ(waiting.wait_for(kFewPolls + kPrompt), std::future_status::ready)
+      << "a polling waiter was not granted while pub/sub was down";
+  Lease lease;
+  EXPECT_NO_THROW(lease = waiting.get()) << "a dropped subscriber failed the acquire";
+  EXPECT_TRUE(lease);
+  EXPECT_LT(Clock::now() - released, kFewPolls + kPrompt);
+  killer.request_stop();
+  killer.join();
+  lease.release();
+  EXPECT_TRUE(no_warden_keys(probe)) << "left:" << describe(probe.warden_keys());
+}
+
+}  // namespace
+}  // namespace warden::testing

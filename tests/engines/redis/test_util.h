@@ -1,0 +1,86 @@
+// Small helpers shared by the redis:// engine tests.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "support/redis_server.h"
+#include "warden/options.h"
+#include "warden/types.h"
+
+namespace warden::testing {
+
+using namespace std::chrono_literals;
+
+// Upper bound for something that should happen "at once": a round trip plus
+// scheduling noise in a sanitizer build.
+inline constexpr Clock::duration kPrompt = 1s;
+
+// Polls `pred` until it holds (true) or `timeout` passes (false).
+inline bool eventually(const std::function<bool()>& pred, Clock::duration timeout = 5s) {
+  const auto deadline = Clock::now() + timeout;
+  while (!pred()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// Client options with a short op_timeout, so failure tests end quickly.
+inline ClientOptions quick_options(std::chrono::milliseconds op_timeout = 1000ms) {
+  ClientOptions options;
+  options.op_timeout = op_timeout;
+  return options;
+}
+
+inline double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The redis_lock_child helper (see lock_child.cc), built next to the tests.
+inline std::string lock_child_path() { return WARDEN_REDIS_LOCK_CHILD_PATH; }
+
+// `server`'s URI with query parameters appended ("waiter_ttl_ms=1000").
+inline std::string uri_with(const RedisServer& server, const std::string& query) {
+  return server.uri() + "?" + query;
+}
+
+// The hash tag that every key of the lock (group, name) starts with.
+inline std::string lock_tag(std::string_view group, std::string_view name) {
+  std::string tag = "{warden:";
+  tag += group;
+  tag += '/';
+  tag += name;
+  tag += '}';
+  return tag;
+}
+
+// How many clients wait in the lock's queue (its waiters sorted set, ":w"): the
+// engine's own record that a waiter is queued, read behind its back.
+inline long long queued(RedisProbe& probe, std::string_view group, std::string_view name) {
+  return std::stoll(probe.command({"ZCARD", lock_tag(group, name) + ":w"}));
+}
+
+// How many connections subscribe to the lock's channel, where waiters hear that
+// they may look again.
+inline long long subscribers(RedisProbe& probe, std::string_view group, std::string_view name) {
+  const std::string reply = probe.command({"PUBSUB", "NUMSUB", lock_tag(group, name) + ":c"});
+  return std::stoll(reply.substr(reply.rfind('\n') + 1));  // "channel\ncount"
+}
+
+// The warden keys left behind, for a failure message.
+inline std::string describe(const std::vector<std::string>& keys) {
+  std::string text;
+  for (const auto& k : keys) text += "\n  " + k;
+  return text.empty() ? " none" : text;
+}
+
+// true once the engine's keys are all gone from `db`; the idle lock's keys are
+// deleted by the call that made it idle, so this should hold at once.
+inline bool no_warden_keys(RedisProbe& probe, int db = 0, Clock::duration timeout = kPrompt) {
+  return eventually([&] { return probe.warden_keys(db).empty(); }, timeout);
+}
+
+}  // namespace warden::testing
