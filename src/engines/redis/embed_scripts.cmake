@@ -1,13 +1,20 @@
 # Writes OUT: a C++ file defining one warden::engines::redis::Script per name in
-# SCRIPTS (comma-separated), each the text of lua/lock.lua followed by lua/NAME.lua,
-# with its SHA-1 for EVALSHA. Run by the build (cmake -P), so editing a script rebuilds.
+# SCRIPTS (comma-separated), each the text of lua/NAME.lua with its include lines
+# ("--! lock_base.lua", "--! lock.lua") replaced by those files, and its SHA-1 for
+# EVALSHA. Run by the build (cmake -P), so editing a script rebuilds.
 string(REPLACE "," ";" names "${SCRIPTS}")
-file(READ "${DIR}/lock.lua" prelude)
+set(shared lock_base.lua lock.lua)
 set(body "// Generated from src/engines/redis/lua by embed_scripts.cmake. Do not edit.\n")
 string(APPEND body "#include \"engines/redis/scripts.h\"\n\nnamespace warden::engines::redis {\n")
 foreach(name IN LISTS names)
-  file(READ "${DIR}/${name}.lua" text)
-  set(source "${prelude}\n${text}")
+  file(READ "${DIR}/${name}.lua" source)
+  if(NOT source MATCHES "--! lock_base.lua\n")
+    message(FATAL_ERROR "${name}.lua does not include lock_base.lua")
+  endif()
+  foreach(part IN LISTS shared)
+    file(READ "${DIR}/${part}" text)
+    string(REPLACE "--! ${part}\n" "${text}" source "${source}")
+  endforeach()
   if(source MATCHES "\\)warden_lua\"")
     message(FATAL_ERROR "${name}.lua contains the raw-string delimiter")
   endif()

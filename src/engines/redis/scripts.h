@@ -1,5 +1,6 @@
 // engines/redis/scripts.h — the Lua scripts of redis://, embedded at build time from
-// lua/*.lua (each one prefixed with lua/lock.lua, the shared part).
+// lua/*.lua (with the shared parts lua/lock_base.lua and lua/lock.lua spliced in where
+// each script includes them).
 #pragma once
 
 #include <string_view>

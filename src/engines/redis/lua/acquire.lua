@@ -5,6 +5,7 @@
 -- Returns {1, token} when granted, else {0, ms}: how long until something in the lock
 -- runs out by itself (a lease, a pick-up, a lock_delay; -1: nothing), so the waiter
 -- can look again then.
+--! lock_base.lua
 local k = lock_keys(1)
 local channel, entry, mode = ARGV[1], ARGV[2], ARGV[3]
 local ttl, lock_delay = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -13,19 +14,32 @@ local live = tonumber(string.match(entry, '^%a:(%d+):'))
 local owner = string.match(entry, '^%a:%d+:(.*)$')
 local now, now_us = clock()
 
--- A lock nobody holds, waits for or delays has no keys at all: grant it with the
--- fewest calls (the uncontended path). Its last token, if it had one, was at most
--- the clock then, so the clock now is larger.
-if redis.call('EXISTS', k.i) == 0 then
-  return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true)}
+-- A lock nobody holds, waits for or delays has no keys at all. Its last token, if it
+-- had one, was at most the clock then, so the clock now is larger. The exclusive case
+-- is the uncontended path: one key, written before the rest of the shared code is
+-- even defined.
+local fresh = redis.call('EXISTS', k.i) == 0
+if fresh and mode == 'x' then
+  local t = fmt(now_us)
+  local fields = {'last', t, 'x', exclusive_value(t, now + ttl, lock_delay, owner)}
+  if lock_delay > 0 then
+    fields[#fields + 1] = 'ld'
+    fields[#fields + 1] = fmt(lock_delay)
+  end
+  redis.call('HSET', k.i, unpack(fields))
+  redis.call('PEXPIRE', k.i, fmt(ttl + lock_delay + 1000))
+  return {1, now_us}
 end
+
+--! lock.lua
+
+if fresh then return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true)} end
 
 local freed = expire_holders(k, now)
 if evict_waiters(k, now) then freed = true end
 
 -- Grants to this request. A waiter's entry goes; if something freed up in this call,
--- the queue may move on behind it (and admissions may have made new keys, which
--- housekeep gives an expiry).
+-- the queue may move on behind it.
 local function granted(was_waiting)
   if was_waiting then
     redis.call('ZREM', k.p, entry)
@@ -34,7 +48,6 @@ local function granted(was_waiting)
   local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false)
   if freed then
     settle(k, now, channel, freed, entry)
-    housekeep(k, now)
   end
   return {1, token}
 end
@@ -49,7 +62,13 @@ if not queued then
   end
   if wait and fair then redis.call('RPUSH', k.q, entry) end
 end
-if wait then redis.call('ZADD', k.w, now + live, entry) end
+if wait then
+  redis.call('ZADD', k.w, now + live, entry)
+  local ms = fmt(live + 1000)
+  extend(k.w, ms)
+  extend(k.q, ms)
+  extend(k.i, ms)
+end
 
 -- Something may have freed up (an expiry, an evicted waiter): the queue moves on, and
 -- it may be this waiter's turn.

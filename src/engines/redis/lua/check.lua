@@ -2,6 +2,7 @@
 -- KEYS: h i of the lock
 -- ARGV: token
 -- Returns 1 or 0.
+--! lock_base.lua
 local now = clock()
 local exclusive = redis.call('HGET', KEYS[2], 'x')
 if exclusive then

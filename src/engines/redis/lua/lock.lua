@@ -1,54 +1,9 @@
--- lock.lua — the shared part of every redis:// script, put in front of each at build
--- time (EVAL scripts cannot include one another). docs/engines/redis.md describes the
--- data model; in short, a lock's keys all share the hash tag {warden:GROUP/NAME}:
---
---   :i  hash         last     the last token handed out
---                    x        the exclusive holder, if one holds:
---                             "TOKEN DEADLINE_MS LOCK_DELAY_MS OWNER"
---                    t:TOKEN  "LOCK_DELAY_MS OWNER" of a shared holder
---                    o:OWNER  the token a shared holder OWNER holds
---                    delay    no grant before this time (ms): a lock_delay at work
---                    ld       the largest lock_delay of the holders (key expiry)
---   :h  sorted set   shared holder token -> lease deadline (ms)
---   :q  list         the FIFO queue of fair waiters, as entries "MODE:LIVE_MS:OWNER"
---   :w  sorted set   entry -> liveness deadline of every waiter (fair or not)
---   :p  sorted set   entry -> pick-up deadline of admitted waiters (pending grants)
---
--- The exclusive holder lives in the hash alone, so the uncontended exclusive lock is
--- one key: created by acquire, deleted by release (four calls each).
--- Every time is Redis' own (TIME): client clocks never enter a decision.
--- Numbers are written with fmt(): Lua's tostring() rounds to 14 digits.
-
-local function fmt(n)
-  return string.format('%.0f', n)
-end
-
--- Now in milliseconds (deadlines) and in microseconds (the token floor).
-local function clock()
-  local t = redis.call('TIME')
-  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  return math.floor(us / 1000), us
-end
-
--- The five keys of the lock whose holders key is KEYS[first].
-local function lock_keys(first)
-  return {h = KEYS[first], i = KEYS[first + 1], q = KEYS[first + 2],
-          w = KEYS[first + 3], p = KEYS[first + 4]}
-end
+-- lock.lua — the rest of the shared part of the redis:// scripts (after lock_base.lua):
+-- holders, waiters, the queue and admissions. Included with "--! lock.lua" after the
+-- uncontended paths, so those do not pay for defining all of this.
 
 local function number_field(k, field)
   return tonumber(redis.call('HGET', k.i, field) or '0')
-end
-
--- The exclusive holder's field: "TOKEN DEADLINE LOCK_DELAY OWNER".
-local function exclusive_value(t, deadline, lock_delay, owner)
-  return t .. ' ' .. fmt(deadline) .. ' ' .. fmt(lock_delay) .. ' ' .. owner
-end
-
--- -> token (text), deadline, lock_delay, owner
-local function parse_exclusive(value)
-  local t, deadline, lock_delay, owner = string.match(value, '^(%d+) (%d+) (%d+) (.*)$')
-  return t, tonumber(deadline), tonumber(lock_delay), owner
 end
 
 -- A shared holder's info "LOCK_DELAY OWNER" -> lock_delay, owner
@@ -89,7 +44,10 @@ local function expire_holders(k, now)
     end
     expired = true
   end
-  if blocked_until > now then redis.call('HSET', k.i, 'delay', fmt(blocked_until)) end
+  if blocked_until > now then
+    redis.call('HSET', k.i, 'delay', fmt(blocked_until))
+    extend(k.i, fmt(blocked_until - now + 1000))
+  end
   return expired
 end
 
@@ -146,17 +104,13 @@ local function admit(k, now)
     redis.call('ZREM', k.w, head)
     local live = tonumber(string.match(head, '^%a:(%d+):'))
     redis.call('ZADD', k.p, now + live, head)
+    extend(k.p, fmt(live + 1000))
+    extend(k.i, fmt(live + 1000))
     admitted[#admitted + 1] = head
     if mode == 'x' then break end
     head = live_head(k)
   until not head or string.sub(head, 1, 1) ~= 's'
   return admitted
-end
-
--- Makes `key` live at least `ms` more milliseconds: GT never shortens a key's life,
--- and NX gives one that has no expiry yet (just created) its first.
-local function extend(key, ms)
-  if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
 end
 
 -- A new grant; returns its token: one more than the last, and never less than the
@@ -206,33 +160,16 @@ local function publish(k, channel, admitted, freed)
   end
 end
 
-local function top_score(key)
-  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if top[2] then return tonumber(top[2]) end
-  return 0
-end
-
--- Deletes the lock's keys when nothing is left in them, otherwise sets them all to
--- expire a little after the last thing in them could matter (a lease plus its
--- lock_delay, a waiter's liveness, a pick-up deadline, a running lock_delay): a lock
--- whose clients all vanished leaves nothing behind.
+-- Deletes the lock's keys once nothing is left in them: no holder, waiter or
+-- admission, no lock_delay running. (Until then every write that adds to a key also
+-- extends its expiry past what it added, so a lock whose clients all vanished leaves
+-- nothing behind either.)
 local function housekeep(k, now)
-  local known = redis.call('HMGET', k.i, 'delay', 'ld', 'x')
-  local horizon = tonumber(known[1] or '0')
-  local largest_delay = tonumber(known[2] or '0')
-  if known[3] then
-    local _, deadline = parse_exclusive(known[3])
-    horizon = math.max(horizon, deadline + largest_delay)
+  local known = redis.call('HMGET', k.i, 'x', 'delay')
+  if not known[1] and tonumber(known[2] or '0') <= now and
+      redis.call('EXISTS', k.h, k.w, k.p) == 0 then
+    redis.call('DEL', k.i, k.q)
   end
-  local held = top_score(k.h)
-  if held > 0 then horizon = math.max(horizon, held + largest_delay) end
-  horizon = math.max(horizon, top_score(k.w), top_score(k.p))
-  if horizon <= now then
-    redis.call('DEL', k.h, k.i, k.q, k.w, k.p)
-    return
-  end
-  local ms = fmt(horizon - now + 1000)
-  for _, key in ipairs({k.h, k.i, k.q, k.w, k.p}) do redis.call('PEXPIRE', key, ms) end
 end
 
 -- After a change: admit whom the queue allows, tell the waiters. `except` (may be

@@ -4,6 +4,7 @@
 -- Returns 1 if the owner held the grant, 0 if it was not held (already released, run
 -- out, or never this owner's): release is idempotent, and nobody else's grant can be
 -- released by knowing its token.
+--! lock_base.lua
 local k = lock_keys(1)
 local channel, token, owner = ARGV[1], ARGV[2], ARGV[3]
 local now = clock()
@@ -19,6 +20,8 @@ if known[1] and tonumber(known[2] or '0') <= now then
     return 1
   end
 end
+
+--! lock.lua
 
 -- A lease that ran out is an expiry, not a release: its lock_delay applies.
 local freed = expire_holders(k, now)

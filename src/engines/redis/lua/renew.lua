@@ -4,6 +4,8 @@
 -- KEYS: h1 i1 h2 i2 ... (holders and info keys of each grant's lock)
 -- ARGV: token1 owner1 ttl1 token2 owner2 ttl2 ...
 -- Returns one 1 (renewed) or 0 (no longer held) per grant, in order.
+--! lock_base.lua
+--! lock.lua
 local now = clock()
 local result = {}
 for n = 1, #KEYS / 2 do

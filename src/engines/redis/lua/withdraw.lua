@@ -4,6 +4,8 @@
 -- KEYS: h i q w p of the lock
 -- ARGV: channel, entry
 -- Returns 1 if a grant of this waiter was dropped, else 0.
+--! lock_base.lua
+--! lock.lua
 local k = lock_keys(1)
 local channel, entry = ARGV[1], ARGV[2]
 local owner = string.match(entry, '^%a:%d+:(.*)$')

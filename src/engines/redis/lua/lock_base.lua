@@ -1,0 +1,56 @@
+-- lock_base.lua — what every redis:// script needs first: the data model, clocks, key
+-- names and the exclusive holder's record. Scripts include it with a line "--! lock_base.lua"
+-- (build time: EVAL scripts cannot include one another). docs/engines/redis.md describes the
+-- data model; in short, a lock's keys all share the hash tag {warden:GROUP/NAME}:
+--
+--   :i  hash         last     the last token handed out
+--                    x        the exclusive holder, if one holds:
+--                             "TOKEN DEADLINE_MS LOCK_DELAY_MS OWNER"
+--                    t:TOKEN  "LOCK_DELAY_MS OWNER" of a shared holder
+--                    o:OWNER  the token a shared holder OWNER holds
+--                    delay    no grant before this time (ms): a lock_delay at work
+--                    ld       the largest lock_delay of the holders (key expiry)
+--   :h  sorted set   shared holder token -> lease deadline (ms)
+--   :q  list         the FIFO queue of fair waiters, as entries "MODE:LIVE_MS:OWNER"
+--   :w  sorted set   entry -> liveness deadline of every waiter (fair or not)
+--   :p  sorted set   entry -> pick-up deadline of admitted waiters (pending grants)
+--
+-- The exclusive holder lives in the hash alone, so the uncontended exclusive lock is
+-- one key: created by acquire, deleted by release (four calls each).
+-- Every time is Redis' own (TIME): client clocks never enter a decision.
+-- Numbers are written with fmt(): Lua's tostring() rounds to 14 digits.
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+-- Now in milliseconds (deadlines) and in microseconds (the token floor).
+local function clock()
+  local t = redis.call('TIME')
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return math.floor(us / 1000), us
+end
+
+-- The five keys of the lock whose holders key is KEYS[first].
+local function lock_keys(first)
+  return {h = KEYS[first], i = KEYS[first + 1], q = KEYS[first + 2],
+          w = KEYS[first + 3], p = KEYS[first + 4]}
+end
+
+-- Makes `key` live at least `ms` more milliseconds: GT never shortens a key's life,
+-- and NX gives one that has no expiry yet (just created) its first.
+local function extend(key, ms)
+  if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
+end
+
+-- The exclusive holder's field: "TOKEN DEADLINE LOCK_DELAY OWNER".
+local function exclusive_value(t, deadline, lock_delay, owner)
+  return t .. ' ' .. fmt(deadline) .. ' ' .. fmt(lock_delay) .. ' ' .. owner
+end
+
+-- -> token (text), deadline, lock_delay, owner
+local function parse_exclusive(value)
+  local t, deadline, lock_delay, owner = string.match(value, '^(%d+) (%d+) (%d+) (.*)$')
+  return t, tonumber(deadline), tonumber(lock_delay), owner
+end
+
