@@ -9,10 +9,11 @@
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
 # them by PID on exit. The set:
-#   - warden:// and mem://, 1 and 8 clients, uncontended and contended, each with
+#   - warden://, redis:// and mem://, 1 and 8 clients, uncontended and contended, each with
 #     --baseline against the same redis-server (same clients, keys and duration, in
 #     alternating rounds so that load from elsewhere on the machine hits both alike);
-#   - hand-off latency to a queued waiter (1000 samples) on warden:// and mem://;
+#   - hand-off latency to a queued waiter (1000 samples) on warden://, redis:// and mem://;
+#     (warden:// against redis:// is the ratio of their cycles/s in these runs);
 #   - 1,000,000 held locks on a fresh wardend (bytes per lock);
 #   - 10,000 idle connections on a fresh wardend.
 # docs/performance.md explains the figures.
@@ -120,7 +121,7 @@ start_wardend wardend
 redis=redis://127.0.0.1:$redis_port
 wd=warden://127.0.0.1:$wardend_port
 
-for url in "$wd" mem://; do
+for url in "$wd" "$redis" mem://; do
   for clients in 1 8; do
     for contention in "" --contended; do
       handoff=0
