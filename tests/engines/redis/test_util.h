@@ -2,42 +2,16 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "support/redis_server.h"
+#include "support/waiting.h"
 #include "warden/options.h"
 #include "warden/types.h"
 
 namespace warden::testing {
-
-using namespace std::chrono_literals;
-
-// Upper bound for something that should happen "at once": a round trip plus
-// scheduling noise in a sanitizer build.
-inline constexpr Clock::duration kPrompt = 1s;
-
-// Polls `pred` until it holds (true) or `timeout` passes (false).
-inline bool eventually(const std::function<bool()>& pred, Clock::duration timeout = 5s) {
-  const auto deadline = Clock::now() + timeout;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-// Client options with a short op_timeout, so failure tests end quickly.
-inline ClientOptions quick_options(std::chrono::milliseconds op_timeout = 1000ms) {
-  ClientOptions options;
-  options.op_timeout = op_timeout;
-  return options;
-}
-
-inline double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // The redis_lock_child helper (see lock_child.cc), built next to the tests.
 inline std::string lock_child_path() { return WARDEN_REDIS_LOCK_CHILD_PATH; }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "support/server_process.h"
-#include "test_util.h"
+#include "support/waiting.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "support/server_process.h"
-#include "test_util.h"
+#include "support/waiting.h"
+#include "support/wardend_probe.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
-#include "support/wardend_probe.h"
 
 namespace warden::testing {
 namespace {

@@ -7,7 +7,7 @@
 #include <stop_token>
 
 #include "support/server_process.h"
-#include "test_util.h"
+#include "support/waiting.h"
 #include "warden/client.h"
 #include "warden/lease.h"
 #include "warden/lock.h"

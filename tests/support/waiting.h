@@ -1,4 +1,5 @@
-// Small helpers shared by the warden:// engine tests.
+// support/waiting.h — small helpers shared by the engine tests: bounded polling for
+// something to happen, and client options that make failure tests end quickly.
 #pragma once
 
 #include <chrono>
