@@ -1,11 +1,15 @@
 // support/waiting.h — small helpers shared by the engine tests: bounded polling for
-// something to happen, and client options that make failure tests end quickly.
+// something to happen, client options that make failure tests end quickly, and a
+// check that a call fails with a given error.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
 #include <thread>
 
+#include "warden/error.h"
 #include "warden/options.h"
 #include "warden/types.h"
 
@@ -35,5 +39,18 @@ inline ClientOptions quick_options(std::chrono::milliseconds op_timeout = 1000ms
 }
 
 inline double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Runs `f`, which must throw Error(want), and returns how long it took.
+template <class F>
+Clock::duration fails_with(Errc want, F&& f) {
+  const auto start = Clock::now();
+  try {
+    f();
+    ADD_FAILURE() << "did not throw; wanted " << to_string(want);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), want) << e.what();
+  }
+  return Clock::now() - start;
+}
 
 }  // namespace warden::testing

@@ -16,19 +16,6 @@
 namespace warden::testing {
 namespace {
 
-// Runs `f`, which must throw Error(want), and returns how long it took.
-template <class F>
-Clock::duration fails_with(Errc want, F&& f) {
-  const auto start = Clock::now();
-  try {
-    f();
-    ADD_FAILURE() << "did not throw; wanted " << to_string(want);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), want) << e.what();
-  }
-  return Clock::now() - start;
-}
-
 TEST(RedisFailure, WrongOrMissingPasswordFailsOpenWithPermissionDenied) {
   RedisOptions secured;
   secured.password = "s3cret";

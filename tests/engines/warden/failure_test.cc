@@ -17,19 +17,6 @@
 namespace warden::testing {
 namespace {
 
-// Runs `f`, which must throw Error(want), and returns how long it took.
-template <class F>
-Clock::duration fails_with(Errc want, F&& f) {
-  const auto start = Clock::now();
-  try {
-    f();
-    ADD_FAILURE() << "did not throw; wanted " << to_string(want);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), want) << e.what();
-  }
-  return Clock::now() - start;
-}
-
 TEST(WardenFailure, UnreachableServerFailsOpenWithUnavailableAtOnce) {
   const std::string uri = "warden://127.0.0.1:" + std::to_string(free_port());
   const auto took =
