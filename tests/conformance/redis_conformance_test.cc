@@ -20,11 +20,7 @@ class RedisBackend final : public Backend {
   // the engine keeps for the lock. They share the lock's hash tag `{warden:GROUP/NAME}`
   // (holders, info, queue, waiters, admitted waiters).
   bool drop_grants(std::string_view group, std::string_view name) override {
-    std::string tag = "{warden:";
-    tag += group;
-    tag += '/';
-    tag += name;
-    tag += '}';
+    const std::string tag = testing::lock_tag(group, name);
     try {
       testing::RedisProbe probe(server_);
       const std::string deleted =

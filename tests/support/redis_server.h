@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/server_process.h"
@@ -92,6 +93,18 @@ class RedisProbe {
   RedisOptions options_;
   void* context_ = nullptr;  // redisContext; null after a broken connection
 };
+
+// The hash tag that every key the redis:// engine keeps for the lock (group, name)
+// starts with: "{warden:GROUP/NAME}", then ":h", ":i", ":q", ":w", ":p" (and the
+// channel ":c"); see src/engines/redis/lua/lock_base.lua.
+inline std::string lock_tag(std::string_view group, std::string_view name) {
+  std::string tag = "{warden:";
+  tag += group;
+  tag += '/';
+  tag += name;
+  tag += '}';
+  return tag;
+}
 
 // Path of redis-server (found on PATH, or /usr/bin/redis-server).
 std::string redis_server_path();

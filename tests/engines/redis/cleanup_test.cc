@@ -44,10 +44,9 @@ TEST(RedisCleanup, TimedOutAndCancelledWaitersLeaveNoTrace) {
 
   // Cancelled.
   std::stop_source stop;
-  auto cancelled = std::async(std::launch::async, [&] {
-    return waiter.lock("g", "x").acquire(Mode::shared, Wait::forever(), stop.get_token());
-  });
-  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  auto cancelled =
+      acquire_queued(waiter, probe, "x", Mode::shared, Wait::forever(), stop.get_token());
+  ASSERT_EQ(queued(probe, "g", "x"), 1);
   stop.request_stop();
   ASSERT_EQ(cancelled.wait_for(kPrompt), std::future_status::ready)
       << "cancel did not end the wait";
@@ -84,10 +83,8 @@ TEST(RedisCleanup, EveryKeyHasAnExpiryWhileTheLockIsBusy) {
   Client waiter = Client::open(server.uri());
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
-  auto waiting = std::async(std::launch::async, [&] {
-    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
-  });
-  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(10s));
+  ASSERT_EQ(queued(probe, "g", "x"), 1);
 
   const auto keys = probe.warden_keys();
   EXPECT_GE(keys.size(), 3u) << "holders, info and queue keys expected:" << describe(keys);

@@ -89,10 +89,8 @@ TEST(RedisCredentials, PoolAndWaiterTtlParametersAreTaken) {
   Client other = Client::open(server.uri() + "/0?waiter_ttl_ms=600");
   Lease held = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
-  auto waiting = std::async(std::launch::async, [&] {
-    return other.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
-  });
-  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  auto waiting = acquire_queued(other, probe, "x", Mode::exclusive, Wait::up_to(10s));
+  ASSERT_EQ(queued(probe, "g", "x"), 1);
   // Well past its liveness: a waiter that is alive keeps refreshing it.
   std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(queued(probe, "g", "x"), 1) << "a live waiter was evicted from the queue";

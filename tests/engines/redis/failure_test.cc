@@ -1,10 +1,13 @@
 // redis:// when the server refuses us, is not there, or goes away mid-acquire: every
 // call ends with the right Error (or no lease) within op_timeout, never a hang, and
-// the client works again once the server is back.
+// the client works again once the server is back; a holder whose renewals cannot get
+// through learns it lost the lease before Redis could hand the lock on.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <future>
 #include <string>
+#include <thread>
 
 #include "support/server_process.h"
 #include "test_util.h"
@@ -75,6 +78,37 @@ TEST(RedisFailure, FrozenServerFailsOpenWithinOpTimeout) {
   server.resume();
 }
 
+TEST(RedisFailure, HolderOfAFrozenServerIsToldOfTheLossWithinTheTtl) {
+  RedisServer server;
+  ClientOptions options = quick_options(200ms);
+  options.lock_defaults.ttl = 1s;
+  options.renew_interval = 200ms;
+  Client holder = Client::open(server.uri(), options);
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  const std::uint64_t first_token = held.token();
+  std::this_thread::sleep_for(500ms);  // a couple of renewals got through
+
+  // Frozen, Redis cannot renew, and its clock runs on: the lease ends there one TTL
+  // after the last renewal, which was sent before the freeze. The client must say so
+  // by then on its own clock, while Redis is still silent.
+  server.pause();
+  const auto frozen = Clock::now();
+  ASSERT_TRUE(eventually([&] { return held.lost_token().stop_requested(); },
+                         options.lock_defaults.ttl + kPrompt))
+      << "the renewals failed but the lease was never reported lost";
+  EXPECT_LE(Clock::now() - frozen, options.lock_defaults.ttl + 100ms)
+      << "the loss was reported after Redis could have granted the lock to another";
+  server.resume();
+
+  // Redis agrees: the lease ran out there too, and the next grant has a larger token.
+  Client other = Client::open(server.uri(), options);
+  Lease next = other.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(2s));
+  ASSERT_TRUE(next) << "the frozen holder's lease was still held in Redis";
+  EXPECT_GT(next.token(), first_token);
+  EXPECT_NO_THROW(held.release());
+}
+
 TEST(RedisFailure, ServerGoneMidAcquireEndsTheWaitAndTheClientRecovers) {
   RedisServer server;
   RedisProbe probe(server);
@@ -84,10 +118,8 @@ TEST(RedisFailure, ServerGoneMidAcquireEndsTheWaitAndTheClientRecovers) {
   Client waiter = Client::open(server.uri(), options);
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
-  auto waiting = std::async(std::launch::async, [&] {
-    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::forever());
-  });
-  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::forever());
+  ASSERT_EQ(queued(probe, "g", "x"), 1);
 
   server.kill9();
   const auto killed = Clock::now();

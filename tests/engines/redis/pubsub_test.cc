@@ -34,10 +34,8 @@ TEST(RedisPubSub, WaiterWhoseSubscriptionWasDroppedIsStillGranted) {
   Client waiter = Client::open(server.uri(), polling_every_100ms());
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
-  auto waiting = std::async(std::launch::async, [&] {
-    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
-  });
-  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(10s));
+  ASSERT_EQ(queued(probe, "g", "x"), 1);
   ASSERT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 1; }))
       << "the waiter never subscribed to the lock's channel";
 
@@ -58,10 +56,8 @@ TEST(RedisPubSub, WithPubSubDownThroughoutPollingAloneGrants) {
   Client waiter = Client::open(server.uri(), polling_every_100ms());
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
-  auto waiting = std::async(std::launch::async, [&] {
-    return waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
-  });
-  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(10s));
+  ASSERT_EQ(queued(probe, "g", "x"), 1);
   ASSERT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 1; }))
       << "the waiter never subscribed to the lock's channel";
 

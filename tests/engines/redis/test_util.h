@@ -2,12 +2,17 @@
 #pragma once
 
 #include <chrono>
+#include <future>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "support/redis_server.h"
 #include "support/waiting.h"
+#include "warden/client.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
 #include "warden/options.h"
 #include "warden/types.h"
 
@@ -21,16 +26,6 @@ inline std::string uri_with(const RedisServer& server, const std::string& query)
   return server.uri() + "?" + query;
 }
 
-// The hash tag that every key of the lock (group, name) starts with.
-inline std::string lock_tag(std::string_view group, std::string_view name) {
-  std::string tag = "{warden:";
-  tag += group;
-  tag += '/';
-  tag += name;
-  tag += '}';
-  return tag;
-}
-
 // How many clients wait in the lock's queue (its waiters sorted set, ":w"): the
 // engine's own record that a waiter is queued, read behind its back.
 inline long long queued(RedisProbe& probe, std::string_view group, std::string_view name) {
@@ -42,6 +37,19 @@ inline long long queued(RedisProbe& probe, std::string_view group, std::string_v
 inline long long subscribers(RedisProbe& probe, std::string_view group, std::string_view name) {
   const std::string reply = probe.command({"PUBSUB", "NUMSUB", lock_tag(group, name) + ":c"});
   return std::stoll(reply.substr(reply.rfind('\n') + 1));  // "channel\ncount"
+}
+
+// Starts `client`'s acquire of ("g", name) on another thread and returns once the
+// engine shows `queued_total` waiters on that lock (for at most 5 s: the caller asserts
+// queued() itself, so a waiter that never queued fails there, by name).
+inline std::future<Lease> acquire_queued(Client& client, RedisProbe& probe, const std::string& name,
+                                         Mode mode, Wait wait, std::stop_token stop = {},
+                                         long long queued_total = 1) {
+  auto future = std::async(std::launch::async, [&client, name, mode, wait, stop] {
+    return client.lock("g", name).acquire(mode, wait, stop);
+  });
+  eventually([&] { return queued(probe, "g", name) == queued_total; });
+  return future;
 }
 
 // The warden keys left behind, for a failure message.
