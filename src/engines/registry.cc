@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "engines/etcd/etcd_engine.h"
 #include "engines/mem/mem_engine.h"
 #include "engines/redis/redis_engine.h"
 #include "engines/warden/warden_engine.h"
@@ -13,8 +14,9 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOpti
   if (uri.scheme == "mem") return mem::open(uri, options);
   if (uri.scheme == "warden") return wardend::open(uri, options);
   if (uri.scheme == "redis") return redis::open(uri, options);
+  if (uri.scheme == "etcd") return etcd::open(uri, options);
   throw Error(Errc::invalid_argument,
-              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis)");
+              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis, etcd)");
 }
 
 }  // namespace warden::engines

@@ -1,0 +1,310 @@
+#include "engines/etcd/etcd_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "engines/etcd/etcd_config.h"
+#include "engines/etcd/etcd_rpc.h"
+#include "engines/etcd/lock_keys.h"
+#include "engines/etcd/sessions.h"
+#include "engines/resp_client/backoff.h"
+#include "warden/error.h"
+
+namespace warden::engines::etcd {
+namespace {
+
+using core::AcquireRequest;
+using core::Granted;
+using core::GrantRef;
+using core::Renewed;
+using etcdserverpb::RangeRequest;
+using etcdserverpb::TxnRequest;
+using etcdserverpb::TxnResponse;
+
+// etcd's default --max-txn-ops: a renewal round of more grants takes several Txns.
+constexpr std::size_t kMaxTxnOps = 128;
+
+std::string random_client_id() {
+  std::random_device device;
+  const std::uint64_t bits = (std::uint64_t{device()} << 32) ^ device();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(16, '0');
+  for (int i = 0; i < 16; ++i) id[static_cast<std::size_t>(i)] = kHex[(bits >> (4 * i)) & 0xf];
+  return id;
+}
+
+// GrantRef::owner of an etcd grant: "LEASE KEY".
+std::string owner_of(std::int64_t lease, const std::string& key) {
+  return std::to_string(lease) + ' ' + key;
+}
+
+struct Owner {
+  std::int64_t lease = 0;
+  std::string key;
+};
+
+Owner parse_owner(const std::string& owner) {
+  const auto space = owner.find(' ');
+  Owner out;
+  if (space == std::string::npos ||
+      std::from_chars(owner.data(), owner.data() + space, out.lease).ec != std::errc()) {
+    throw Error(Errc::not_owner, "not a grant of an etcd:// client: '" + owner + "'");
+  }
+  out.key = owner.substr(space + 1);
+  return out;
+}
+
+// Adds a read of the nearest key in `scope` created before `revision` (0: the first
+// key of `scope`).
+void add_blocker_read(TxnRequest& request, const std::string& scope, std::int64_t revision,
+                      bool to_success = true) {
+  RangeRequest* range = (to_success ? request.add_success() : request.add_failure())
+                            ->mutable_request_range();
+  range->set_key(scope);
+  range->set_range_end(prefix_end(scope));
+  range->set_limit(1);
+  range->set_keys_only(true);
+  range->set_sort_target(RangeRequest::CREATE);
+  if (revision > 0) {
+    range->set_max_create_revision(revision - 1);
+    range->set_sort_order(RangeRequest::DESCEND);
+  } else {
+    range->set_sort_order(RangeRequest::ASCEND);
+  }
+}
+
+void add_key_read(TxnRequest& request, const std::string& key, bool to_success) {
+  RangeRequest* range = (to_success ? request.add_success() : request.add_failure())
+                            ->mutable_request_range();
+  range->set_key(key);
+  range->set_keys_only(true);
+}
+
+const etcdserverpb::RangeResponse& range_at(const TxnResponse& response, int index,
+                                            const char* what) {
+  if (index >= response.responses_size() || !response.responses(index).has_response_range()) {
+    throw Error(Errc::internal, std::string("etcd answered a ") + what +
+                                    " Txn without the range it was asked for");
+  }
+  return response.responses(index).response_range();
+}
+
+class EtcdEngine final : public core::Engine {
+ public:
+  explicit EtcdEngine(EtcdConfig config)
+      : config_(std::move(config)),
+        rpc_(std::make_shared<EtcdRpc>(config_)),
+        sessions_(rpc_, config_, [this](const GrantRef& grant) { report_lost(grant); }),
+        client_id_(random_client_id()) {}
+
+  void ping() { rpc_->ping(); }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.shared = true;
+    caps.fair = true;
+    caps.non_fair = false;   // the revision queue has no place for barging
+    caps.lock_delay = false; // see docs/engines/etcd.md
+    caps.fencing = true;
+    caps.durable_tokens = true;  // revisions survive restarts and leader changes
+    caps.check = true;
+    return caps;
+  }
+
+  std::optional<Granted> acquire(const AcquireRequest& request) override {
+    const LockKeys keys = LockKeys::of(config_.prefix, request.key.group, request.key.name);
+    const std::string& blockers = keys.blockers(request.mode);
+    while (true) {
+      const auto session = sessions_.begin(request.options.ttl);
+      const std::string key =
+          keys.request(request.mode, client_id_ + '-' + std::to_string(++sequence_));
+      Created created;
+      try {
+        created = create(key, blockers, *session, request.mode);
+      } catch (const Error&) {
+        sessions_.withdrawn(session, key);  // the create may have happened
+        throw;
+      }
+      if (!created.free && Clock::now() >= request.deadline) {  // a try on a busy lock
+        sessions_.withdrawn(session, key);
+        return std::nullopt;
+      }
+      std::optional<Granted> granted;
+      bool session_lost = false;
+      try {
+        granted = created.free ? grant(request, key, created.revision, *session, session_lost)
+                               : wait(request, keys, key, created.revision, *session,
+                                      session_lost);
+      } catch (const Error&) {
+        sessions_.withdrawn(session, key);
+        throw;
+      }
+      if (granted) {
+        if (sessions_.granted(*session, key, granted->grant)) return granted;
+        session_lost = true;  // lost between the last read and now
+      }
+      if (!session_lost) {
+        sessions_.withdrawn(session, key);
+        return std::nullopt;
+      }
+      // The key went with its lease: queue again on a new session, if time is left.
+      sessions_.withdrawn(session, "");
+      if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
+    }
+  }
+
+  std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
+    std::vector<Renewed> out;
+    out.reserve(grants.size());
+    for (std::size_t first = 0; first < grants.size(); first += kMaxTxnOps) {
+      const std::size_t last = std::min(grants.size(), first + kMaxTxnOps);
+      TxnRequest request;
+      std::vector<Owner> owners;
+      for (std::size_t i = first; i < last; ++i) {
+        owners.push_back(parse_owner(grants[i].owner));
+        add_key_read(request, owners.back().key, true);
+      }
+      const TxnResponse response = rpc_->txn(request);
+      for (std::size_t i = first; i < last; ++i) {
+        const auto& range = range_at(response, static_cast<int>(i - first), "renew");
+        const bool held =
+            range.kvs_size() == 1 &&
+            range.kvs(0).create_revision() == static_cast<std::int64_t>(grants[i].token);
+        // The session's keep-alives extend every key on it; the renewal confirms that
+        // this key is still one of them.
+        out.push_back(Renewed{held ? sessions_.expires(owners[i - first].lease) : std::nullopt});
+      }
+    }
+    return out;
+  }
+
+  void release(const GrantRef& grant) override {
+    const Owner owner = parse_owner(grant.owner);
+    // Guarded by our create_revision: a key of the same name created since (it cannot
+    // be, names are unique per request, but the guard costs nothing) is left alone.
+    TxnRequest request;
+    auto* compare = request.add_compare();
+    compare->set_key(owner.key);
+    compare->set_target(etcdserverpb::Compare::CREATE);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_create_revision(static_cast<std::int64_t>(grant.token));
+    request.add_success()->mutable_request_delete_range()->set_key(owner.key);
+    rpc_->txn(request);
+    sessions_.released(owner.lease, owner.key);
+  }
+
+  bool check(const Sequencer& sequencer) override {
+    const LockKeys keys = LockKeys::of(config_.prefix, sequencer.group, sequencer.name);
+    const std::string scope = keys.request(sequencer.mode, "");
+    RangeRequest request;
+    request.set_key(scope);
+    request.set_range_end(prefix_end(scope));
+    const auto token = static_cast<std::int64_t>(sequencer.token);
+    request.set_min_create_revision(token);
+    request.set_max_create_revision(token);
+    request.set_keys_only(true);
+    request.set_limit(1);
+    return rpc_->range(request).kvs_size() == 1;
+  }
+
+ private:
+  struct Created {
+    std::int64_t revision = 0;  // the key's create_revision: the token if granted
+    bool free = false;          // nothing earlier blocks it: granted at once
+  };
+
+  // Creates `key` on the session's lease and, in the same Txn, reads the first key that
+  // could block it (or finds the key, if an earlier attempt whose reply was lost
+  // created it; the wait loop then looks for blockers).
+  Created create(const std::string& key, const std::string& blockers, const Session& session,
+                 Mode mode) {
+    TxnRequest request;
+    auto* compare = request.add_compare();
+    compare->set_key(key);
+    compare->set_target(etcdserverpb::Compare::CREATE);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_create_revision(0);
+    auto* put = request.add_success()->mutable_request_put();
+    put->set_key(key);
+    put->set_value(std::string("warden ") + std::string(to_string(mode)) + ' ' + client_id_);
+    put->set_lease(session.lease);
+    add_blocker_read(request, blockers, 0);
+    add_key_read(request, key, false);
+    const TxnResponse response = rpc_->txn(request);
+    if (response.succeeded()) {
+      const std::int64_t revision = response.header().revision();
+      // The read sees the Txn's own put, or not (either way nothing older is first).
+      const auto& first = range_at(response, 1, "create");
+      const bool free = first.kvs_size() == 0 || first.kvs(0).create_revision() == revision;
+      return Created{revision, free};
+    }
+    const auto& own = range_at(response, 0, "create");
+    if (own.kvs_size() != 1) {
+      throw Error(Errc::internal, "etcd: the lock key " + key + " vanished inside a Txn");
+    }
+    return Created{own.kvs(0).create_revision(), false};
+  }
+
+  std::optional<Granted> grant(const AcquireRequest& request, const std::string& key,
+                               std::int64_t revision, const Session& session,
+                               bool& session_lost) {
+    const auto expires = sessions_.expires(session.lease);
+    if (!expires) {
+      session_lost = true;
+      return std::nullopt;
+    }
+    return Granted{GrantRef{request.key, request.mode, static_cast<std::uint64_t>(revision),
+                            request.options.ttl, owner_of(session.lease, key)},
+                   *expires};
+  }
+
+  // Waits until no earlier request blocks `key`: the grant, or nullopt for a timed-out
+  // or cancelled wait, or when the key vanished with its session (`session_lost`).
+  std::optional<Granted> wait(const AcquireRequest& request, const LockKeys& keys,
+                              const std::string& key, std::int64_t revision,
+                              const Session& session, bool& session_lost) {
+    const std::string& scope = keys.blockers(request.mode);
+    resp_client::Backoff poll(config_.retry);
+    while (true) {
+      // One linearizable read of our own key and of our nearest blocker (etcd #11456:
+      // a wake-up alone proves nothing).
+      TxnRequest look;
+      add_key_read(look, key, true);
+      add_blocker_read(look, scope, revision);
+      const TxnResponse response = rpc_->txn(look);
+      const auto& own = range_at(response, 0, "wait");
+      if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
+        session_lost = true;
+        return std::nullopt;
+      }
+      const auto& blocker = range_at(response, 1, "wait");
+      if (blocker.kvs_size() == 0) return grant(request, key, revision, session, session_lost);
+      if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
+      const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
+      rpc_->wait_for_delete(blocker.kvs(0).key(), response.header().revision() + 1, until,
+                            request.stop);
+      if (request.stop.stop_requested()) return std::nullopt;
+    }
+  }
+
+  const EtcdConfig config_;
+  const std::shared_ptr<EtcdRpc> rpc_;
+  Sessions sessions_;
+  const std::string client_id_;
+  std::atomic<std::uint64_t> sequence_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
+  auto engine = std::make_unique<EtcdEngine>(parse_config(uri, options));
+  engine->ping();
+  return engine;
+}
+
+}  // namespace warden::engines::etcd

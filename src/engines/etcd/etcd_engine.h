@@ -1,0 +1,29 @@
+// engines/etcd/etcd_engine.h — etcd://: a fair read-write lock kept in an etcd cluster
+// as one key per request, queued by create_revision (docs/engines/etcd.md).
+//
+// A request creates its key (lock_keys.h) on its session's lease in one Txn guarded by
+// create_revision == 0, and reads in the same Txn whether anything blocks it. A writer
+// is blocked by any earlier key of the lock, a reader only by earlier writers. A
+// blocked request watches only its nearest blocker's key for deletion (no herd), and
+// after every wake-up re-reads its own key and its nearest blocker in one Txn before
+// it claims the lock: a key lost with its session is never taken for a grant. The
+// token is the key's create_revision, so tokens of one lock strictly increase across
+// the whole cluster's history. Release is a delete guarded by that create_revision;
+// a cancelled or timed-out wait deletes its key, retried while the session lives.
+//
+// FIFO by construction: non-fair (barging) and lock-delay are refused as unsupported.
+#pragma once
+
+#include <memory>
+
+#include "core/engine.h"
+#include "core/uri.h"
+#include "warden/options.h"
+
+namespace warden::engines::etcd {
+
+// Throws Error(invalid_argument) for a bad URI; unavailable / deadline_exceeded /
+// permission_denied if no member can be reached or the credentials are refused.
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+}  // namespace warden::engines::etcd

@@ -1,0 +1,307 @@
+#include "engines/etcd/etcd_rpc.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "etcdserverpb/rpc.grpc.pb.h"
+#include "warden/error.h"
+
+namespace warden::engines::etcd {
+namespace {
+
+// A member worth leaving for the next one: down, paused, cut off, or without a leader.
+bool is_transient(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+// etcd's "invalid auth token": the token expired (or the member restarted).
+bool is_expired_token(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+}
+
+Error status_error(const grpc::Status& status, const std::string& what,
+                   const std::string& endpoint) {
+  const std::string message =
+      what + " on etcd member " + endpoint + ": " + status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return Error(Errc::unavailable, message);
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return Error(Errc::deadline_exceeded, message);
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return Error(Errc::permission_denied, message);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return Error(Errc::resource_exhausted, message);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      // A cluster with auth on and no user given ("user name is empty"), a wrong user or
+      // password ("authentication failed"), or auth asked of a cluster without it.
+      if (status.error_message().find("auth") != std::string::npos ||
+          status.error_message().find("user") != std::string::npos) {
+        return Error(Errc::permission_denied, message);
+      }
+      return Error(Errc::internal, message);
+    default:
+      return Error(Errc::internal, message);
+  }
+}
+
+Clock::time_point capped(Clock::time_point until) {
+  // gRPC deadlines are system_clock based: keep far-off ones finite.
+  return std::min(until, Clock::now() + std::chrono::hours(24));
+}
+
+std::chrono::system_clock::time_point to_system(Clock::time_point until) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(capped(until) -
+                                                                         Clock::now());
+}
+
+}  // namespace
+
+struct EtcdRpc::Member {
+  explicit Member(std::string target) : endpoint(std::move(target)) {
+    grpc::ChannelArguments args;
+    // A restarted member is found again within a second, not after gRPC's default
+    // back-off of up to two minutes.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+    kv = etcdserverpb::KV::NewStub(channel);
+    lease = etcdserverpb::Lease::NewStub(channel);
+    watch = etcdserverpb::Watch::NewStub(channel);
+    maintenance = etcdserverpb::Maintenance::NewStub(channel);
+    auth = etcdserverpb::Auth::NewStub(channel);
+  }
+
+  const std::string endpoint;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+  std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+  std::unique_ptr<etcdserverpb::Auth::Stub> auth;
+
+  std::mutex mu;
+  std::optional<std::string> token;  // guarded by mu
+};
+
+EtcdRpc::EtcdRpc(const EtcdConfig& config) : config_(config) {
+  for (const std::string& endpoint : config_.endpoints) {
+    members_.push_back(std::make_unique<Member>(endpoint));
+  }
+}
+
+EtcdRpc::~EtcdRpc() = default;
+
+void EtcdRpc::move_on_from(std::size_t index) {
+  // Only the first caller to see `index` fail moves on, so a burst of failures of one
+  // member skips one member, not several.
+  std::size_t expected = index;
+  current_.compare_exchange_strong(expected, (index + 1) % members_.size());
+}
+
+std::string EtcdRpc::describe_current() const {
+  return "etcd member " +
+         members_[current_.load(std::memory_order_relaxed) % members_.size()]->endpoint;
+}
+
+grpc::Status EtcdRpc::authorize(Member& member, grpc::ClientContext& context,
+                                Clock::time_point deadline) {
+  if (!config_.user) return grpc::Status::OK;
+  std::lock_guard lock(member.mu);
+  if (!member.token) {
+    grpc::ClientContext auth_context;
+    auth_context.set_deadline(to_system(deadline));
+    etcdserverpb::AuthenticateRequest request;
+    request.set_name(*config_.user);
+    request.set_password(*config_.password);
+    etcdserverpb::AuthenticateResponse response;
+    const grpc::Status status = member.auth->Authenticate(&auth_context, request, &response);
+    if (!status.ok()) return status;
+    member.token = response.token();
+  }
+  context.AddMetadata("token", *member.token);
+  return grpc::Status::OK;
+}
+
+void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
+                            const Body& body, Sent* sent) {
+  std::optional<Error> last;
+  for (std::size_t attempt = 0; attempt < members_.size(); ++attempt) {
+    const std::size_t index = current_.load(std::memory_order_relaxed) % members_.size();
+    Member& member = *members_[index];
+    for (int auth_round = 0; auth_round < 2; ++auth_round) {
+      grpc::ClientContext context;
+      const auto started = Clock::now();
+      const auto deadline = started + timeout;
+      context.set_deadline(to_system(deadline));
+      grpc::Status status = authorize(member, context, deadline);
+      if (status.ok()) status = body(member, context);
+      if (status.ok()) {
+        if (sent != nullptr) sent->at = started;
+        return;
+      }
+      if (is_expired_token(status) && config_.user && auth_round == 0) {
+        std::lock_guard lock(member.mu);
+        member.token.reset();
+        continue;
+      }
+      if (!is_transient(status)) throw status_error(status, what, member.endpoint);
+      last = status_error(status, what, member.endpoint);
+      move_on_from(index);
+      break;
+    }
+  }
+  throw *last;
+}
+
+void EtcdRpc::ping() {
+  with_failover("status", config_.op_timeout, [](Member& member, grpc::ClientContext& context) {
+    etcdserverpb::StatusResponse response;
+    return member.maintenance->Status(&context, etcdserverpb::StatusRequest(), &response);
+  });
+  // Status needs no credentials; a read does, so a wrong password fails here.
+  etcdserverpb::RangeRequest probe;
+  probe.set_key(config_.prefix + '/');
+  probe.set_count_only(true);
+  range(probe);
+}
+
+etcdserverpb::TxnResponse EtcdRpc::txn(const etcdserverpb::TxnRequest& request, Sent* sent) {
+  etcdserverpb::TxnResponse response;
+  with_failover(
+      "txn", config_.op_timeout,
+      [&](Member& member, grpc::ClientContext& context) {
+        return member.kv->Txn(&context, request, &response);
+      },
+      sent);
+  return response;
+}
+
+etcdserverpb::RangeResponse EtcdRpc::range(const etcdserverpb::RangeRequest& request) {
+  etcdserverpb::RangeResponse response;
+  with_failover("range", config_.op_timeout, [&](Member& member, grpc::ClientContext& context) {
+    return member.kv->Range(&context, request, &response);
+  });
+  return response;
+}
+
+etcdserverpb::LeaseGrantResponse EtcdRpc::lease_grant(std::int64_t ttl_seconds, Sent* sent) {
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl_seconds);
+  etcdserverpb::LeaseGrantResponse response;
+  // A retry after a lost reply leaves the first lease unused; it ends by its TTL.
+  with_failover(
+      "lease grant", config_.op_timeout,
+      [&](Member& member, grpc::ClientContext& context) {
+        return member.lease->LeaseGrant(&context, request, &response);
+      },
+      sent);
+  if (!response.error().empty() || response.id() == 0) {
+    throw Error(Errc::internal, "lease grant on " + describe_current() + ": " +
+                                    (response.error().empty() ? "no lease id" : response.error()));
+  }
+  return response;
+}
+
+void EtcdRpc::lease_revoke(std::int64_t id) {
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(id);
+  with_failover("lease revoke", config_.op_timeout,
+                [&](Member& member, grpc::ClientContext& context) {
+                  etcdserverpb::LeaseRevokeResponse response;
+                  grpc::Status status = member.lease->LeaseRevoke(&context, request, &response);
+                  // Already gone (expired, or revoked by an earlier attempt): done.
+                  if (status.error_code() == grpc::StatusCode::NOT_FOUND) return grpc::Status::OK;
+                  return status;
+                });
+}
+
+std::vector<std::int64_t> EtcdRpc::keep_alive(std::span<const std::int64_t> ids,
+                                              std::chrono::milliseconds timeout, Sent* sent) {
+  std::vector<std::int64_t> ttls;
+  with_failover(
+      "lease keep-alive", timeout,
+      [&](Member& member, grpc::ClientContext& context) {
+        ttls.assign(ids.size(), 0);
+        auto stream = member.lease->LeaseKeepAlive(&context);
+        for (const std::int64_t id : ids) {
+          etcdserverpb::LeaseKeepAliveRequest request;
+          request.set_id(id);
+          if (!stream->Write(request)) return stream->Finish();
+        }
+        // The server answers each request in order, one at a time.
+        std::map<std::int64_t, std::int64_t> answered;
+        etcdserverpb::LeaseKeepAliveResponse response;
+        while (answered.size() < ids.size() && stream->Read(&response)) {
+          answered[response.id()] = response.ttl();
+        }
+        if (answered.size() < ids.size()) {
+          context.TryCancel();
+          grpc::Status status = stream->Finish();
+          return status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                            "keep-alive stream ended early")
+                             : status;
+        }
+        stream->WritesDone();
+        const grpc::Status status = stream->Finish();
+        for (std::size_t i = 0; i < ids.size(); ++i) ttls[i] = answered[ids[i]];
+        return status;
+      },
+      sent);
+  return ttls;
+}
+
+EtcdRpc::WatchEnd EtcdRpc::wait_for_delete(const std::string& key, std::int64_t start_revision,
+                                           Clock::time_point until, std::stop_token stop) {
+  if (stop.stop_requested() || Clock::now() >= until) return WatchEnd::other;
+  const std::size_t index = current_.load(std::memory_order_relaxed) % members_.size();
+  Member& member = *members_[index];
+  grpc::ClientContext context;
+  context.set_deadline(to_system(until));
+  // A member cut off from the leader cancels the watch instead of keeping it silent.
+  context.AddMetadata("hasleader", "true");
+  if (!authorize(member, context, Clock::now() + config_.op_timeout).ok()) {
+    return WatchEnd::other;  // the caller's next read reports the auth failure
+  }
+  std::stop_callback cancel(stop, [&context] { context.TryCancel(); });
+
+  auto stream = member.watch->Watch(&context);
+  etcdserverpb::WatchRequest request;
+  auto* create = request.mutable_create_request();
+  create->set_key(key);
+  create->set_start_revision(start_revision);
+  create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
+  WatchEnd end = WatchEnd::other;
+  if (stream->Write(request)) {
+    etcdserverpb::WatchResponse response;
+    while (end == WatchEnd::other && stream->Read(&response)) {
+      // A compacted start revision or a cancelled watch: the caller looks again.
+      if (response.compact_revision() > 0 || response.canceled()) {
+        end = WatchEnd::deleted;
+        break;
+      }
+      for (const auto& event : response.events()) {
+        if (event.type() == mvccpb::Event::DELETE) end = WatchEnd::deleted;
+      }
+    }
+  }
+  context.TryCancel();
+  const grpc::Status status = stream->Finish();
+  if (end == WatchEnd::other && is_transient(status) && !stop.stop_requested() &&
+      Clock::now() < until) {
+    move_on_from(index);  // down or leaderless: the next look goes elsewhere
+  }
+  return end;
+}
+
+}  // namespace warden::engines::etcd

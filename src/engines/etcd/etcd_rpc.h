@@ -1,0 +1,106 @@
+// engines/etcd/etcd_rpc.h — warden's gRPC client of an etcd cluster: one channel per
+// member, failover, auth, and the few calls the engine makes.
+//
+// Failover: calls go to the current member. One that fails with UNAVAILABLE or
+// DEADLINE_EXCEEDED (down, paused, cut off, no leader) makes the next member current
+// and the call is retried there, once per member; only when every member failed does
+// the call throw. Every call the engine makes is safe to repeat (creates are guarded
+// by create_revision == 0 on a key of its own, deletes by its create_revision, the
+// rest are reads or lease calls), so a retry after a lost reply changes nothing.
+//
+// Auth: with a user, each member's channel authenticates once and sends the token as
+// the "token" metadata of every call; a call refused because the token expired
+// authenticates again and is retried once.
+//
+// Errors: grpc::Status codes become warden::Error in one place (status_error):
+// UNAVAILABLE → unavailable, DEADLINE_EXCEEDED → deadline_exceeded, PERMISSION_DENIED /
+// UNAUTHENTICATED / a failed Authenticate → permission_denied, RESOURCE_EXHAUSTED →
+// resource_exhausted, anything else → internal.
+//
+// Thread safety: every method may be called from any thread concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "engines/etcd/etcd_config.h"
+#include "etcdserverpb/rpc.pb.h"
+#include "warden/types.h"
+
+namespace grpc {
+class ClientContext;
+class Status;
+}  // namespace grpc
+
+namespace warden::engines::etcd {
+
+class EtcdRpc {
+ public:
+  explicit EtcdRpc(const EtcdConfig& config);
+  ~EtcdRpc();
+  EtcdRpc(const EtcdRpc&) = delete;
+  EtcdRpc& operator=(const EtcdRpc&) = delete;
+
+  // Asks a member for its status (and authenticates): Client::open's reachability and
+  // credentials check.
+  void ping();
+
+  // The send time of the attempt that was answered: a lease kept alive or granted by
+  // the call lives at least until then plus its TTL.
+  struct Sent {
+    Clock::time_point at;
+  };
+
+  etcdserverpb::TxnResponse txn(const etcdserverpb::TxnRequest& request, Sent* sent = nullptr);
+  etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request);
+  // A new lease of `ttl_seconds`; the response's TTL may be more (the server's minimum).
+  etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds, Sent* sent = nullptr);
+  // Revokes a lease and deletes its keys; a lease that no longer exists counts as revoked.
+  void lease_revoke(std::int64_t id);
+
+  // One keep-alive of every lease in `ids`, over one LeaseKeepAlive stream, answered
+  // within `timeout`. Per id, the TTL the server renewed it for (<= 0: the lease is
+  // gone). Throws Error when the round could not be completed on any member.
+  std::vector<std::int64_t> keep_alive(std::span<const std::int64_t> ids,
+                                       std::chrono::milliseconds timeout, Sent* sent);
+
+  // Watches `key` from `start_revision` on for its deletion, on the current member
+  // (which must have a leader). Returns deleted when the key was deleted (or the watch
+  // revision was compacted away, so the caller must look again); otherwise returns at
+  // `until`, when `stop` is requested, or when the watch failed (the member was moved
+  // on from), without saying which: the caller looks again either way.
+  enum class WatchEnd { deleted, other };
+  WatchEnd wait_for_delete(const std::string& key, std::int64_t start_revision,
+                           Clock::time_point until, std::stop_token stop);
+
+  // "member 127.0.0.1:2379", for error messages.
+  std::string describe_current() const;
+
+ private:
+  struct Member;
+  using Body = std::function<grpc::Status(Member& member, grpc::ClientContext& context)>;
+
+  // Runs `body` on the current member with a deadline `timeout` away, moving on to the
+  // next member on a transient failure (see above); throws the last error when every
+  // member failed.
+  void with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
+                     Sent* sent = nullptr);
+  // Adds the member's auth token to `context`, authenticating first if it has none.
+  grpc::Status authorize(Member& member, grpc::ClientContext& context,
+                         Clock::time_point deadline);
+  void move_on_from(std::size_t index);
+
+  EtcdConfig config_;
+  std::vector<std::unique_ptr<Member>> members_;
+  std::atomic<std::size_t> current_{0};
+};
+
+}  // namespace warden::engines::etcd

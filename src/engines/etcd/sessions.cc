@@ -1,0 +1,285 @@
+#include "engines/etcd/sessions.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "warden/error.h"
+
+namespace warden::engines::etcd {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Whole seconds, rounded up: etcd's lease TTL unit.
+std::int64_t lease_seconds(milliseconds ttl) { return std::max<std::int64_t>(1, (ttl.count() + 999) / 1000); }
+
+// How soon a failed keep-alive round is tried again.
+milliseconds retry_delay(milliseconds ttl) {
+  return std::clamp(ttl / 10, milliseconds(20), milliseconds(500));
+}
+
+}  // namespace
+
+Sessions::Sessions(std::shared_ptr<EtcdRpc> rpc, const EtcdConfig& config, LostSink on_lost)
+    : rpc_(std::move(rpc)),
+      config_(config),
+      on_lost_(std::move(on_lost)),
+      keeper_([this](std::stop_token stop) { keeper_loop(std::move(stop)); }) {}
+
+Sessions::~Sessions() {
+  keeper_.request_stop();
+  if (keeper_.joinable()) keeper_.join();
+  std::vector<std::int64_t> leases;
+  {
+    std::lock_guard lock(mu_);
+    if (!reachable_) return;  // each revoke would wait out op_timeout on every member
+    for (const auto& [lease, entry] : entries_) leases.push_back(lease);
+    entries_.clear();
+  }
+  // Revoking deletes every key of the Client at once: its waits and any grant still
+  // held end now rather than a TTL later.
+  for (const std::int64_t lease : leases) {
+    try {
+      rpc_->lease_revoke(lease);
+    } catch (const Error&) {
+      break;  // unreachable after all: the leases end by their TTL
+    }
+  }
+}
+
+std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
+  if (config_.watchdog) {
+    std::lock_guard lock(mu_);
+    if (const auto shared = by_ttl_.find(ttl); shared != by_ttl_.end()) {
+      if (const auto entry = entries_.find(shared->second); entry != entries_.end()) {
+        ++entry->second.waiters;
+        return entry->second.session;
+      }
+    }
+  }
+  EtcdRpc::Sent sent;
+  const auto response = rpc_->lease_grant(lease_seconds(ttl), &sent);
+  auto session = std::make_shared<Session>(Session{response.id(), ttl, config_.watchdog});
+  Entry entry;
+  entry.session = session;
+  entry.expires = sent.at + std::min(ttl, milliseconds(response.ttl() * 1000));
+  entry.next_keep_alive = sent.at + ttl / 3;
+  entry.waiters = 1;
+  entry.idle_since = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    entries_.emplace(session->lease, std::move(entry));
+    // Two threads that raced here both keep theirs; the other one goes idle and is
+    // revoked after kIdleLinger.
+    if (config_.watchdog) by_ttl_[ttl] = session->lease;
+  }
+  wake_.notify_all();
+  return session;
+}
+
+bool Sessions::granted(const Session& session, const std::string& key,
+                       const core::GrantRef& grant) {
+  std::lock_guard lock(mu_);
+  const auto entry = entries_.find(session.lease);
+  if (entry == entries_.end()) return false;
+  --entry->second.waiters;
+  entry->second.holders.emplace(key, grant);
+  return true;
+}
+
+void Sessions::withdrawn(const std::shared_ptr<const Session>& session, const std::string& key) {
+  {
+    std::lock_guard lock(mu_);
+    if (const auto entry = entries_.find(session->lease); entry != entries_.end()) {
+      if (--entry->second.waiters == 0 && entry->second.holders.empty()) {
+        entry->second.idle_since = Clock::now();
+      }
+      // An own lease has nothing else on it: revoking it deletes the key.
+      if (!session->shared) entries_.erase(entry);
+    }
+  }
+  if (key.empty() && session->shared) return;
+  const Withdrawal withdrawal{
+      key, session->lease, !session->shared,
+      Clock::now() + std::chrono::seconds(lease_seconds(session->ttl)) + config_.op_timeout};
+  try {
+    if (withdrawal.revoke) {
+      rpc_->lease_revoke(withdrawal.lease);
+    } else {
+      delete_key(withdrawal.key);
+    }
+  } catch (const Error&) {
+    std::lock_guard lock(mu_);
+    withdrawals_.push_back(withdrawal);
+  }
+}
+
+void Sessions::released(std::int64_t lease, const std::string& key) {
+  bool revoke = false;
+  {
+    std::lock_guard lock(mu_);
+    const auto entry = entries_.find(lease);
+    if (entry == entries_.end()) return;
+    entry->second.holders.erase(key);
+    if (!entry->second.session->shared) {
+      entries_.erase(entry);
+      revoke = true;
+    } else if (entry->second.holders.empty() && entry->second.waiters == 0) {
+      entry->second.idle_since = Clock::now();
+    }
+  }
+  if (revoke) {
+    try {
+      rpc_->lease_revoke(lease);
+    } catch (const Error&) {
+      // The key is already deleted; the lease ends by its TTL.
+    }
+  }
+}
+
+std::optional<Clock::time_point> Sessions::expires(std::int64_t lease) const {
+  std::lock_guard lock(mu_);
+  const auto entry = entries_.find(lease);
+  if (entry == entries_.end()) return std::nullopt;
+  return entry->second.expires;
+}
+
+void Sessions::delete_key(const std::string& key) {
+  etcdserverpb::TxnRequest request;
+  request.add_success()->mutable_request_delete_range()->set_key(key);
+  rpc_->txn(request);
+}
+
+void Sessions::keeper_loop(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    keep_alive_due(lock);
+    retry_withdrawals(lock);
+    revoke_idle(lock);
+    auto next = Clock::now() + std::chrono::seconds(1);
+    for (const auto& [lease, entry] : entries_) {
+      if (entry.session->shared || entry.waiters > 0) {
+        next = std::min(next, entry.next_keep_alive);
+      }
+    }
+    if (!withdrawals_.empty()) next = std::min(next, Clock::now() + milliseconds(200));
+    wake_.wait_until(lock, stop, next, [] { return false; });
+  }
+}
+
+void Sessions::keep_alive_due(std::unique_lock<std::mutex>& lock) {
+  const auto now = Clock::now();
+  std::vector<std::int64_t> due;
+  milliseconds shortest = config_.op_timeout;
+  for (const auto& [lease, entry] : entries_) {
+    if ((entry.session->shared || entry.waiters > 0) && entry.next_keep_alive <= now) {
+      due.push_back(lease);
+      shortest = std::min(shortest, entry.session->ttl);
+    }
+  }
+  if (due.empty()) return;
+  // A round must end in time for a retry on another member before the lease could
+  // lapse locally.
+  const milliseconds timeout = std::clamp(shortest / 3, milliseconds(50), config_.op_timeout);
+
+  lock.unlock();
+  EtcdRpc::Sent sent;
+  std::vector<std::int64_t> ttls;
+  bool ok = true;
+  try {
+    ttls = rpc_->keep_alive(due, timeout, &sent);
+  } catch (const Error&) {
+    ok = false;
+  }
+  lock.lock();
+
+  reachable_ = ok;
+  for (std::size_t i = 0; i < due.size(); ++i) {
+    const auto entry = entries_.find(due[i]);
+    if (entry == entries_.end()) continue;  // released meanwhile
+    const milliseconds ttl = entry->second.session->ttl;
+    if (!ok) {
+      entry->second.next_keep_alive = Clock::now() + retry_delay(ttl);
+    } else if (ttls[i] <= 0) {
+      lose(lock, due[i]);
+    } else {
+      entry->second.expires =
+          std::max(entry->second.expires, sent.at + std::min(ttl, milliseconds(ttls[i] * 1000)));
+      entry->second.next_keep_alive = sent.at + ttl / 3;
+    }
+  }
+}
+
+void Sessions::lose(std::unique_lock<std::mutex>& lock, std::int64_t lease) {
+  const auto entry = entries_.find(lease);
+  if (entry == entries_.end()) return;
+  std::map<std::string, core::GrantRef> holders = std::move(entry->second.holders);
+  const milliseconds ttl = entry->second.session->ttl;
+  entries_.erase(entry);
+  if (const auto shared = by_ttl_.find(ttl); shared != by_ttl_.end() && shared->second == lease) {
+    by_ttl_.erase(shared);
+  }
+  lock.unlock();
+  for (const auto& [key, grant] : holders) on_lost_(grant);
+  lock.lock();
+}
+
+void Sessions::retry_withdrawals(std::unique_lock<std::mutex>& lock) {
+  if (withdrawals_.empty()) return;
+  std::vector<Withdrawal> pending = std::move(withdrawals_);
+  withdrawals_.clear();
+  lock.unlock();
+  std::vector<Withdrawal> failed;
+  for (Withdrawal& withdrawal : pending) {
+    try {
+      if (withdrawal.revoke) {
+        rpc_->lease_revoke(withdrawal.lease);
+      } else {
+        delete_key(withdrawal.key);
+      }
+    } catch (const Error&) {
+      failed.push_back(std::move(withdrawal));
+    }
+  }
+  lock.lock();
+  for (Withdrawal& withdrawal : failed) {
+    // A key on a shared session lives while the session does; an own lease, which
+    // nobody keeps alive any more, ends by its TTL at the latest.
+    const bool needed = withdrawal.revoke ? Clock::now() < withdrawal.give_up
+                                          : entries_.count(withdrawal.lease) != 0;
+    if (needed) {
+      withdrawals_.push_back(std::move(withdrawal));
+    }
+  }
+}
+
+void Sessions::revoke_idle(std::unique_lock<std::mutex>& lock) {
+  const auto now = Clock::now();
+  std::vector<std::int64_t> idle;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const Entry& entry = it->second;
+    if (entry.session->shared && entry.waiters == 0 && entry.holders.empty() &&
+        now - entry.idle_since > kIdleLinger) {
+      if (const auto shared = by_ttl_.find(entry.session->ttl);
+          shared != by_ttl_.end() && shared->second == it->first) {
+        by_ttl_.erase(shared);
+      }
+      idle.push_back(it->first);
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (idle.empty()) return;
+  lock.unlock();
+  for (const std::int64_t lease : idle) {
+    try {
+      rpc_->lease_revoke(lease);
+    } catch (const Error&) {
+      // It ends by its TTL: nobody keeps it alive any more.
+    }
+  }
+  lock.lock();
+}
+
+}  // namespace warden::engines::etcd

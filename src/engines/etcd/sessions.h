@@ -1,0 +1,107 @@
+// engines/etcd/sessions.h — the leases a Client's lock keys are attached to, and the
+// thread that keeps them alive (etcd's concurrency.Session, per TTL).
+//
+// With the watchdog on, every request with the same TTL shares one session lease,
+// kept alive every TTL/3 over the LeaseKeepAlive stream for as long as the Client
+// uses it; a session idle for kIdleLinger is revoked. With the watchdog off, each
+// request gets a lease of its own, kept alive only while the request waits: once
+// granted, the lease runs out by its TTL unless released first, as the contract says.
+//
+// A lease's length on the server is the TTL rounded up to whole seconds (or the
+// server's minimum, if more); the local expiry counts only the TTL asked for, from
+// the send time of the last answered keep-alive, so the client always gives a lock up
+// before the server could.
+//
+// When the server says a lease is gone (expired during a partition, revoked by
+// someone else), the session is lost: every grant attached to it is reported to
+// `on_lost`, and new requests get a new session.
+//
+// Withdrawals that could not be confirmed (the cluster was unreachable when a wait was
+// cancelled) are retried by the keeper thread until they succeed or the lease is gone.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/engine.h"
+#include "engines/etcd/etcd_rpc.h"
+
+namespace warden::engines::etcd {
+
+inline constexpr std::chrono::seconds kIdleLinger{10};
+
+struct Session {
+  std::int64_t lease = 0;
+  std::chrono::milliseconds ttl{0};
+  bool shared = true;  // false: one request's own lease
+};
+
+class Sessions {
+ public:
+  using LostSink = std::function<void(const core::GrantRef&)>;
+  Sessions(std::shared_ptr<EtcdRpc> rpc, const EtcdConfig& config, LostSink on_lost);
+  ~Sessions();  // stops the keeper; revokes the leases if the cluster was reachable
+  Sessions(const Sessions&) = delete;
+  Sessions& operator=(const Sessions&) = delete;
+
+  // A session for a new request with `ttl`, counted as waiting until granted() or
+  // withdrawn(). Grants a lease when needed; throws Error if that fails.
+  std::shared_ptr<const Session> begin(std::chrono::milliseconds ttl);
+  // The request on `session` was granted as `grant`. false if the session was lost
+  // meanwhile (the key is gone with it).
+  bool granted(const Session& session, const std::string& key, const core::GrantRef& grant);
+  // The request on `session` ended without a grant. `key`, if not empty, is deleted
+  // now, and again later until confirmed if the cluster cannot be reached.
+  void withdrawn(const std::shared_ptr<const Session>& session, const std::string& key);
+  // A grant on `session` was released (its key deleted): an own lease is revoked.
+  void released(std::int64_t lease, const std::string& key);
+
+  // The session's conservative local expiry; nullopt once it is lost or unknown.
+  std::optional<Clock::time_point> expires(std::int64_t lease) const;
+
+ private:
+  void keeper_loop(std::stop_token stop);
+  void keep_alive_due(std::unique_lock<std::mutex>& lock);
+  void retry_withdrawals(std::unique_lock<std::mutex>& lock);
+  void revoke_idle(std::unique_lock<std::mutex>& lock);
+  void lose(std::unique_lock<std::mutex>& lock, std::int64_t lease);
+  void delete_key(const std::string& key);
+
+  const std::shared_ptr<EtcdRpc> rpc_;
+  const EtcdConfig config_;
+  const LostSink on_lost_;
+
+  struct Entry {
+    std::shared_ptr<Session> session;
+    Clock::time_point expires;
+    Clock::time_point next_keep_alive;
+    int waiters = 0;
+    std::map<std::string, core::GrantRef> holders;  // by etcd key
+    Clock::time_point idle_since;
+  };
+  struct Withdrawal {
+    std::string key;
+    std::int64_t lease = 0;
+    bool revoke = false;         // an own lease: revoke it (that deletes the key)
+    Clock::time_point give_up;   // an own lease has surely ended by then
+  };
+
+  mutable std::mutex mu_;
+  std::condition_variable_any wake_;
+  std::map<std::int64_t, Entry> entries_;                  // by lease id; guarded by mu_
+  std::map<std::chrono::milliseconds, std::int64_t> by_ttl_;  // shared sessions; guarded by mu_
+  std::vector<Withdrawal> withdrawals_;                    // guarded by mu_
+  bool reachable_ = true;                                  // last keep-alive round; guarded by mu_
+  std::jthread keeper_;                                    // last: starts after the rest exists
+};
+
+}  // namespace warden::engines::etcd
