@@ -10,6 +10,7 @@
 #include <random>
 
 #include "cli/bench_capacity.h"
+#include "cli/bench_etcd.h"
 #include "cli/bench_redis.h"
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
@@ -110,8 +111,10 @@ Plan make_plan(const BenchOptions& o) {
   plan.baseline = o.baseline;
   if (!plan.baseline.empty()) {
     plan.baseline_text = redacted("--baseline", plan.baseline);
-    if (core::Uri::parse(plan.baseline).scheme != "redis") {
-      throw Failure(exit_code::kUsage, "--baseline", "expected a redis://HOST:PORT URL");
+    const std::string scheme = core::Uri::parse(plan.baseline).scheme;
+    if (scheme != "redis" && scheme != "etcd") {
+      throw Failure(exit_code::kUsage, "--baseline",
+                    "expected a redis://HOST:PORT or etcd://HOST:PORT URL");
     }
   }
   plan.handoff_samples = o.handoff_samples;
@@ -184,7 +187,9 @@ int run_bench(const BenchOptions& options) {
   std::vector<std::unique_ptr<bench::CycleClient>> baseline_clients;
   if (!plan.baseline.empty()) {
     baseline_clients = step("connect " + plan.baseline_text, [&] {
-      return bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
+      return core::Uri::parse(plan.baseline).scheme == "etcd"
+                 ? bench::open_etcd_clients(plan.baseline, w, kBaselineTimeout)
+                 : bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
     });
   }
 
@@ -260,8 +265,9 @@ void add_bench_command(Commands& commands) {
                   ->capture_default_str();
   auto* baseline =
       app.add_option("--baseline", o->baseline,
-                     "Also run the raw single-Redis lock (SET NX PX + compare-and-delete)")
-          ->type_name("redis://H:P");
+                     "Also run a baseline lock: raw single Redis (SET NX PX + "
+                     "compare-and-delete), or etcd's own lock service (v3lock)")
+          ->type_name("redis://H:P|etcd://H:P");
   auto* rounds =
       app.add_option("--rounds", o->rounds,
                      "Cut --duration into R slices, warden and baseline taking turns (see below)")
@@ -325,6 +331,8 @@ void add_bench_command(Commands& commands) {
       "and-delete Lua script (EVALSHA). It has no queue: a SET NX that finds the key\n"
       "taken is retried after a random 0.1..1 ms sleep. It has no shared mode: it\n"
       "always locks exclusively. The report gives warden/baseline for cycles/s.\n"
+      "--baseline etcd://H:P runs etcd's own lock service instead (v3lockpb Lock +\n"
+      "Unlock RPCs, one lease per client, exclusive only) on the URL's first member.\n"
       "\n"
       "Hand-off: client A holds a lock, client B queues for it; A waits 1 ms after B\n"
       "announced its acquire, takes t0 and releases; B takes t1 when granted. One\n"

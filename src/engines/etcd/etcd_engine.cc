@@ -11,6 +11,7 @@
 #include "engines/etcd/etcd_config.h"
 #include "engines/etcd/etcd_rpc.h"
 #include "engines/etcd/lock_keys.h"
+#include "engines/etcd/request_slots.h"
 #include "engines/etcd/sessions.h"
 #include "engines/resp_client/backoff.h"
 #include "warden/error.h"
@@ -45,7 +46,9 @@ std::string owner_of(std::int64_t lease, const std::string& key) {
 
 struct Owner {
   std::int64_t lease = 0;
-  std::string key;
+  std::string key;   // LockKeys::request(mode, "CLIENT-SLOT")
+  std::string lock;  // LockKeys::lock of the key
+  std::uint32_t slot = 0;
 };
 
 Owner parse_owner(const std::string& owner) {
@@ -56,6 +59,14 @@ Owner parse_owner(const std::string& owner) {
     throw Error(Errc::not_owner, "not a grant of an etcd:// client: '" + owner + "'");
   }
   out.key = owner.substr(space + 1);
+  const auto id = out.key.rfind('/');
+  const auto dash = out.key.rfind('-');
+  if (id == std::string::npos || id < 2 || dash == std::string::npos || dash < id ||
+      std::from_chars(out.key.data() + dash + 1, out.key.data() + out.key.size(), out.slot)
+              .ec != std::errc()) {
+    throw Error(Errc::not_owner, "not a grant of an etcd:// client: '" + owner + "'");
+  }
+  out.lock = out.key.substr(0, id - 1);
   return out;
 }
 
@@ -121,17 +132,21 @@ class EtcdEngine final : public core::Engine {
     const std::string& blockers = keys.blockers(request.mode);
     while (true) {
       const auto session = sessions_.begin(request.options.ttl);
-      const std::string key =
-          keys.request(request.mode, client_id_ + '-' + std::to_string(++sequence_));
+      const std::uint32_t slot = slots_.take(keys.lock);
+      const std::string key = keys.request(request.mode, client_id_ + '-' + std::to_string(slot));
+      // Ends the request without a grant; the slot is reused once the key is gone.
+      const auto withdraw = [&](const std::string& what) {
+        if (sessions_.withdrawn(session, what)) slots_.give_back(keys.lock, slot);
+      };
       Created created;
       try {
         created = create(key, blockers, *session, request.mode);
       } catch (const Error&) {
-        sessions_.withdrawn(session, key);  // the create may have happened
+        withdraw(key);  // the create may have happened
         throw;
       }
       if (!created.free && Clock::now() >= request.deadline) {  // a try on a busy lock
-        sessions_.withdrawn(session, key);
+        withdraw(key);
         return std::nullopt;
       }
       std::optional<Granted> granted;
@@ -141,7 +156,7 @@ class EtcdEngine final : public core::Engine {
                                : wait(request, keys, key, created.revision, *session,
                                       session_lost);
       } catch (const Error&) {
-        sessions_.withdrawn(session, key);
+        withdraw(key);
         throw;
       }
       if (granted) {
@@ -149,11 +164,11 @@ class EtcdEngine final : public core::Engine {
         session_lost = true;  // lost between the last read and now
       }
       if (!session_lost) {
-        sessions_.withdrawn(session, key);
+        withdraw(key);
         return std::nullopt;
       }
       // The key went with its lease: queue again on a new session, if time is left.
-      sessions_.withdrawn(session, "");
+      withdraw("");
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
     }
   }
@@ -196,6 +211,7 @@ class EtcdEngine final : public core::Engine {
     request.add_success()->mutable_request_delete_range()->set_key(owner.key);
     rpc_->txn(request);
     sessions_.released(owner.lease, owner.key);
+    slots_.give_back(owner.lock, owner.slot);
   }
 
   bool check(const Sequencer& sequencer) override {
@@ -296,7 +312,7 @@ class EtcdEngine final : public core::Engine {
   const std::shared_ptr<EtcdRpc> rpc_;
   Sessions sessions_;
   const std::string client_id_;
-  std::atomic<std::uint64_t> sequence_{0};
+  RequestSlots slots_;
 };
 
 }  // namespace

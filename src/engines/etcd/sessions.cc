@@ -72,6 +72,7 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
     // Two threads that raced here both keep theirs; the other one goes idle and is
     // revoked after kIdleLinger.
     if (config_.watchdog) by_ttl_[ttl] = session->lease;
+    ++changes_;  // the keeper may have to wake earlier for this session
   }
   wake_.notify_all();
   return session;
@@ -87,7 +88,7 @@ bool Sessions::granted(const Session& session, const std::string& key,
   return true;
 }
 
-void Sessions::withdrawn(const std::shared_ptr<const Session>& session, const std::string& key) {
+bool Sessions::withdrawn(const std::shared_ptr<const Session>& session, const std::string& key) {
   {
     std::lock_guard lock(mu_);
     if (const auto entry = entries_.find(session->lease); entry != entries_.end()) {
@@ -98,7 +99,7 @@ void Sessions::withdrawn(const std::shared_ptr<const Session>& session, const st
       if (!session->shared) entries_.erase(entry);
     }
   }
-  if (key.empty() && session->shared) return;
+  if (key.empty() && session->shared) return true;
   const Withdrawal withdrawal{
       key, session->lease, !session->shared,
       Clock::now() + std::chrono::seconds(lease_seconds(session->ttl)) + config_.op_timeout};
@@ -108,9 +109,11 @@ void Sessions::withdrawn(const std::shared_ptr<const Session>& session, const st
     } else {
       delete_key(withdrawal.key);
     }
+    return true;
   } catch (const Error&) {
     std::lock_guard lock(mu_);
     withdrawals_.push_back(withdrawal);
+    return false;
   }
 }
 
@@ -163,7 +166,8 @@ void Sessions::keeper_loop(std::stop_token stop) {
       }
     }
     if (!withdrawals_.empty()) next = std::min(next, Clock::now() + milliseconds(200));
-    wake_.wait_until(lock, stop, next, [] { return false; });
+    const std::uint64_t seen = changes_;
+    wake_.wait_until(lock, stop, next, [&] { return changes_ != seen; });
   }
 }
 

@@ -60,8 +60,9 @@ class Sessions {
   // meanwhile (the key is gone with it).
   bool granted(const Session& session, const std::string& key, const core::GrantRef& grant);
   // The request on `session` ended without a grant. `key`, if not empty, is deleted
-  // now, and again later until confirmed if the cluster cannot be reached.
-  void withdrawn(const std::shared_ptr<const Session>& session, const std::string& key);
+  // now, and again later until confirmed if the cluster cannot be reached. true if the
+  // key is known to be gone now (deleted, or empty: gone with a lost session).
+  bool withdrawn(const std::shared_ptr<const Session>& session, const std::string& key);
   // A grant on `session` was released (its key deleted): an own lease is revoked.
   void released(std::int64_t lease, const std::string& key);
 
@@ -101,6 +102,7 @@ class Sessions {
   std::map<std::chrono::milliseconds, std::int64_t> by_ttl_;  // shared sessions; guarded by mu_
   std::vector<Withdrawal> withdrawals_;                    // guarded by mu_
   bool reachable_ = true;                                  // last keep-alive round; guarded by mu_
+  std::uint64_t changes_ = 0;  // counts new sessions, to wake the keeper; guarded by mu_
   std::jthread keeper_;                                    // last: starts after the rest exists
 };
 
