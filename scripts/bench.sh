@@ -5,6 +5,8 @@
 #   BENCH_DURATION=3s scripts/bench.sh   # shorter timed runs
 #   BENCH_ROUNDS=1 scripts/bench.sh      # warden then baseline, not alternating
 #   WARDEN_BUILD=build/asan scripts/bench.sh
+#   BENCH_SETS="etcd" scripts/bench.sh  # only some sets: resp (warden://, redis://, mem://),
+#                                        # capacity (wardend), etcd; default all three
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -15,7 +17,10 @@
 #   - hand-off latency to a queued waiter (1000 samples) on warden://, redis:// and mem://;
 #     (warden:// against redis:// is the ratio of their cycles/s in these runs);
 #   - 1,000,000 held locks on a fresh wardend (bytes per lock);
-#   - 10,000 idle connections on a fresh wardend.
+#   - 10,000 idle connections on a fresh wardend;
+#   - etcd:// on one etcd member and on a 3-member cluster (etcd's default timings), 1 and
+#     8 clients, uncontended and contended, each with --baseline against etcd's own lock
+#     service (v3lock) on the same cluster; hand-off on 1 client.
 # docs/performance.md explains the figures.
 set -euo pipefail
 
@@ -23,6 +28,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
+sets=" ${BENCH_SETS:-resp capacity etcd} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -33,7 +39,7 @@ for bin in "$warden" "$wardend"; do
     exit 1
   fi
 done
-for tool in redis-server redis-cli ss; do
+for tool in redis-server redis-cli ss etcd; do
   command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
 
@@ -96,6 +102,35 @@ start_wardend() {
   wait_until 10 grep -q "listening on" "$tmp/$1.log" || { cat "$tmp/$1.log" >&2; exit 1; }
 }
 
+# start_etcd NAME MEMBERS: a fresh etcd cluster of MEMBERS on free ports; sets etcd_url.
+start_etcd() {
+  local name=$1 members=$2 i cluster=""
+  local client_ports=() peer_ports=()
+  for (( i = 0; i < members; i++ )); do
+    client_ports+=("$(free_port)")
+    peer_ports+=("$(free_port)")
+    cluster+="${cluster:+,}m$i=http://127.0.0.1:${peer_ports[i]}"
+  done
+  etcd_url=etcd://
+  for (( i = 0; i < members; i++ )); do
+    mkdir -p "$tmp/$name/m$i"
+    etcd --name "m$i" --data-dir "$tmp/$name/m$i" \
+      --listen-client-urls "http://127.0.0.1:${client_ports[i]}" \
+      --advertise-client-urls "http://127.0.0.1:${client_ports[i]}" \
+      --listen-peer-urls "http://127.0.0.1:${peer_ports[i]}" \
+      --initial-advertise-peer-urls "http://127.0.0.1:${peer_ports[i]}" \
+      --initial-cluster "$cluster" --initial-cluster-token "$name-$$" \
+      --initial-cluster-state new --logger zap --log-level warn >"$tmp/$name-m$i.log" 2>&1 &
+    pids+=($!)
+    if (( i > 0 )); then etcd_url+=,; fi
+    etcd_url+="127.0.0.1:${client_ports[i]}"
+  done
+  for (( i = 0; i < members; i++ )); do
+    wait_until 20 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:${client_ports[i]}" \
+      endpoint health || { cat "$tmp/$name-m$i.log" >&2; exit 1; }
+  done
+}
+
 stop_last() {
   local pid=${pids[-1]}
   kill "$pid" 2>/dev/null || true
@@ -121,7 +156,9 @@ start_wardend wardend
 redis=redis://127.0.0.1:$redis_port
 wd=warden://127.0.0.1:$wardend_port
 
-for url in "$wd" "$redis" mem://; do
+resp_urls=()
+[[ $sets == *" resp "* ]] && resp_urls=("$wd" "$redis" mem://)
+for url in "${resp_urls[@]}"; do
   for clients in 1 8; do
     for contention in "" --contended; do
       handoff=0
@@ -134,12 +171,34 @@ done
 
 # Capacity checks, each on a fresh server so that nothing earlier skews its memory.
 stop_last
-start_wardend wardend-mem
-run bench --url "warden://127.0.0.1:$wardend_port" --hold-locks 1000000 --key-bytes 16
-stop_last
-start_wardend wardend-conn
-run bench --url "warden://127.0.0.1:$wardend_port" --idle-connections 10000 --idle-hold 3s
-stop_last
+if [[ $sets == *" capacity "* ]]; then
+  start_wardend wardend-mem
+  run bench --url "warden://127.0.0.1:$wardend_port" --hold-locks 1000000 --key-bytes 16
+  stop_last
+  start_wardend wardend-conn
+  run bench --url "warden://127.0.0.1:$wardend_port" --idle-connections 10000 --idle-hold 3s
+  stop_last
+fi
+
+# etcd://, against etcd's own lock service on the same cluster. Every acquire of either
+# writes through Raft (an fsync on each member), so the figures are the disk's as much as
+# warden's; alternating rounds keep the comparison fair.
+if [[ $sets == *" etcd "* ]]; then
+  echo
+  echo "etcd: $(etcd --version | head -1)"
+  for members in 1 3; do
+    start_etcd "etcd$members" "$members"
+    for clients in 1 8; do
+      for contention in "" --contended; do
+        handoff=0
+        if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=1000; fi
+        run bench --url "$etcd_url" --clients "$clients" $contention --duration "$duration" \
+          --rounds "$rounds" --baseline "$etcd_url" --handoff-samples "$handoff"
+      done
+    done
+    for (( i = 0; i < members; i++ )); do stop_last; done
+  done
+fi
 
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
