@@ -12,6 +12,7 @@
 #include "cli/bench_capacity.h"
 #include "cli/bench_etcd.h"
 #include "cli/bench_redis.h"
+#include "cli/bench_zookeeper.h"
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
 #include "cli/bench_workload.h"
@@ -112,9 +113,9 @@ Plan make_plan(const BenchOptions& o) {
   if (!plan.baseline.empty()) {
     plan.baseline_text = redacted("--baseline", plan.baseline);
     const std::string scheme = core::Uri::parse(plan.baseline).scheme;
-    if (scheme != "redis" && scheme != "etcd") {
+    if (scheme != "redis" && scheme != "etcd" && scheme != "zk") {
       throw Failure(exit_code::kUsage, "--baseline",
-                    "expected a redis://HOST:PORT or etcd://HOST:PORT URL");
+                    "expected a redis://HOST:PORT, etcd://HOST:PORT or zk://HOST:PORT URL");
     }
   }
   plan.handoff_samples = o.handoff_samples;
@@ -187,9 +188,12 @@ int run_bench(const BenchOptions& options) {
   std::vector<std::unique_ptr<bench::CycleClient>> baseline_clients;
   if (!plan.baseline.empty()) {
     baseline_clients = step("connect " + plan.baseline_text, [&] {
-      return core::Uri::parse(plan.baseline).scheme == "etcd"
-                 ? bench::open_etcd_clients(plan.baseline, w, kBaselineTimeout)
-                 : bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
+      const std::string scheme = core::Uri::parse(plan.baseline).scheme;
+      if (scheme == "etcd") return bench::open_etcd_clients(plan.baseline, w, kBaselineTimeout);
+      if (scheme == "zk") {
+        return bench::open_zookeeper_clients(plan.baseline, w, kBaselineTimeout);
+      }
+      return bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
     });
   }
 
@@ -266,8 +270,9 @@ void add_bench_command(Commands& commands) {
   auto* baseline =
       app.add_option("--baseline", o->baseline,
                      "Also run a baseline lock: raw single Redis (SET NX PX + "
-                     "compare-and-delete), or etcd's own lock service (v3lock)")
-          ->type_name("redis://H:P|etcd://H:P");
+                     "compare-and-delete), etcd's own lock service (v3lock), or raw "
+                     "ZooKeeper create+delete pairs")
+          ->type_name("redis://H:P|etcd://H:P|zk://H:P");
   auto* rounds =
       app.add_option("--rounds", o->rounds,
                      "Cut --duration into R slices, warden and baseline taking turns (see below)")
@@ -333,6 +338,8 @@ void add_bench_command(Commands& commands) {
       "always locks exclusively. The report gives warden/baseline for cycles/s.\n"
       "--baseline etcd://H:P runs etcd's own lock service instead (v3lockpb Lock +\n"
       "Unlock RPCs, one lease per client, exclusive only) on the URL's first member.\n"
+      "--baseline zk://H:P runs raw ZooKeeper pairs: create(EPHEMERAL_SEQUENTIAL) +\n"
+      "delete through the C client, one session per client: the floor of any ZK lock.\n"
       "\n"
       "Hand-off: client A holds a lock, client B queues for it; A waits 1 ms after B\n"
       "announced its acquire, takes t0 and releases; B takes t1 when granted. One\n"

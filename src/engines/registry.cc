@@ -6,6 +6,7 @@
 #include "engines/mem/mem_engine.h"
 #include "engines/redis/redis_engine.h"
 #include "engines/warden/warden_engine.h"
+#include "engines/zookeeper/zk_engine.h"
 #include "warden/error.h"
 
 namespace warden::engines {
@@ -15,8 +16,9 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOpti
   if (uri.scheme == "warden") return wardend::open(uri, options);
   if (uri.scheme == "redis") return redis::open(uri, options);
   if (uri.scheme == "etcd") return etcd::open(uri, options);
+  if (uri.scheme == "zk") return zookeeper::open(uri, options);
   throw Error(Errc::invalid_argument,
-              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis, etcd)");
+              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis, etcd, zk)");
 }
 
 }  // namespace warden::engines

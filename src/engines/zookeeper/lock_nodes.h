@@ -1,0 +1,46 @@
+// engines/zookeeper/lock_nodes.h — where a lock lives in ZooKeeper's tree.
+//
+//   PREFIX                      persistent, created on first use
+//   PREFIX/GROUP                container: the server deletes it once empty
+//   PREFIX/GROUP/NAME'          container: one per lock
+//   PREFIX/GROUP/NAME'/x-GUID-0000000012   an exclusive request (EPHEMERAL_SEQUENTIAL)
+//   PREFIX/GROUP/NAME'/s-GUID-0000000013   a shared request
+//
+// NAME' is the lock name with every byte outside [A-Za-z0-9_~-] percent-escaped (and
+// '.', so the names "." and ".." cannot occur): ZooKeeper refuses control characters and
+// some Unicode ranges in node names, and '/' separates them. GUID is the client's id and a
+// request counter, so a client that lost the connection while creating finds its node.
+// The sequence suffix, added by the server, orders the requests of the lock.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "warden/types.h"
+
+namespace warden::engines::zookeeper {
+
+struct LockNodes {
+  std::string prefix;  // PREFIX
+  std::string group;   // PREFIX/GROUP
+  std::string lock;    // PREFIX/GROUP/NAME'
+
+  static LockNodes of(const std::string& prefix, const std::string& group,
+                      const std::string& name);
+  // The path to create (EPHEMERAL_SEQUENTIAL) for a request: "LOCK/x-GUID-".
+  std::string request(Mode mode, const std::string& guid) const;
+};
+
+// One child of a lock node, parsed.
+struct RequestNode {
+  std::string name;
+  Mode mode = Mode::exclusive;
+  std::string guid;
+  std::int64_t sequence = 0;
+};
+
+// nullopt for a child warden did not create.
+std::optional<RequestNode> parse_request(const std::string& name);
+
+}  // namespace warden::engines::zookeeper

@@ -1,0 +1,557 @@
+#include "engines/zookeeper/zk_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "engines/resp_client/backoff.h"
+#include "engines/zookeeper/lock_nodes.h"
+#include "engines/zookeeper/zk_config.h"
+#include "engines/zookeeper/zk_session.h"
+#include "warden/error.h"
+
+namespace warden::engines::zookeeper {
+namespace {
+
+using core::AcquireRequest;
+using core::Granted;
+using core::GrantRef;
+using core::Renewed;
+using std::chrono::milliseconds;
+
+std::string random_client_id() {
+  std::random_device device;
+  const std::uint64_t bits = (std::uint64_t{device()} << 32) ^ device();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(16, '0');
+  for (int i = 0; i < 16; ++i) id[static_cast<std::size_t>(i)] = kHex[(bits >> (4 * i)) & 0xf];
+  return id;
+}
+
+bool is_connection_error(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED;
+}
+
+// GrantRef::owner of a zk grant: "SESSION_ID PATH".
+std::string owner_of(std::int64_t session, const std::string& path) {
+  return std::to_string(session) + ' ' + path;
+}
+
+struct Owner {
+  std::int64_t session = 0;
+  std::string path;
+};
+
+Owner parse_owner(const std::string& owner) {
+  Owner out;
+  const auto space = owner.find(' ');
+  if (space == std::string::npos ||
+      std::from_chars(owner.data(), owner.data() + space, out.session).ec != std::errc()) {
+    throw Error(Errc::not_owner, "not a grant of a zk:// client: '" + owner + "'");
+  }
+  out.path = owner.substr(space + 1);
+  return out;
+}
+
+// The request that blocks `own` among `children`: for a writer the one just before it,
+// for a reader the nearest earlier writer. nullopt: nothing blocks it.
+std::optional<RequestNode> blocker_of(const std::vector<std::string>& children,
+                                      const RequestNode& own) {
+  std::optional<RequestNode> blocker;
+  for (const std::string& child : children) {
+    const auto node = parse_request(child);
+    if (!node || node->sequence >= own.sequence) continue;
+    if (own.mode == Mode::shared && node->mode != Mode::exclusive) continue;
+    if (!blocker || node->sequence > blocker->sequence) blocker = node;
+  }
+  return blocker;
+}
+
+class ZkEngine final : public core::Engine, public SessionListener {
+ public:
+  explicit ZkEngine(ZkConfig config)
+      : config_(std::move(config)), client_id_(random_client_id()) {
+    session_ = std::make_shared<ZkSession>(config_, this);
+    maintainer_ = std::jthread([this](std::stop_token stop) { maintain(std::move(stop)); });
+  }
+
+  ~ZkEngine() override {
+    maintainer_.request_stop();
+    if (maintainer_.joinable()) maintainer_.join();
+    std::shared_ptr<ZkSession> session;
+    {
+      std::lock_guard lock(mu_);
+      session = std::move(session_);
+    }
+    session.reset();  // closes it: every node of this client goes at once
+  }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.shared = true;
+    caps.fair = true;
+    caps.non_fair = false;    // the sequence order is the queue
+    caps.lock_delay = false;  // see docs/engines/zookeeper.md
+    caps.fencing = true;
+    caps.durable_tokens = true;  // zxids survive restarts and leader elections
+    caps.check = true;
+    return caps;
+  }
+
+  std::optional<Granted> acquire(const AcquireRequest& request) override {
+    const LockNodes nodes = LockNodes::of(config_.prefix, request.key.group, request.key.name);
+    while (true) {
+      const std::shared_ptr<ZkSession> session = current_session();
+      // A fresh GUID per attempt: after a lost session the old node is gone for good.
+      const std::string guid = client_id_ + '-' + std::to_string(++counter_);
+      Created created;
+      try {
+        created = create(*session, nodes, request.mode, guid);
+      } catch (const Error&) {
+        withdraw_later(session->id(), nodes.lock, guid, "");
+        throw;
+      }
+      bool session_lost = false;
+      std::optional<Granted> granted;
+      try {
+        granted = wait(request, *session, nodes, created, session_lost);
+      } catch (const Error&) {
+        withdraw(*session, nodes.lock, guid, created.path);
+        throw;
+      }
+      if (granted) return granted;
+      if (!session_lost) {
+        withdraw(*session, nodes.lock, guid, created.path);
+        return std::nullopt;
+      }
+      if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
+    }
+  }
+
+  std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
+    std::vector<Renewed> out(grants.size());
+    const std::shared_ptr<ZkSession> session = live_session();
+    if (!session) return out;  // expired: every grant went with it
+    if (session->state() == SessionState::suspended && config_.lose_on_suspend) return out;
+    const std::int64_t id = session->id();
+    const auto sent = Clock::now();
+    std::vector<std::optional<std::future<ExistsResult>>> pending(grants.size());
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+      const Owner owner = parse_owner(grants[i].owner);
+      if (owner.session == id) pending[i] = session->exists(owner.path, false);
+    }
+    const milliseconds lease = session->timeout();
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+      if (!pending[i]) continue;
+      const ExistsResult result = session->await(std::move(*pending[i]));
+      if (result.rc == ZNONODE) continue;
+      if (result.rc != ZOK) throw_zk_error(result.rc, "renew on " + config_.hosts);
+      if (static_cast<std::uint64_t>(result.czxid) == grants[i].token) {
+        out[i].expires = sent + std::min(grants[i].ttl, lease);
+      }
+    }
+    return out;
+  }
+
+  void release(const GrantRef& grant) override {
+    const Owner owner = parse_owner(grant.owner);
+    {
+      std::lock_guard lock(mu_);
+      forget(owner.path);
+    }
+    const std::shared_ptr<ZkSession> session = live_session();
+    if (!session || session->id() != owner.session) return;  // gone with its session
+    const int rc = session->await(session->remove(owner.path));
+    if (rc != ZOK && rc != ZNONODE) throw_zk_error(rc, "release of " + owner.path);
+  }
+
+  bool check(const Sequencer& sequencer) override {
+    const LockNodes nodes = LockNodes::of(config_.prefix, sequencer.group, sequencer.name);
+    const std::shared_ptr<ZkSession> session = current_session();
+    const ChildrenResult children = session->await(session->children(nodes.lock));
+    if (children.rc == ZNONODE) return false;
+    if (children.rc != ZOK) throw_zk_error(children.rc, "check of " + nodes.lock);
+    std::vector<std::future<ExistsResult>> pending;
+    for (const std::string& child : children.children) {
+      const auto node = parse_request(child);
+      if (node && node->mode == sequencer.mode) {
+        pending.push_back(session->exists(nodes.lock + '/' + child, false));
+      }
+    }
+    bool found = false;
+    for (auto& future : pending) {
+      const ExistsResult result = session->await(std::move(future));
+      if (result.rc == ZOK && static_cast<std::uint64_t>(result.czxid) == sequencer.token) {
+        found = true;
+      }
+    }
+    return found;
+  }
+
+  // SessionListener: from the C client's completion thread; never blocks.
+  void on_state(const ZkSession& session, SessionState state) override {
+    {
+      std::lock_guard lock(mu_);
+      ++state_changes_;
+      const bool lose = state == SessionState::expired ||
+                        (state == SessionState::suspended && config_.lose_on_suspend);
+      if (lose) {
+        const std::int64_t id = session.id();
+        for (auto it = held_.begin(); it != held_.end();) {
+          if (it->second.session != id) {
+            ++it;
+            continue;
+          }
+          to_report_.push_back(it->second.grant);
+          // Declared lost while the session may live on: delete the node once the
+          // connection is back, so the lock does not stay taken by nobody.
+          if (state == SessionState::suspended) {
+            withdrawals_.push_back(Withdrawal{id, "", "", it->first});
+          }
+          expiring_.erase(it->first);
+          it = held_.erase(it);
+        }
+      }
+    }
+    changed_.notify_all();
+  }
+
+  void on_node_event(const std::string& path) override {
+    {
+      std::lock_guard lock(mu_);
+      const auto watch = watches_.find(path);
+      if (watch == watches_.end()) return;
+      ++watch->second.fired;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  struct Created {
+    std::string path;
+    RequestNode own;
+    std::int64_t czxid = 0;
+    std::vector<std::string> children;  // listed right after the create
+    Clock::time_point sent;             // of the listing
+  };
+
+  struct Held {
+    GrantRef grant;
+    std::int64_t session = 0;
+  };
+
+  // A request node to delete once ZooKeeper can be reached: by `path`, or (when the
+  // create's answer was lost) the child of `lock` whose name holds `guid`.
+  struct Withdrawal {
+    std::int64_t session = 0;
+    std::string lock;
+    std::string guid;
+    std::string path;
+  };
+
+  struct Watch {
+    std::uint64_t fired = 0;
+    int waiters = 0;
+  };
+
+  // The current session, or a new one if it expired. Throws if none can be opened.
+  std::shared_ptr<ZkSession> current_session() {
+    if (auto session = live_session()) return session;
+    std::lock_guard open(open_mu_);
+    if (auto session = live_session()) return session;
+    // Constructed without mu_: the session reports "connected" while it is built.
+    auto session = std::make_shared<ZkSession>(config_, this);
+    std::lock_guard lock(mu_);
+    session_ = session;
+    return session;
+  }
+
+  // The current session unless it expired; null then.
+  std::shared_ptr<ZkSession> live_session() {
+    std::lock_guard lock(mu_);
+    if (session_ && session_->state() != SessionState::expired) return session_;
+    return nullptr;
+  }
+
+  void ensure_parents(ZkSession& session, const LockNodes& nodes) {
+    std::vector<std::future<CreateResult>> pending;
+    // The prefix's levels are persistent; the group and lock nodes are containers,
+    // which the server deletes once their last child is gone.
+    for (std::size_t slash = nodes.prefix.find('/', 1); ; slash = nodes.prefix.find('/', slash + 1)) {
+      pending.push_back(session.create(nodes.prefix.substr(0, slash), "", 0));
+      if (slash == std::string::npos) break;
+    }
+    pending.push_back(session.create(nodes.group, "", ZOO_CONTAINER));
+    pending.push_back(session.create(nodes.lock, "", ZOO_CONTAINER));
+    for (auto& future : pending) {
+      const CreateResult result = session.await(std::move(future));
+      if (result.rc != ZOK && result.rc != ZNODEEXISTS) {
+        throw_zk_error(result.rc, "create of " + nodes.lock + "'s parents");
+      }
+    }
+  }
+
+  // Creates the request's node and lists the lock's children behind it in one round
+  // trip (a session's requests are answered in order, so the listing sees the node).
+  Created create(ZkSession& session, const LockNodes& nodes, Mode mode, const std::string& guid) {
+    const std::string value = "warden " + std::string(to_string(mode)) + ' ' + client_id_;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const auto sent = Clock::now();
+      auto made = session.create(nodes.request(mode, guid), value, ZOO_EPHEMERAL_SEQUENTIAL);
+      auto listed = session.children(nodes.lock);
+      const CreateResult result = session.await(std::move(made));
+      ChildrenResult children = session.await(std::move(listed));
+      if (result.rc == ZOK) {
+        Created created;
+        created.path = result.path;
+        created.own = *parse_request(result.path.substr(result.path.rfind('/') + 1));
+        created.czxid = result.czxid;
+        created.children = std::move(children.children);
+        created.sent = sent;
+        if (children.rc != ZOK) created.children.clear();  // the wait lists again
+        return created;
+      }
+      if (result.rc == ZNONODE) {
+        ensure_parents(session, nodes);
+        continue;
+      }
+      if (!is_connection_error(result.rc)) {
+        throw_zk_error(result.rc, "create under " + nodes.lock);
+      }
+      // The create may have happened with only its answer lost: find it by its GUID.
+      if (session.wait_while_suspended(config_.op_timeout) != SessionState::connected) {
+        throw_zk_error(result.rc, "create under " + nodes.lock);
+      }
+      const auto found_at = Clock::now();
+      children = session.await(session.children(nodes.lock));
+      if (children.rc != ZOK && children.rc != ZNONODE) {
+        throw_zk_error(children.rc, "list of " + nodes.lock);
+      }
+      for (const std::string& child : children.children) {
+        const auto node = parse_request(child);
+        if (!node || node->guid != guid) continue;
+        const std::string path = nodes.lock + '/' + child;
+        const ExistsResult stat = session.await(session.exists(path, false));
+        if (stat.rc != ZOK) break;
+        return Created{path, *node, stat.czxid, std::move(children.children), found_at};
+      }
+    }
+    throw Error(Errc::unavailable, "could not create a request node under " + nodes.lock);
+  }
+
+  // Waits until nothing earlier blocks the request: the grant; or nullopt when the wait
+  // timed out or was cancelled, or when the node went with its session (`session_lost`).
+  std::optional<Granted> wait(const AcquireRequest& request, ZkSession& session,
+                              const LockNodes& nodes, Created& created, bool& session_lost) {
+    resp_client::Backoff poll(config_.retry);
+    std::vector<std::string> children = std::move(created.children);
+    auto listed_at = created.sent;
+    bool listed = !children.empty();
+    while (true) {
+      if (!listed) {
+        listed_at = Clock::now();
+        ChildrenResult result = session.await(session.children(nodes.lock));
+        if (result.rc != ZOK && result.rc != ZNONODE) {
+          throw_zk_error(result.rc, "list of " + nodes.lock);
+        }
+        children = std::move(result.children);
+      }
+      listed = false;
+      if (std::find(children.begin(), children.end(), created.own.name) == children.end()) {
+        session_lost = true;  // our ephemeral node is gone: so is the session it was on
+        return std::nullopt;
+      }
+      const auto blocker = blocker_of(children, created.own);
+      if (!blocker) return grant(request, session, created, listed_at, session_lost);
+      if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
+
+      // Watch the one node in the way, then sleep until it changes, the session does,
+      // the next poll, the deadline, or a cancel.
+      const std::string blocker_path = nodes.lock + '/' + blocker->name;
+      std::unique_lock lock(mu_);
+      Watch& watch = watches_[blocker_path];
+      ++watch.waiters;
+      const std::uint64_t fired = watch.fired;
+      const std::uint64_t changes = state_changes_;
+      lock.unlock();
+      const ExistsResult exists = session.await(session.exists(blocker_path, true));
+      lock.lock();
+      if (exists.rc == ZOK) {
+        const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
+        changed_.wait_until(lock, request.stop, until, [&] {
+          return watches_[blocker_path].fired != fired || state_changes_ != changes;
+        });
+      }
+      if (--watches_[blocker_path].waiters == 0) watches_.erase(blocker_path);
+      lock.unlock();
+      if (exists.rc != ZOK && exists.rc != ZNONODE) {
+        throw_zk_error(exists.rc, "watch of " + blocker_path);
+      }
+      if (request.stop.stop_requested()) return std::nullopt;
+    }
+  }
+
+  std::optional<Granted> grant(const AcquireRequest& request, ZkSession& session,
+                               const Created& created, Clock::time_point listed_at,
+                               bool& session_lost) {
+    GrantRef ref{request.key, request.mode, static_cast<std::uint64_t>(created.czxid),
+                 request.options.ttl, owner_of(session.id(), created.path)};
+    // The listing proved the session alive when it was sent: the server cannot expire it
+    // (and free the node) earlier than a session timeout after that.
+    const auto expires = listed_at + std::min(request.options.ttl, session.timeout());
+    std::lock_guard lock(mu_);
+    if (session.state() == SessionState::expired ||
+        (session.state() == SessionState::suspended && config_.lose_on_suspend)) {
+      session_lost = session.state() == SessionState::expired;
+      if (!session_lost) {
+        withdrawals_.push_back(Withdrawal{session.id(), "", "", created.path});
+        throw Error(Errc::unavailable, "ZooKeeper connection lost while granting " +
+                                           request.key.joined());
+      }
+      return std::nullopt;
+    }
+    held_[created.path] = Held{ref, session.id()};
+    // Without the watchdog nothing renews a grant, yet the session would keep its node
+    // forever: the maintainer deletes it when its TTL has run out.
+    if (!config_.watchdog) expiring_[created.path] = expires;
+    return Granted{std::move(ref), expires};
+  }
+
+  // Deletes a request node now; if ZooKeeper cannot be reached, the maintainer retries.
+  void withdraw(ZkSession& session, const std::string& lock, const std::string& guid,
+                const std::string& path) {
+    int rc = ZCONNECTIONLOSS;
+    try {
+      rc = session.await(session.remove(path));
+    } catch (const Error&) {
+    }
+    if (rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED) return;
+    withdraw_later(session.id(), lock, guid, path);
+  }
+
+  void withdraw_later(std::int64_t session, const std::string& lock, const std::string& guid,
+                      const std::string& path) {
+    {
+      std::lock_guard guard(mu_);
+      withdrawals_.push_back(Withdrawal{session, lock, guid, path});
+    }
+    changed_.notify_all();
+  }
+
+  // Stops tracking a grant (released). Requires mu_.
+  void forget(const std::string& path) {
+    held_.erase(path);
+    expiring_.erase(path);
+  }
+
+  // The maintainer thread: reports lost grants (never from the C client's thread, so a
+  // user's on_lost callback cannot stall ZooKeeper's completions), ends grants whose TTL
+  // ran out without a watchdog, and retries withdrawals.
+  void maintain(std::stop_token stop) {
+    std::unique_lock lock(mu_);
+    while (!stop.stop_requested()) {
+      std::vector<GrantRef> lost = std::move(to_report_);
+      to_report_.clear();
+      if (!lost.empty()) {
+        lock.unlock();
+        for (const GrantRef& grant : lost) report_lost(grant);
+        lock.lock();
+        continue;
+      }
+      const auto now = Clock::now();
+      for (auto it = expiring_.begin(); it != expiring_.end();) {
+        if (it->second <= now) {
+          const auto held = held_.find(it->first);
+          if (held != held_.end()) {
+            withdrawals_.push_back(Withdrawal{held->second.session, "", "", it->first});
+            held_.erase(held);
+          }
+          it = expiring_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (!withdrawals_.empty()) {
+        std::vector<Withdrawal> pending = std::move(withdrawals_);
+        withdrawals_.clear();
+        lock.unlock();
+        std::vector<Withdrawal> failed = retry(pending);
+        lock.lock();
+        for (Withdrawal& withdrawal : failed) withdrawals_.push_back(std::move(withdrawal));
+      }
+      auto next = Clock::now() + (withdrawals_.empty() ? milliseconds(1000) : milliseconds(200));
+      for (const auto& [path, when] : expiring_) next = std::min(next, when);
+      const std::uint64_t changes = state_changes_;
+      const std::size_t reports = to_report_.size();
+      const std::size_t queued = withdrawals_.size();
+      changed_.wait_until(lock, stop, next, [&] {
+        return state_changes_ != changes || to_report_.size() != reports ||
+               withdrawals_.size() != queued;
+      });
+    }
+  }
+
+  // One attempt at each withdrawal; returns those still to do.
+  std::vector<Withdrawal> retry(std::vector<Withdrawal>& pending) {
+    std::vector<Withdrawal> failed;
+    const std::shared_ptr<ZkSession> session = live_session();
+    for (Withdrawal& withdrawal : pending) {
+      // A node of a session that is gone went with it.
+      if (!session || session->id() != withdrawal.session) continue;
+      if (session->state() != SessionState::connected) {
+        failed.push_back(std::move(withdrawal));
+        continue;
+      }
+      try {
+        if (withdrawal.path.empty()) {
+          const ChildrenResult children = session->await(session->children(withdrawal.lock));
+          if (children.rc == ZNONODE) continue;
+          if (children.rc != ZOK) throw_zk_error(children.rc, "list");
+          for (const std::string& child : children.children) {
+            const auto node = parse_request(child);
+            if (node && node->guid == withdrawal.guid) withdrawal.path = withdrawal.lock + '/' + child;
+          }
+          if (withdrawal.path.empty()) continue;  // the create never happened
+        }
+        const int rc = session->await(session->remove(withdrawal.path));
+        if (rc != ZOK && rc != ZNONODE) failed.push_back(std::move(withdrawal));
+      } catch (const Error&) {
+        failed.push_back(std::move(withdrawal));
+      }
+    }
+    return failed;
+  }
+
+  const ZkConfig config_;
+  const std::string client_id_;
+  std::atomic<std::uint64_t> counter_{0};
+  std::mutex open_mu_;  // one session opened at a time
+
+  std::mutex mu_;
+  std::condition_variable_any changed_;
+  std::shared_ptr<ZkSession> session_;            // guarded by mu_
+  std::map<std::string, Held> held_;              // by node path; guarded by mu_
+  std::map<std::string, Clock::time_point> expiring_;  // watchdog off; guarded by mu_
+  std::map<std::string, Watch> watches_;          // by watched path; guarded by mu_
+  std::vector<GrantRef> to_report_;               // lost, to report; guarded by mu_
+  std::vector<Withdrawal> withdrawals_;           // guarded by mu_
+  std::uint64_t state_changes_ = 0;               // guarded by mu_
+  std::jthread maintainer_;                       // last: starts after the rest exists
+};
+
+}  // namespace
+
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
+  return std::make_unique<ZkEngine>(parse_config(uri, options));
+}
+
+}  // namespace warden::engines::zookeeper

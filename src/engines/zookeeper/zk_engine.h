@@ -1,0 +1,28 @@
+// engines/zookeeper/zk_engine.h — zk://: a fair read-write lock in a ZooKeeper ensemble,
+// the classic recipe: one EPHEMERAL_SEQUENTIAL node per request under the lock's node,
+// ordered by sequence number (docs/engines/zookeeper.md).
+//
+// A request creates its node and, pipelined behind it in the same round trip, lists the
+// lock's children. A writer is blocked by any earlier request, a reader by earlier
+// writers only; a blocked request watches only its nearest blocker (no herd) and lists
+// the children again after every wake-up before it claims the lock. The token is the
+// node's czxid. Leases live as long as the session: its timeout bounds how long a dead
+// holder keeps the lock; a suspended connection loses held leases at once unless the
+// URI says on_suspend=wait.
+//
+// FIFO by construction: non-fair (barging) and lock-delay are refused as unsupported.
+#pragma once
+
+#include <memory>
+
+#include "core/engine.h"
+#include "core/uri.h"
+#include "warden/options.h"
+
+namespace warden::engines::zookeeper {
+
+// Throws Error(invalid_argument) for a bad URI; unavailable / deadline_exceeded /
+// permission_denied if no server answers or the credentials are refused.
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+}  // namespace warden::engines::zookeeper

@@ -1,0 +1,242 @@
+#include "engines/zookeeper/zk_session.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "warden/error.h"
+
+namespace warden::engines::zookeeper {
+namespace {
+
+// Heap state of one asynchronous call: the C client hands `data` back to the completion,
+// which fulfils the promise and deletes it. On zookeeper_close every pending completion
+// is called (with ZCLOSING), so none leaks.
+template <class T>
+struct Call {
+  std::promise<T> promise;
+};
+
+template <class T>
+std::pair<Call<T>*, std::future<T>> new_call() {
+  auto* call = new Call<T>;
+  return {call, call->promise.get_future()};
+}
+
+template <class T>
+void fail(Call<T>* call, int rc) {
+  T result{};
+  result.rc = rc;
+  call->promise.set_value(std::move(result));
+  delete call;
+}
+
+// Every call site passes a literal "what", e.g. "create /warden/g/n/x-…".
+Errc errc_of(int rc) {
+  switch (rc) {
+    case ZCONNECTIONLOSS:
+    case ZSESSIONEXPIRED:
+    case ZSESSIONMOVED:
+    case ZCLOSING:
+    case ZINVALIDSTATE:
+      return Errc::unavailable;
+    case ZOPERATIONTIMEOUT:
+      return Errc::deadline_exceeded;
+    case ZNOAUTH:
+    case ZAUTHFAILED:
+      return Errc::permission_denied;
+    case ZBADARGUMENTS:
+      return Errc::invalid_argument;
+    default:
+      return Errc::internal;
+  }
+}
+
+}  // namespace
+
+void throw_zk_error(int rc, const std::string& what) {
+  throw Error(errc_of(rc), what + ": ZooKeeper: " + zerror(rc));
+}
+
+ZkSession::ZkSession(const ZkConfig& config, SessionListener* listener)
+    : config_(config), listener_(listener) {
+  static std::once_flag quiet;
+  // The C client logs every reconnect to stderr by default; warden reports errors itself.
+  std::call_once(quiet, [] { zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR); });
+
+  acl_entries_[0].perms = ZOO_PERM_ALL;
+  acl_entries_[0].id.scheme = const_cast<char*>("auth");
+  acl_entries_[0].id.id = const_cast<char*>("");
+  acl_entries_[1].perms = ZOO_PERM_READ;
+  acl_entries_[1].id.scheme = const_cast<char*>("world");
+  acl_entries_[1].id.id = const_cast<char*>("anyone");
+  acl_.count = 2;
+  acl_.data = acl_entries_;
+
+  handle_ = zookeeper_init(config_.hosts.c_str(), &ZkSession::on_watch,
+                           static_cast<int>(config_.session_timeout.count()), nullptr, this, 0);
+  if (handle_ == nullptr) {
+    throw Error(Errc::invalid_argument, "zk:// cannot use the hosts '" + config_.hosts + "'");
+  }
+  {
+    std::unique_lock lock(mu_);
+    if (!changed_.wait_for(lock, config_.op_timeout,
+                           [&] { return state_ == SessionState::connected; })) {
+      lock.unlock();
+      zookeeper_close(handle_);
+      throw Error(Errc::unavailable, "no ZooKeeper server of " + config_.hosts +
+                                         " answered within " +
+                                         std::to_string(config_.op_timeout.count()) + " ms");
+    }
+  }
+  if (config_.user) {
+    const std::string credentials = *config_.user + ':' + *config_.password;
+    auto [call, future] = new_call<ExistsResult>();
+    const int rc = zoo_add_auth(
+        handle_, "digest", credentials.data(), static_cast<int>(credentials.size()),
+        [](int result, const void* data) {
+          fail(static_cast<Call<ExistsResult>*>(const_cast<void*>(data)), result);
+        },
+        call);
+    int result = rc;
+    if (rc == ZOK) {
+      result = future.wait_for(config_.op_timeout) == std::future_status::ready
+                   ? future.get().rc
+                   : ZOPERATIONTIMEOUT;
+    } else {
+      delete call;
+    }
+    if (result != ZOK) {
+      zookeeper_close(handle_);
+      throw_zk_error(result, "digest auth as '" + *config_.user + "'");
+    }
+  }
+}
+
+ZkSession::~ZkSession() { zookeeper_close(handle_); }
+
+void ZkSession::on_watch(zhandle_t*, int type, int state, const char* path, void* context) {
+  auto* self = static_cast<ZkSession*>(context);
+  if (type == ZOO_SESSION_EVENT) {
+    if (state == ZOO_CONNECTED_STATE) {
+      self->set_state(SessionState::connected);
+    } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
+      self->set_state(SessionState::suspended);
+    } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+      self->set_state(SessionState::expired);
+    }
+    return;
+  }
+  if (path != nullptr && self->listener_ != nullptr) self->listener_->on_node_event(path);
+}
+
+void ZkSession::set_state(SessionState state) {
+  {
+    std::lock_guard lock(mu_);
+    if (state_ == state || state_ == SessionState::expired) return;
+    state_ = state;
+  }
+  changed_.notify_all();
+  if (listener_ != nullptr) listener_->on_state(*this, state);
+}
+
+SessionState ZkSession::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+SessionState ZkSession::wait_while_suspended(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return state_ != SessionState::suspended; });
+  return state_;
+}
+
+std::int64_t ZkSession::id() const {
+  const clientid_t* client = zoo_client_id(handle_);
+  return client != nullptr ? client->client_id : 0;
+}
+
+std::chrono::milliseconds ZkSession::timeout() const {
+  return std::chrono::milliseconds(zoo_recv_timeout(handle_));
+}
+
+const ACL_vector* ZkSession::acl() const {
+  return config_.user ? &acl_ : &ZOO_OPEN_ACL_UNSAFE;
+}
+
+std::future<CreateResult> ZkSession::create(const std::string& path, const std::string& value,
+                                            int mode) {
+  auto [call, future] = new_call<CreateResult>();
+  const int rc = zoo_acreate2(
+      handle_, path.c_str(), value.data(), static_cast<int>(value.size()), acl(), mode,
+      [](int result, const char* created, const Stat* stat, const void* data) {
+        auto* self = static_cast<Call<CreateResult>*>(const_cast<void*>(data));
+        CreateResult out;
+        out.rc = result;
+        if (result == ZOK) {
+          out.path = created != nullptr ? created : "";
+          out.czxid = stat != nullptr ? stat->czxid : 0;
+        }
+        self->promise.set_value(std::move(out));
+        delete self;
+      },
+      call);
+  if (rc != ZOK) fail(call, rc);
+  return std::move(future);
+}
+
+std::future<ChildrenResult> ZkSession::children(const std::string& path) {
+  auto [call, future] = new_call<ChildrenResult>();
+  const int rc = zoo_aget_children(
+      handle_, path.c_str(), 0,
+      [](int result, const String_vector* strings, const void* data) {
+        auto* self = static_cast<Call<ChildrenResult>*>(const_cast<void*>(data));
+        ChildrenResult out;
+        out.rc = result;
+        if (result == ZOK && strings != nullptr) {
+          out.children.reserve(static_cast<std::size_t>(strings->count));
+          for (int i = 0; i < strings->count; ++i) out.children.emplace_back(strings->data[i]);
+        }
+        self->promise.set_value(std::move(out));
+        delete self;
+      },
+      call);
+  if (rc != ZOK) fail(call, rc);
+  return std::move(future);
+}
+
+std::future<ExistsResult> ZkSession::exists(const std::string& path, bool watch) {
+  auto [call, future] = new_call<ExistsResult>();
+  const int rc = zoo_aexists(
+      handle_, path.c_str(), watch ? 1 : 0,
+      [](int result, const Stat* stat, const void* data) {
+        auto* self = static_cast<Call<ExistsResult>*>(const_cast<void*>(data));
+        ExistsResult out;
+        out.rc = result;
+        if (result == ZOK && stat != nullptr) out.czxid = stat->czxid;
+        self->promise.set_value(out);
+        delete self;
+      },
+      call);
+  if (rc != ZOK) fail(call, rc);
+  return std::move(future);
+}
+
+std::future<int> ZkSession::remove(const std::string& path) {
+  auto* call = new std::promise<int>;
+  auto future = call->get_future();
+  const int rc = zoo_adelete(
+      handle_, path.c_str(), -1,
+      [](int result, const void* data) {
+        auto* self = static_cast<std::promise<int>*>(const_cast<void*>(data));
+        self->set_value(result);
+        delete self;
+      },
+      call);
+  if (rc != ZOK) {
+    call->set_value(rc);
+    delete call;
+  }
+  return future;
+}
+
+}  // namespace warden::engines::zookeeper
