@@ -29,6 +29,8 @@ using etcdserverpb::TxnResponse;
 
 // etcd's default --max-txn-ops: a renewal round of more grants takes several Txns.
 constexpr std::size_t kMaxTxnOps = 128;
+// New sessions one acquire tries after its session turned out to be gone.
+constexpr int kSessionRetries = 3;
 
 std::string random_client_id() {
   std::random_device device;
@@ -130,7 +132,9 @@ class EtcdEngine final : public core::Engine {
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockKeys keys = LockKeys::of(config_.prefix, request.key.group, request.key.name);
     const std::string& blockers = keys.blockers(request.mode);
-    while (true) {
+    // A request whose session turns out to be gone queues again on a new one; a few
+    // times in a row means something else is wrong.
+    for (int attempt = 0;; ++attempt) {
       const auto session = sessions_.begin(request.options.ttl);
       const std::uint32_t slot = slots_.take(keys.lock);
       const std::string key = keys.request(request.mode, client_id_ + '-' + std::to_string(slot));
@@ -141,9 +145,12 @@ class EtcdEngine final : public core::Engine {
       Created created;
       try {
         created = create(key, blockers, *session, request.mode);
-      } catch (const Error&) {
+      } catch (const Error& e) {
         withdraw(key);  // the create may have happened
-        throw;
+        // "requested lease not found": the session expired before the keeper noticed.
+        if (e.code() != Errc::lost || attempt >= kSessionRetries) throw;
+        sessions_.lose(session->lease);
+        continue;
       }
       if (!created.free && Clock::now() >= request.deadline) {  // a try on a busy lock
         withdraw(key);
@@ -160,16 +167,22 @@ class EtcdEngine final : public core::Engine {
         throw;
       }
       if (granted) {
-        if (sessions_.granted(*session, key, granted->grant)) return granted;
+        if (sessions_.granted(*session, key, granted->grant, granted->expires)) return granted;
         session_lost = true;  // lost between the last read and now
       }
       if (!session_lost) {
         withdraw(key);
         return std::nullopt;
       }
-      // The key went with its lease: queue again on a new session, if time is left.
-      withdraw("");
+      // The key went with its lease (or may have): queue again on a new session, if
+      // time is left.
+      sessions_.lose(session->lease);
+      withdraw(key);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
+      if (attempt >= kSessionRetries) {
+        throw Error(Errc::unavailable, "etcd: every session of this client was lost while "
+                                       "acquiring " + request.key.joined());
+      }
     }
   }
 
@@ -184,15 +197,23 @@ class EtcdEngine final : public core::Engine {
         owners.push_back(parse_owner(grants[i].owner));
         add_key_read(request, owners.back().key, true);
       }
-      const TxnResponse response = rpc_->txn(request);
+      // Short enough to fail over from a frozen member before the leases could lapse.
+      std::chrono::milliseconds shortest = config_.op_timeout;
+      for (std::size_t i = first; i < last; ++i) shortest = std::min(shortest, grants[i].ttl);
+      const auto timeout =
+          std::clamp(shortest / 3, std::chrono::milliseconds(50), config_.op_timeout);
+      const TxnResponse response = rpc_->txn(request, nullptr, timeout);
       for (std::size_t i = first; i < last; ++i) {
+        const Owner& owner = owners[i - first];
         const auto& range = range_at(response, static_cast<int>(i - first), "renew");
         const bool held =
             range.kvs_size() == 1 &&
             range.kvs(0).create_revision() == static_cast<std::int64_t>(grants[i].token);
         // The session's keep-alives extend every key on it; the renewal confirms that
         // this key is still one of them.
-        out.push_back(Renewed{held ? sessions_.expires(owners[i - first].lease) : std::nullopt});
+        auto expires = held ? sessions_.expires(owner.lease) : std::nullopt;
+        if (expires && !sessions_.renewed(owner.lease, owner.key, *expires)) expires.reset();
+        out.push_back(Renewed{expires});
       }
     }
     return out;
@@ -270,7 +291,8 @@ class EtcdEngine final : public core::Engine {
                                std::int64_t revision, const Session& session,
                                bool& session_lost) {
     const auto expires = sessions_.expires(session.lease);
-    if (!expires) {
+    // Gone, or its keep-alives failed past its expiry: the key may be gone too.
+    if (!expires || *expires <= Clock::now()) {
       session_lost = true;
       return std::nullopt;
     }

@@ -39,6 +39,8 @@ Error status_error(const grpc::Status& status, const std::string& what,
       return Error(Errc::permission_denied, message);
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return Error(Errc::resource_exhausted, message);
+    case grpc::StatusCode::NOT_FOUND:
+      return Error(Errc::lost, message);
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
       // A cluster with auth on and no user given ("user name is empty"), a wrong user or
@@ -176,10 +178,11 @@ void EtcdRpc::ping() {
   range(probe);
 }
 
-etcdserverpb::TxnResponse EtcdRpc::txn(const etcdserverpb::TxnRequest& request, Sent* sent) {
+etcdserverpb::TxnResponse EtcdRpc::txn(const etcdserverpb::TxnRequest& request, Sent* sent,
+                                       std::chrono::milliseconds timeout) {
   etcdserverpb::TxnResponse response;
   with_failover(
-      "txn", config_.op_timeout,
+      "txn", timeout.count() > 0 ? timeout : config_.op_timeout,
       [&](Member& member, grpc::ClientContext& context) {
         return member.kv->Txn(&context, request, &response);
       },

@@ -15,7 +15,8 @@
 // Errors: grpc::Status codes become warden::Error in one place (status_error):
 // UNAVAILABLE → unavailable, DEADLINE_EXCEEDED → deadline_exceeded, PERMISSION_DENIED /
 // UNAUTHENTICATED / a failed Authenticate → permission_denied, RESOURCE_EXHAUSTED →
-// resource_exhausted, anything else → internal.
+// resource_exhausted, NOT_FOUND ("requested lease not found": a put on a lease that
+// expired) → lost, anything else → internal.
 //
 // Thread safety: every method may be called from any thread concurrently.
 #pragma once
@@ -59,7 +60,9 @@ class EtcdRpc {
     Clock::time_point at;
   };
 
-  etcdserverpb::TxnResponse txn(const etcdserverpb::TxnRequest& request, Sent* sent = nullptr);
+  // `timeout` bounds each member's attempt; 0 means op_timeout.
+  etcdserverpb::TxnResponse txn(const etcdserverpb::TxnRequest& request, Sent* sent = nullptr,
+                                std::chrono::milliseconds timeout = {});
   etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request);
   // A new lease of `ttl_seconds`; the response's TTL may be more (the server's minimum).
   etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds, Sent* sent = nullptr);

@@ -51,10 +51,14 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
   if (config_.watchdog) {
     std::lock_guard lock(mu_);
     if (const auto shared = by_ttl_.find(ttl); shared != by_ttl_.end()) {
-      if (const auto entry = entries_.find(shared->second); entry != entries_.end()) {
+      const auto entry = entries_.find(shared->second);
+      // A session whose keep-alives failed past its expiry may be gone on the server:
+      // new requests go to a new one (the keeper still settles the old one).
+      if (entry != entries_.end() && entry->second.expires > Clock::now()) {
         ++entry->second.waiters;
         return entry->second.session;
       }
+      by_ttl_.erase(shared);
     }
   }
   EtcdRpc::Sent sent;
@@ -79,13 +83,28 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
 }
 
 bool Sessions::granted(const Session& session, const std::string& key,
-                       const core::GrantRef& grant) {
+                       const core::GrantRef& grant, Clock::time_point expires) {
   std::lock_guard lock(mu_);
   const auto entry = entries_.find(session.lease);
   if (entry == entries_.end()) return false;
   --entry->second.waiters;
-  entry->second.holders.emplace(key, grant);
+  entry->second.holders.emplace(key, Holding{grant, expires});
   return true;
+}
+
+bool Sessions::renewed(std::int64_t lease, const std::string& key, Clock::time_point expires) {
+  std::lock_guard lock(mu_);
+  const auto entry = entries_.find(lease);
+  if (entry == entries_.end()) return false;
+  const auto holding = entry->second.holders.find(key);
+  if (holding == entry->second.holders.end()) return false;
+  holding->second.reported = std::max(holding->second.reported, expires);
+  return true;
+}
+
+void Sessions::lose(std::int64_t lease) {
+  std::unique_lock lock(mu_);
+  lose_locked(lock, lease);
 }
 
 bool Sessions::withdrawn(const std::shared_ptr<const Session>& session, const std::string& key) {
@@ -101,13 +120,13 @@ bool Sessions::withdrawn(const std::shared_ptr<const Session>& session, const st
   }
   if (key.empty() && session->shared) return true;
   const Withdrawal withdrawal{
-      key, session->lease, !session->shared,
+      key, 0, session->lease, !session->shared,
       Clock::now() + std::chrono::seconds(lease_seconds(session->ttl)) + config_.op_timeout};
   try {
     if (withdrawal.revoke) {
       rpc_->lease_revoke(withdrawal.lease);
     } else {
-      delete_key(withdrawal.key);
+      delete_key(withdrawal.key, withdrawal.revision);
     }
     return true;
   } catch (const Error&) {
@@ -147,8 +166,15 @@ std::optional<Clock::time_point> Sessions::expires(std::int64_t lease) const {
   return entry->second.expires;
 }
 
-void Sessions::delete_key(const std::string& key) {
+void Sessions::delete_key(const std::string& key, std::int64_t revision) {
   etcdserverpb::TxnRequest request;
+  if (revision != 0) {
+    auto* compare = request.add_compare();
+    compare->set_key(key);
+    compare->set_target(etcdserverpb::Compare::CREATE);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_create_revision(revision);
+  }
   request.add_success()->mutable_request_delete_range()->set_key(key);
   rpc_->txn(request);
 }
@@ -157,6 +183,7 @@ void Sessions::keeper_loop(std::stop_token stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     keep_alive_due(lock);
+    drop_overdue(lock);
     retry_withdrawals(lock);
     revoke_idle(lock);
     auto next = Clock::now() + std::chrono::seconds(1);
@@ -205,7 +232,7 @@ void Sessions::keep_alive_due(std::unique_lock<std::mutex>& lock) {
     if (!ok) {
       entry->second.next_keep_alive = Clock::now() + retry_delay(ttl);
     } else if (ttls[i] <= 0) {
-      lose(lock, due[i]);
+      lose_locked(lock, due[i]);
     } else {
       entry->second.expires =
           std::max(entry->second.expires, sent.at + std::min(ttl, milliseconds(ttls[i] * 1000)));
@@ -214,17 +241,42 @@ void Sessions::keep_alive_due(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void Sessions::lose(std::unique_lock<std::mutex>& lock, std::int64_t lease) {
+void Sessions::drop_overdue(std::unique_lock<std::mutex>& lock) {
+  const auto now = Clock::now();
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& entry = it->second;
+    for (auto holding = entry.holders.begin(); holding != entry.holders.end();) {
+      if (holding->second.reported > now) {
+        ++holding;
+        continue;
+      }
+      const auto token = static_cast<std::int64_t>(holding->second.grant.token);
+      withdrawals_.push_back(Withdrawal{holding->first, token, it->first, !entry.session->shared,
+                                        now + entry.session->ttl + config_.op_timeout});
+      holding = entry.holders.erase(holding);
+      if (entry.holders.empty() && entry.waiters == 0) entry.idle_since = now;
+    }
+    // An own lease is revoked by its withdrawal; nothing else is on it.
+    if (!entry.session->shared && entry.holders.empty() && entry.waiters == 0) {
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  (void)lock;
+}
+
+void Sessions::lose_locked(std::unique_lock<std::mutex>& lock, std::int64_t lease) {
   const auto entry = entries_.find(lease);
   if (entry == entries_.end()) return;
-  std::map<std::string, core::GrantRef> holders = std::move(entry->second.holders);
+  std::map<std::string, Holding> holders = std::move(entry->second.holders);
   const milliseconds ttl = entry->second.session->ttl;
   entries_.erase(entry);
   if (const auto shared = by_ttl_.find(ttl); shared != by_ttl_.end() && shared->second == lease) {
     by_ttl_.erase(shared);
   }
   lock.unlock();
-  for (const auto& [key, grant] : holders) on_lost_(grant);
+  for (const auto& [key, holding] : holders) on_lost_(holding.grant);
   lock.lock();
 }
 
@@ -239,7 +291,7 @@ void Sessions::retry_withdrawals(std::unique_lock<std::mutex>& lock) {
       if (withdrawal.revoke) {
         rpc_->lease_revoke(withdrawal.lease);
       } else {
-        delete_key(withdrawal.key);
+        delete_key(withdrawal.key, withdrawal.revision);
       }
     } catch (const Error&) {
       failed.push_back(std::move(withdrawal));

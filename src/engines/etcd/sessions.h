@@ -18,6 +18,11 @@
 //
 // Withdrawals that could not be confirmed (the cluster was unreachable when a wait was
 // cancelled) are retried by the keeper thread until they succeed or the lease is gone.
+//
+// A grant the core declared lost on its own (its local expiry passed: renewals failed
+// for a while, or the watchdog is off) is never released by the core; its key would
+// stay on a session that lives on. The keeper deletes such a key, guarded by its
+// create_revision, once the last expiry told to the core has passed.
 #pragma once
 
 #include <chrono>
@@ -56,9 +61,17 @@ class Sessions {
   // A session for a new request with `ttl`, counted as waiting until granted() or
   // withdrawn(). Grants a lease when needed; throws Error if that fails.
   std::shared_ptr<const Session> begin(std::chrono::milliseconds ttl);
-  // The request on `session` was granted as `grant`. false if the session was lost
-  // meanwhile (the key is gone with it).
-  bool granted(const Session& session, const std::string& key, const core::GrantRef& grant);
+  // The request on `session` was granted as `grant`, reported to the core with local
+  // expiry `expires`. false if the session was lost meanwhile (the key is gone with it).
+  bool granted(const Session& session, const std::string& key, const core::GrantRef& grant,
+               Clock::time_point expires);
+  // A renewal is about to tell the core that the grant with `key` expires at
+  // `expires`. false if the grant was dropped meanwhile (see above): the renewal must
+  // report it lost instead.
+  bool renewed(std::int64_t lease, const std::string& key, Clock::time_point expires);
+  // The lease is gone on the server (a put on it found no lease, or a waiter's key
+  // vanished): its grants are reported lost and new requests get a new session.
+  void lose(std::int64_t lease);
   // The request on `session` ended without a grant. `key`, if not empty, is deleted
   // now, and again later until confirmed if the cluster cannot be reached. true if the
   // key is known to be gone now (deleted, or empty: gone with a lost session).
@@ -74,23 +87,30 @@ class Sessions {
   void keep_alive_due(std::unique_lock<std::mutex>& lock);
   void retry_withdrawals(std::unique_lock<std::mutex>& lock);
   void revoke_idle(std::unique_lock<std::mutex>& lock);
-  void lose(std::unique_lock<std::mutex>& lock, std::int64_t lease);
-  void delete_key(const std::string& key);
+  void drop_overdue(std::unique_lock<std::mutex>& lock);
+  void lose_locked(std::unique_lock<std::mutex>& lock, std::int64_t lease);
+  // Deletes `key` (only if its create_revision is `revision`, when that is not 0).
+  void delete_key(const std::string& key, std::int64_t revision);
 
   const std::shared_ptr<EtcdRpc> rpc_;
   const EtcdConfig config_;
   const LostSink on_lost_;
 
+  struct Holding {
+    core::GrantRef grant;
+    Clock::time_point reported;  // the local expiry the core knows
+  };
   struct Entry {
     std::shared_ptr<Session> session;
     Clock::time_point expires;
     Clock::time_point next_keep_alive;
     int waiters = 0;
-    std::map<std::string, core::GrantRef> holders;  // by etcd key
+    std::map<std::string, Holding> holders;  // by etcd key
     Clock::time_point idle_since;
   };
   struct Withdrawal {
     std::string key;
+    std::int64_t revision = 0;   // guard for the delete; 0: none (a waiter's own key)
     std::int64_t lease = 0;
     bool revoke = false;         // an own lease: revoke it (that deletes the key)
     Clock::time_point give_up;   // an own lease has surely ended by then
