@@ -5,8 +5,8 @@
 #   BENCH_DURATION=3s scripts/bench.sh   # shorter timed runs
 #   BENCH_ROUNDS=1 scripts/bench.sh      # warden then baseline, not alternating
 #   WARDEN_BUILD=build/asan scripts/bench.sh
-#   BENCH_SETS="etcd" scripts/bench.sh  # only some sets: resp (warden://, redis://, mem://),
-#                                        # capacity (wardend), etcd; default all three
+#   BENCH_SETS="etcd zk" scripts/bench.sh  # only some sets: resp (warden://, redis://,
+#                                        # mem://), capacity (wardend), etcd, zk; default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -20,7 +20,9 @@
 #   - 10,000 idle connections on a fresh wardend;
 #   - etcd:// on one etcd member and on a 3-member cluster (etcd's default timings), 1 and
 #     8 clients, uncontended and contended, each with --baseline against etcd's own lock
-#     service (v3lock) on the same cluster; hand-off on 1 client.
+#     service (v3lock) on the same cluster; hand-off on 1 client;
+#   - zk:// on a standalone ZooKeeper, 1 and 8 clients, uncontended and contended, each
+#     with --baseline against raw create(EPHEMERAL_SEQUENTIAL)+delete pairs; hand-off.
 # docs/performance.md explains the figures.
 set -euo pipefail
 
@@ -28,7 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity etcd} "
+sets=" ${BENCH_SETS:-resp capacity etcd zk} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -39,7 +41,7 @@ for bin in "$warden" "$wardend"; do
     exit 1
   fi
 done
-for tool in redis-server redis-cli ss etcd; do
+for tool in redis-server redis-cli ss etcd java; do
   command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
 
@@ -131,6 +133,22 @@ start_etcd() {
   done
 }
 
+# start_zookeeper NAME: a standalone ZooKeeper (Debian's jar) on a free port; sets zk_url.
+start_zookeeper() {
+  local name=$1 port
+  port=$(free_port)
+  mkdir -p "$tmp/$name/data"
+  printf '%s\n' "tickTime=2000" "dataDir=$tmp/$name/data" "clientPort=$port" \
+    "clientPortAddress=127.0.0.1" "admin.enableServer=false" "4lw.commands.whitelist=*" \
+    >"$tmp/$name/zoo.cfg"
+  java -Xmx256m -XX:+UseSerialGC -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$tmp/$name/zoo.cfg" >"$tmp/$name.log" 2>&1 &
+  pids+=($!)
+  wait_until 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && echo ruok >&3 && grep -q imok <&3" \
+    || { cat "$tmp/$name.log" >&2; exit 1; }
+  zk_url=zk://127.0.0.1:$port
+}
+
 stop_last() {
   local pid=${pids[-1]}
   kill "$pid" 2>/dev/null || true
@@ -198,6 +216,23 @@ if [[ $sets == *" etcd "* ]]; then
     done
     for (( i = 0; i < members; i++ )); do stop_last; done
   done
+fi
+
+# zk://, against raw create+delete pairs on the same server (every create and delete is
+# a ZooKeeper write: a transaction-log fsync).
+if [[ $sets == *" zk "* ]]; then
+  echo
+  echo "zookeeper: $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo unknown)"
+  start_zookeeper zk
+  for clients in 1 8; do
+    for contention in "" --contended; do
+      handoff=0
+      if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=1000; fi
+      run bench --url "$zk_url" --clients "$clients" $contention --duration "$duration" \
+        --rounds "$rounds" --baseline "$zk_url" --handoff-samples "$handoff"
+    done
+  done
+  stop_last
 fi
 
 echo

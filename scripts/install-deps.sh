@@ -13,7 +13,7 @@ packages=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # real backends the tests start on loopback
-  redis-server redis-tools etcd-server etcd-client zookeeper default-jre-headless
+  redis-server redis-tools etcd-server etcd-client zookeeper libslf4j-java default-jre-headless
   # process tools the fixtures use
   procps iproute2
 )
