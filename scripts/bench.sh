@@ -78,8 +78,8 @@ free_port() {
 
 # wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; fails after SECONDS.
 wait_until() {
-  local tries=$(( $1 * 10 )); shift
-  for (( i = 0; i < tries; i++ )); do
+  local tries=$(( $1 * 10 )) try; shift
+  for (( try = 0; try < tries; try++ )); do
     if "$@" >/dev/null 2>&1; then return 0; fi
     sleep 0.1
   done

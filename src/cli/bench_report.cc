@@ -50,6 +50,29 @@ std::optional<double> BenchReport::ratio() const {
   return warden.cycles_per_second / baseline->cycles_per_second;
 }
 
+namespace {
+
+// What the baseline of `url` does differently from warden, for the reader of the ratio.
+std::string baseline_notes(const std::string& url, const Workload& w) {
+  std::string out;
+  if (url.rfind("etcd://", 0) == 0) {
+    if (w.mix != LockMix::exclusive) {
+      out += "  note: the baseline (etcd v3lock) has no shared mode; it took exclusive locks\n";
+    }
+    if (w.contended) out += "  note: baseline waiters block in etcd's Lock RPC\n";
+  } else if (url.rfind("zk://", 0) == 0) {
+    out += "  note: the baseline (ZooKeeper create+delete) never waits: a create always succeeds\n";
+  } else {
+    if (w.mix != LockMix::exclusive) {
+      out += "  note: the baseline (SET NX) has no shared mode; it took exclusive locks\n";
+    }
+    if (w.contended) out += "  note: baseline waiters poll: SET NX retried after 0.1..1 ms\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string format_text(const BenchReport& r) {
   const Workload& w = r.workload;
   std::string out = fmt::format(
@@ -72,10 +95,7 @@ std::string format_text(const BenchReport& r) {
   out += "  (latencies: acquire, from request to grant)\n";
   if (const auto ratio = r.ratio()) {
     out += fmt::format("\n  warden/baseline cycles/s: {:.2f}\n", *ratio);
-    if (w.mix != LockMix::exclusive) {
-      out += "  note: the baseline (SET NX) has no shared mode; it took exclusive locks\n";
-    }
-    if (w.contended) out += "  note: baseline waiters poll: SET NX retried after 0.1..1 ms\n";
+    out += baseline_notes(r.baseline->url, w);
   }
   if (r.handoff) {
     out += fmt::format(

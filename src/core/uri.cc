@@ -154,4 +154,15 @@ std::string Uri::redacted() const {
   return out;
 }
 
+std::optional<std::int64_t> parse_int_in_range(std::string_view text, std::int64_t low,
+                                               std::int64_t high) {
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < low ||
+      value > high) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 }  // namespace warden::core

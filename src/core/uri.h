@@ -32,4 +32,9 @@ struct Uri {
   std::string redacted() const;
 };
 
+// A decimal integer in [low, high] that is all of `text`; nullopt otherwise (URI query
+// values such as pool=N).
+std::optional<std::int64_t> parse_int_in_range(std::string_view text, std::int64_t low,
+                                               std::int64_t high);
+
 }  // namespace warden::core

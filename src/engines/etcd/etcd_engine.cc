@@ -4,10 +4,10 @@
 #include <atomic>
 #include <charconv>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <utility>
 
+#include "core/client_id.h"
 #include "engines/etcd/etcd_config.h"
 #include "engines/etcd/etcd_rpc.h"
 #include "engines/etcd/lock_keys.h"
@@ -31,15 +31,6 @@ using etcdserverpb::TxnResponse;
 constexpr std::size_t kMaxTxnOps = 128;
 // New sessions one acquire tries after its session turned out to be gone.
 constexpr int kSessionRetries = 3;
-
-std::string random_client_id() {
-  std::random_device device;
-  const std::uint64_t bits = (std::uint64_t{device()} << 32) ^ device();
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(16, '0');
-  for (int i = 0; i < 16; ++i) id[static_cast<std::size_t>(i)] = kHex[(bits >> (4 * i)) & 0xf];
-  return id;
-}
 
 // GrantRef::owner of an etcd grant: "LEASE KEY".
 std::string owner_of(std::int64_t lease, const std::string& key) {
@@ -113,7 +104,7 @@ class EtcdEngine final : public core::Engine {
       : config_(std::move(config)),
         rpc_(std::make_shared<EtcdRpc>(config_)),
         sessions_(rpc_, config_, [this](const GrantRef& grant) { report_lost(grant); }),
-        client_id_(random_client_id()) {}
+        client_id_(core::random_client_id()) {}
 
   void ping() { rpc_->ping(); }
 

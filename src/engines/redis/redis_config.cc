@@ -1,7 +1,6 @@
 #include "engines/redis/redis_config.h"
 
 #include <algorithm>
-#include <charconv>
 #include <string>
 
 #include "warden/error.h"
@@ -19,14 +18,9 @@ namespace {
 // A decimal number in [low, high], or invalid() naming `what`.
 std::int64_t parse_number(const std::string& text, std::int64_t low, std::int64_t high,
                           const std::string& what) {
-  std::int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < low ||
-      value > high) {
-    invalid(what + "='" + text + "' is not a number in " + std::to_string(low) + ".." +
-            std::to_string(high));
-  }
-  return value;
+  if (const auto value = core::parse_int_in_range(text, low, high)) return *value;
+  invalid(what + "='" + text + "' is not a number in " + std::to_string(low) + ".." +
+          std::to_string(high));
 }
 
 }  // namespace

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/client_id.h"
 #include "engines/redis/lock_keys.h"
 #include "engines/redis/redis_config.h"
 #include "engines/redis/script_call.h"
@@ -35,17 +35,6 @@ using resp_client::Reply;
 // Grants per renew.lua call: a watchdog round holding more sends several calls, all in
 // one pipelined round trip, so no single script runs long enough to stall Redis.
 constexpr std::size_t kRenewChunk = 256;
-
-// 64 random bits in hex: the client's part of every owner id, so owners of different
-// clients never collide.
-std::string random_client_id() {
-  std::random_device device;
-  const std::uint64_t bits = (std::uint64_t{device()} << 32) ^ device();
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(16, '0');
-  for (int i = 0; i < 16; ++i) id[static_cast<std::size_t>(i)] = kHex[(bits >> (4 * i)) & 0xf];
-  return id;
-}
 
 std::int64_t integer_of(const Reply& reply, std::string_view context) {
   if (reply.is_error()) throw resp_client::reply_error(reply, context);
@@ -87,7 +76,7 @@ class RedisEngine final : public core::Engine {
       : config_(std::move(config)),
         connector_(std::make_shared<Connector>(config_.connect, config_.retry)),
         subscriber_(config_.connect, config_.retry),
-        client_id_(random_client_id()) {
+        client_id_(core::random_client_id()) {
     for (std::size_t i = 0; i < config_.pool_size; ++i) {
       pipelines_.push_back(std::make_unique<Pipeline>(connector_, config_.op_timeout));
     }

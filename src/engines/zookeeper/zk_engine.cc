@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/client_id.h"
 #include "engines/resp_client/backoff.h"
 #include "engines/zookeeper/lock_nodes.h"
 #include "engines/zookeeper/zk_config.h"
@@ -27,15 +27,6 @@ using core::Granted;
 using core::GrantRef;
 using core::Renewed;
 using std::chrono::milliseconds;
-
-std::string random_client_id() {
-  std::random_device device;
-  const std::uint64_t bits = (std::uint64_t{device()} << 32) ^ device();
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(16, '0');
-  for (int i = 0; i < 16; ++i) id[static_cast<std::size_t>(i)] = kHex[(bits >> (4 * i)) & 0xf];
-  return id;
-}
 
 bool is_connection_error(int rc) {
   return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED;
@@ -79,7 +70,7 @@ std::optional<RequestNode> blocker_of(const std::vector<std::string>& children,
 class ZkEngine final : public core::Engine, public SessionListener {
  public:
   explicit ZkEngine(ZkConfig config)
-      : config_(std::move(config)), client_id_(random_client_id()) {
+      : config_(std::move(config)), client_id_(core::random_client_id()) {
     session_ = std::make_shared<ZkSession>(config_, this);
     maintainer_ = std::jthread([this](std::stop_token stop) { maintain(std::move(stop)); });
   }
