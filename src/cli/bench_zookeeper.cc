@@ -43,8 +43,8 @@ class ZooKeeperCycleClient final : public CycleClient {
   ZooKeeperCycleClient(const std::string& hosts, std::vector<std::string> parents,
                        std::chrono::milliseconds timeout)
       : connected_(std::make_unique<Connected>()), parents_(std::move(parents)) {
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    handle_ = zookeeper_init(hosts.c_str(), &on_session, 30'000, nullptr, connected_.get(), 0);
+    handle_ = zookeeper_init2(hosts.c_str(), &on_session, 30'000, nullptr, connected_.get(), 0,
+                              [](const char*) {});
     if (handle_ == nullptr) throw Error(Errc::invalid_argument, "zookeeper_init(" + hosts + ")");
     std::unique_lock lock(connected_->mu);
     if (!connected_->cv.wait_for(lock, timeout, [&] { return connected_->connected; })) {

@@ -100,6 +100,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockNodes nodes = LockNodes::of(config_.prefix, request.key.group, request.key.name);
+    bool moved = false;
     while (true) {
       const std::shared_ptr<ZkSession> session = current_session();
       // A fresh GUID per attempt: after a lost session the old node is gone for good.
@@ -108,6 +109,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
       try {
         created = create(*session, nodes, request.mode, guid);
       } catch (const Error&) {
+        // The session expired before we learnt it: its node (if any) went with it;
+        // once more on a new session.
+        if (session->state() == SessionState::expired && !moved) {
+          moved = true;
+          continue;
+        }
         withdraw_later(session->id(), nodes.lock, guid, "");
         throw;
       }
@@ -147,7 +154,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
       if (result.rc == ZNONODE) continue;
       if (result.rc != ZOK) throw_zk_error(result.rc, "renew on " + config_.hosts);
       if (static_cast<std::uint64_t>(result.czxid) == grants[i].token) {
-        out[i].expires = sent + std::min(grants[i].ttl, lease);
+        const auto expires = sent + std::min(grants[i].ttl, lease);
+        std::lock_guard lock(mu_);
+        const auto it = expiring_.find(parse_owner(grants[i].owner).path);
+        if (it == expiring_.end()) continue;  // expired and deleted meanwhile: not renewed
+        it->second = std::max(it->second, expires);
+        out[i].expires = expires;
       }
     }
     return out;
@@ -168,7 +180,13 @@ class ZkEngine final : public core::Engine, public SessionListener {
   bool check(const Sequencer& sequencer) override {
     const LockNodes nodes = LockNodes::of(config_.prefix, sequencer.group, sequencer.name);
     const std::shared_ptr<ZkSession> session = current_session();
-    const ChildrenResult children = session->await(session->children(nodes.lock));
+    // Another client's grant may be newer than what this session's server has applied:
+    // sync first (answered in order, so one round trip for both).
+    auto synced = session->sync(nodes.lock);
+    auto listed = session->children(nodes.lock);
+    const int sync_rc = session->await(std::move(synced));
+    const ChildrenResult children = session->await(std::move(listed));
+    if (sync_rc != ZOK && sync_rc != ZNONODE) throw_zk_error(sync_rc, "sync of " + nodes.lock);
     if (children.rc == ZNONODE) return false;
     if (children.rc != ZOK) throw_zk_error(children.rc, "check of " + nodes.lock);
     std::vector<std::future<ExistsResult>> pending;
@@ -350,7 +368,16 @@ class ZkEngine final : public core::Engine, public SessionListener {
     while (true) {
       if (!listed) {
         listed_at = Clock::now();
-        ChildrenResult result = session.await(session.children(nodes.lock));
+        ChildrenResult result;
+        try {
+          result = session.await(session.children(nodes.lock));
+        } catch (const Error&) {
+          result.rc = ZOPERATIONTIMEOUT;
+        }
+        if (is_connection_error(result.rc) || result.rc == ZSESSIONEXPIRED) {
+          if (!await_reconnect(request, session, session_lost)) return std::nullopt;
+          continue;
+        }
         if (result.rc != ZOK && result.rc != ZNONODE) {
           throw_zk_error(result.rc, "list of " + nodes.lock);
         }
@@ -374,7 +401,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
       const std::uint64_t fired = watch.fired;
       const std::uint64_t changes = state_changes_;
       lock.unlock();
-      const ExistsResult exists = session.await(session.exists(blocker_path, true));
+      ExistsResult exists;
+      try {
+        exists = session.await(session.exists(blocker_path, true));
+      } catch (const Error&) {
+        exists.rc = ZOPERATIONTIMEOUT;
+      }
       lock.lock();
       if (exists.rc == ZOK) {
         const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
@@ -384,6 +416,10 @@ class ZkEngine final : public core::Engine, public SessionListener {
       }
       if (--watches_[blocker_path].waiters == 0) watches_.erase(blocker_path);
       lock.unlock();
+      if (is_connection_error(exists.rc) || exists.rc == ZSESSIONEXPIRED) {
+        if (!await_reconnect(request, session, session_lost)) return std::nullopt;
+        continue;
+      }
       if (exists.rc != ZOK && exists.rc != ZNONODE) {
         throw_zk_error(exists.rc, "watch of " + blocker_path);
       }
@@ -391,11 +427,30 @@ class ZkEngine final : public core::Engine, public SessionListener {
     }
   }
 
+  // After a connection error in a wait: sleeps until the session is connected again
+  // (true), expired (false, session_lost), or the wait is over (false).
+  bool await_reconnect(const AcquireRequest& request, ZkSession& session, bool& session_lost) {
+    while (true) {
+      if (request.stop.stop_requested() || Clock::now() >= request.deadline) return false;
+      const auto left = std::chrono::duration_cast<milliseconds>(request.deadline - Clock::now());
+      const SessionState state =
+          session.wait_while_suspended(std::clamp(left, milliseconds(1), milliseconds(100)));
+      if (state == SessionState::expired) {
+        session_lost = true;
+        return false;
+      }
+      if (state == SessionState::connected) return true;
+    }
+  }
+
   std::optional<Granted> grant(const AcquireRequest& request, ZkSession& session,
                                const Created& created, Clock::time_point listed_at,
                                bool& session_lost) {
+    // The lease is the session: a grant lasts min(ttl, session timeout) past the last
+    // answer, so the core must renew it at a third of that, not of the ttl asked for.
     GrantRef ref{request.key, request.mode, static_cast<std::uint64_t>(created.czxid),
-                 request.options.ttl, owner_of(session.id(), created.path)};
+                 std::min(request.options.ttl, session.timeout()),
+                 owner_of(session.id(), created.path)};
     // The listing proved the session alive when it was sent: the server cannot expire it
     // (and free the node) earlier than a session timeout after that.
     const auto expires = listed_at + std::min(request.options.ttl, session.timeout());
@@ -411,9 +466,10 @@ class ZkEngine final : public core::Engine, public SessionListener {
       return std::nullopt;
     }
     held_[created.path] = Held{ref, session.id()};
-    // Without the watchdog nothing renews a grant, yet the session would keep its node
-    // forever: the maintainer deletes it when its TTL has run out.
-    if (!config_.watchdog) expiring_[created.path] = expires;
+    // The core declares a grant lost when this expiry passes unrenewed (renewals failed,
+    // or the watchdog is off) and never releases it then, yet the session would keep its
+    // node: the maintainer deletes the node once the expiry has passed.
+    expiring_[created.path] = expires;
     return Granted{std::move(ref), expires};
   }
 
@@ -445,8 +501,9 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
   // The maintainer thread: reports lost grants (never from the C client's thread, so a
-  // user's on_lost callback cannot stall ZooKeeper's completions), ends grants whose TTL
-  // ran out without a watchdog, and retries withdrawals.
+  // user's on_lost callback cannot stall ZooKeeper's completions), deletes the nodes of
+  // grants whose local expiry passed unrenewed (the core declared them lost), and
+  // retries withdrawals.
   void maintain(std::stop_token stop) {
     std::unique_lock lock(mu_);
     while (!stop.stop_requested()) {
@@ -531,7 +588,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
   std::condition_variable_any changed_;
   std::shared_ptr<ZkSession> session_;            // guarded by mu_
   std::map<std::string, Held> held_;              // by node path; guarded by mu_
-  std::map<std::string, Clock::time_point> expiring_;  // watchdog off; guarded by mu_
+  std::map<std::string, Clock::time_point> expiring_;  // local expiries; guarded by mu_
   std::map<std::string, Watch> watches_;          // by watched path; guarded by mu_
   std::vector<GrantRef> to_report_;               // lost, to report; guarded by mu_
   std::vector<Withdrawal> withdrawals_;           // guarded by mu_

@@ -59,10 +59,6 @@ void throw_zk_error(int rc, const std::string& what) {
 
 ZkSession::ZkSession(const ZkConfig& config, SessionListener* listener)
     : config_(config), listener_(listener) {
-  static std::once_flag quiet;
-  // The C client logs every reconnect to stderr by default; warden reports errors itself.
-  std::call_once(quiet, [] { zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR); });
-
   acl_entries_[0].perms = ZOO_PERM_ALL;
   acl_entries_[0].id.scheme = const_cast<char*>("auth");
   acl_entries_[0].id.id = const_cast<char*>("");
@@ -72,8 +68,11 @@ ZkSession::ZkSession(const ZkConfig& config, SessionListener* listener)
   acl_.count = 2;
   acl_.data = acl_entries_;
 
-  handle_ = zookeeper_init(config_.hosts.c_str(), &ZkSession::on_watch,
-                           static_cast<int>(config_.session_timeout.count()), nullptr, this, 0);
+  // The C client's own log (every refused connect, at ERROR level) goes nowhere: warden
+  // reports what matters as errors and lost signals.
+  handle_ = zookeeper_init2(config_.hosts.c_str(), &ZkSession::on_watch,
+                            static_cast<int>(config_.session_timeout.count()), nullptr, this, 0,
+                            [](const char*) {});
   if (handle_ == nullptr) {
     throw Error(Errc::invalid_argument, "zk:// cannot use the hosts '" + config_.hosts + "'");
   }
@@ -219,6 +218,24 @@ std::future<ExistsResult> ZkSession::exists(const std::string& path, bool watch)
       call);
   if (rc != ZOK) fail(call, rc);
   return std::move(future);
+}
+
+std::future<int> ZkSession::sync(const std::string& path) {
+  auto* call = new std::promise<int>;
+  auto future = call->get_future();
+  const int rc = zoo_async(
+      handle_, path.c_str(),
+      [](int result, const char*, const void* data) {
+        auto* self = static_cast<std::promise<int>*>(const_cast<void*>(data));
+        self->set_value(result);
+        delete self;
+      },
+      call);
+  if (rc != ZOK) {
+    call->set_value(rc);
+    delete call;
+  }
+  return future;
 }
 
 std::future<int> ZkSession::remove(const std::string& path) {

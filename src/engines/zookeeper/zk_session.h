@@ -85,6 +85,10 @@ class ZkSession {
 
   std::future<CreateResult> create(const std::string& path, const std::string& value, int mode);
   std::future<ChildrenResult> children(const std::string& path);
+  // Makes the connected server catch up with the leader (ZooKeeper's sync): a read sent
+  // after it on this session sees every write committed before it, whoever made it.
+  // Reads are otherwise only as fresh as the server this session happens to use.
+  std::future<int> sync(const std::string& path);
   // With `watch`, a later change of `path` (deleted, created, changed) is reported once
   // to the listener's on_node_event.
   std::future<ExistsResult> exists(const std::string& path, bool watch);
