@@ -36,6 +36,8 @@ constexpr auto kElectionLimit = 5s;
 constexpr int kStartAttempts = 3;
 constexpr int kRestartAttempts = 5;
 constexpr const char* kPortTaken = "address already in use";
+// Logged once the member serves clients (after it joined the cluster).
+constexpr const char* kServingClients = "serving client traffic insecurely";
 
 std::string find_on_path(const std::string& name) {
   if (const char* path = std::getenv("PATH")) {
@@ -451,7 +453,13 @@ void EtcdCluster::start(int member) {
         const int others = static_cast<int>(
             std::count_if(up.begin(), up.end(), [member](int i) { return i != member; }));
         // Without a quorum it cannot answer yet: it waits for a leader before it serves.
-        if (others + 1 < quorum || healthy({member})) return;
+        if (others + 1 < quorum) return;
+        // With one, its own log must say it serves clients: while it was down, a server of
+        // a test running alongside may have taken the port, and would answer in its place.
+        const std::string log = m.process.log_text();
+        const bool serving =
+            log.find(kServingClients, std::min(log_before, log.size())) != std::string::npos;
+        if (serving && healthy({member}) && m.process.running()) return;
       }
       if (SteadyClock::now() >= deadline) {
         throw std::runtime_error("etcd member m" + std::to_string(member) +

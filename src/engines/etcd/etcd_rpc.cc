@@ -76,6 +76,10 @@ struct EtcdRpc::Member {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    // gRPC shares connections to one address between channels by default: a new Client
+    // would inherit another Client's connection still backing off from a member that was
+    // down, and fail at once although the member is back. Each channel its own.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
     kv = etcdserverpb::KV::NewStub(channel);
     lease = etcdserverpb::Lease::NewStub(channel);
