@@ -44,9 +44,9 @@ struct GrantRef {
 struct AcquireRequest {
   LockKey key;
   Mode mode = Mode::exclusive;
-  LockOptions options;                       // validated against capabilities()
-  Clock::time_point deadline;                // min(): try once; max(): forever
-  std::stop_token stop;                      // cancels a wait
+  LockOptions options;         // validated against capabilities()
+  Clock::time_point deadline;  // min(): try once; max(): forever
+  std::stop_token stop;        // cancels a wait
 };
 
 struct Granted {
@@ -62,6 +62,14 @@ struct Renewed {
   // The new conservative local expiry; nullopt when the backend says it no longer
   // holds the grant (the lease is lost).
   std::optional<Clock::time_point> expires;
+  // Neither: the backend could not decide this grant's renewal (Redlock: too few masters
+  // answered to count a quorum either way). The old expiry stands and the core retries
+  // soon, as after a failed batch, for this grant alone.
+  bool undecided = false;
+
+  static Renewed until(Clock::time_point expires) { return Renewed{expires, false}; }
+  static Renewed lost() { return Renewed{std::nullopt, false}; }
+  static Renewed unknown() { return Renewed{std::nullopt, true}; }
 };
 
 class Engine {

@@ -9,8 +9,8 @@ namespace warden::core {
 namespace {
 
 bool group_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
 }
 
 [[noreturn]] void invalid(const std::string& what) { throw Error(Errc::invalid_argument, what); }
@@ -28,8 +28,7 @@ void validate_group(std::string_view group) {
   }
   for (char c : group) {
     if (!group_char(c)) {
-      invalid("lock group '" + std::string(group) +
-              "' holds a character outside [A-Za-z0-9._-]");
+      invalid("lock group '" + std::string(group) + "' holds a character outside [A-Za-z0-9._-]");
     }
   }
 }
@@ -58,7 +57,9 @@ void require_capabilities(const Capabilities& caps, Mode mode, const LockOptions
     throw Error(Errc::unsupported, "this engine has no shared (read) mode");
   }
   if (options.fair && !caps.fair) {
-    throw Error(Errc::unsupported, "this engine has no fair (FIFO) mode; set fair = false");
+    throw Error(Errc::unsupported,
+                "this engine has no fair (FIFO) mode; ask for a non-fair lock (LockOptions::fair = "
+                "false; warden run --unfair)");
   }
   if (!options.fair && !caps.non_fair) {
     throw Error(Errc::unsupported, "this engine has no non-fair mode; set fair = true");

@@ -193,8 +193,7 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
     if (due.empty() && to_release.empty()) {
       const auto seen = state->renewer_epoch;
       state->renewer_sleeps_until = next;
-      state->renewer_cv.wait_until(lock, stop, next,
-                                   [&] { return state->renewer_epoch != seen; });
+      state->renewer_cv.wait_until(lock, stop, next, [&] { return state->renewer_epoch != seen; });
       state->renewer_sleeps_until = Clock::time_point::min();
       continue;
     }
@@ -234,7 +233,7 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
       auto it = state->watched.find(due[i].get());
       if (it == state->watched.end()) continue;  // released or lost meanwhile
       auto& w = it->second;
-      if (round_failed) {
+      if (round_failed || results[i].undecided) {
         // Retry soon; the reaper still enforces the old expiry.
         w.next_renew = after + std::max(milliseconds(5), w.interval / 4);
         continue;

@@ -5,6 +5,7 @@
 #include "engines/etcd/etcd_engine.h"
 #include "engines/mem/mem_engine.h"
 #include "engines/redis/redis_engine.h"
+#include "engines/redlock/redlock_engine.h"
 #include "engines/warden/warden_engine.h"
 #include "engines/zookeeper/zk_engine.h"
 #include "warden/error.h"
@@ -15,10 +16,11 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOpti
   if (uri.scheme == "mem") return mem::open(uri, options);
   if (uri.scheme == "warden") return wardend::open(uri, options);
   if (uri.scheme == "redis") return redis::open(uri, options);
+  if (uri.scheme == "redlock") return redlock::open(uri, options);
   if (uri.scheme == "etcd") return etcd::open(uri, options);
   if (uri.scheme == "zk") return zookeeper::open(uri, options);
   throw Error(Errc::invalid_argument,
-              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis, etcd, zk)");
+              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis, redlock, etcd, zk)");
 }
 
 }  // namespace warden::engines

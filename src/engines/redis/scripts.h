@@ -3,15 +3,11 @@
 // each script includes them).
 #pragma once
 
-#include <string_view>
+#include "engines/resp_client/script.h"
 
 namespace warden::engines::redis {
 
-struct Script {
-  std::string_view name;    // "acquire", ... for messages
-  std::string_view sha1;    // of `source`, lower-case hex, for EVALSHA
-  std::string_view source;  // for EVAL when the server does not know the script yet
-};
+using resp_client::Script;
 
 extern const Script k_acquire_script;
 extern const Script k_release_script;

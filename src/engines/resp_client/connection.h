@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engines/resp_client/errors.h"
 #include "engines/resp_client/reply.h"
@@ -30,6 +31,9 @@
 struct redisContext;
 
 namespace warden::engines::resp_client {
+
+// One command: its arguments, binary-safe ("SET", key, value, ...).
+using Command = std::vector<std::string>;
 
 struct ConnectOptions {
   std::string host;  // a name or an IPv4/IPv6 address
@@ -95,6 +99,15 @@ class Connection {
   // server restarted fails this check instead of failing the next request.
   bool reusable();
 
+  // The caller gives up on replies still due (their deadline passed): the connection
+  // is broken, so a pool closes it instead of letting a late reply answer the next
+  // request.
+  void abandon() { broken_ = true; }
+
+  // The socket, for callers that wait on several connections at once (poll(2) for
+  // POLLIN, then poll_reply with a deadline of now).
+  int fd() const;
+
   // "host:port", for messages.
   const std::string& endpoint() const { return endpoint_; }
 
@@ -102,7 +115,6 @@ class Connection {
   Connection(redisContext* context, std::string endpoint);
   // Marks the connection failed and throws the Error for `failure`.
   [[noreturn]] void fail(Failure failure, const std::string& detail);
-  int fd() const;
 
   redisContext* context_;
   std::string endpoint_;

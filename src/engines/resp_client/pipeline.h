@@ -30,8 +30,6 @@
 
 namespace warden::engines::resp_client {
 
-using Command = std::vector<std::string>;
-
 class Pipeline {
  public:
   struct Result {

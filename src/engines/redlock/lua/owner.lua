@@ -1,0 +1,23 @@
+-- owner.lua — what every redlock:// script shares. On each master a lock is two keys
+-- with the hash tag {warden:GROUP/NAME} (docs/engines/redlock.md):
+--
+--   :rl  string  "OWNER" while its acquire is under way, "OWNER:TOKEN" once fence.lua
+--                fixed its token; expires after the lease (PX)
+--   :rf  string  the last token written for the lock (decimal); never expires
+--
+-- OWNER (a client id and a sequence number) holds no ':', so the token is what follows
+-- the last ':'. Scripts include this file with a line "--! owner.lua" (at build time:
+-- EVAL scripts cannot include one another).
+
+-- Is `value` (the :rl key, or false if absent) held by `owner`, before or after fence.lua?
+local function is_ours(value, owner)
+  if not value then return false end
+  return value == owner or string.sub(value, 1, #owner + 1) == owner .. ':'
+end
+
+-- Decimal texts without leading zeros compared as numbers: Lua's numbers are doubles,
+-- which cannot hold every 64-bit token.
+local function greater(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end

@@ -1,0 +1,386 @@
+#include "engines/redlock/redlock_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/client_id.h"
+#include "engines/redlock/masters.h"
+#include "engines/redlock/quorum.h"
+#include "engines/redlock/redlock_config.h"
+#include "engines/resp_client/errors.h"
+#include "engines/resp_client/script.h"
+#include "warden/error.h"
+
+namespace warden::engines::redlock {
+
+extern const resp_client::Script k_acquire_script;
+extern const resp_client::Script k_fence_script;
+extern const resp_client::Script k_release_script;
+extern const resp_client::Script k_renew_script;
+extern const resp_client::Script k_check_script;
+
+namespace {
+
+using core::AcquireRequest;
+using core::Granted;
+using core::GrantRef;
+using core::Renewed;
+using resp_client::Leg;
+using resp_client::Reply;
+using resp_client::ScriptCall;
+using std::chrono::milliseconds;
+
+// Leases per renew.lua call: a watchdog round holding more sends several calls, all in
+// one round, so no single script runs long enough to stall a master.
+constexpr std::size_t kRenewChunk = 256;
+
+// The keys of one lock on every master (lua/owner.lua). They share the hash tag
+// {warden:GROUP/NAME} with the redis:// engine's keys of the same lock, and differ from
+// them in their suffixes.
+struct Keys {
+  std::string lock;   // :rl
+  std::string fence;  // :rf
+
+  static Keys of(const std::string& group, const std::string& name) {
+    const std::string tag = "{warden:" + group + '/' + name + '}';
+    return Keys{tag + ":rl", tag + ":rf"};
+  }
+};
+
+std::optional<std::uint64_t> parse_u64(const Reply& reply) {
+  if (reply.type != Reply::Type::bulk) return std::nullopt;
+  std::uint64_t value = 0;
+  const std::string& text = reply.text;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// An integer reply 1 or 0 (yes or no); nullopt for anything else (a failed vote).
+std::optional<bool> yes_or_no(const Reply& reply) {
+  if (!reply.is_integer() || (reply.integer != 0 && reply.integer != 1)) return std::nullopt;
+  return reply.integer == 1;
+}
+
+// What one attempt to acquire came to.
+struct Attempt {
+  std::optional<Granted> granted;
+  AcquireVerdict verdict = AcquireVerdict::unreachable;
+  std::string problem;  // why masters failed, for an error message
+};
+
+class RedlockEngine final : public core::Engine {
+ public:
+  explicit RedlockEngine(RedlockConfig config)
+      : config_(std::move(config)),
+        masters_(config_),
+        client_id_(core::random_client_id()),
+        random_(std::random_device{}()) {}
+
+  // PINGs every master: a quorum must answer; a refused password fails at once.
+  void connect() {
+    const auto legs = masters_.ping(config_.node_timeout);
+    std::size_t answered = 0;
+    for (std::size_t i = 0; i < legs.size(); ++i) {
+      const Leg& leg = legs[i];
+      if (leg.error && leg.error->code() == Errc::permission_denied) throw *leg.error;
+      if (leg.ok() && !leg.replies[0].is_error()) ++answered;
+    }
+    if (answered < quorum(masters_.size())) {
+      throw Error(Errc::unavailable, "redlock: " + too_few(answered, legs));
+    }
+  }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.shared = false;
+    caps.fair = false;
+    caps.non_fair = true;
+    caps.lock_delay = false;
+    caps.fencing = true;
+    // A quorum keeps each lock's last token, and tokens are floored at the masters'
+    // microsecond clocks (docs/engines/redlock.md states both assumptions).
+    caps.durable_tokens = true;
+    caps.check = true;
+    return caps;
+  }
+
+  std::optional<Granted> acquire(const AcquireRequest& request) override {
+    const Keys keys = Keys::of(request.key.group, request.key.name);
+    const bool waits = request.deadline > Clock::now();
+    int retries = 0;          // a try's attempts after the first
+    int unreachable_run = 0;  // attempts in a row that too few masters answered
+    while (true) {
+      Attempt attempt = try_once(request, keys);
+      if (attempt.granted) return std::move(attempt.granted);
+      const bool unreachable = attempt.verdict == AcquireVerdict::unreachable;
+      unreachable_run = unreachable ? unreachable_run + 1 : 0;
+      if (unreachable_run > config_.retry_count) {
+        throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
+      }
+      if (!waits) {
+        if (attempt.verdict == AcquireVerdict::held || retries++ >= config_.retry_count) {
+          if (unreachable) throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
+          return std::nullopt;
+        }
+      }
+      const auto wake = Clock::now() + pause();
+      pause_until(waits ? std::min(wake, request.deadline) : wake, request.stop);
+      if (request.stop.stop_requested()) return std::nullopt;
+      if (waits && Clock::now() >= request.deadline) {
+        if (unreachable) throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
+        return std::nullopt;
+      }
+    }
+  }
+
+  std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
+    if (grants.empty()) return {};
+    milliseconds shortest = grants.front().ttl;
+    std::vector<ScriptCall> calls;
+    for (std::size_t first = 0; first < grants.size(); first += kRenewChunk) {
+      ScriptCall call{&k_renew_script, {}, {}};
+      for (std::size_t i = first; i < std::min(grants.size(), first + kRenewChunk); ++i) {
+        const GrantRef& grant = grants[i];
+        shortest = std::min(shortest, grant.ttl);
+        call.keys.push_back(Keys::of(grant.key.group, grant.key.name).lock);
+        call.args.push_back(grant.owner);
+        call.args.push_back(std::to_string(grant.ttl.count()));
+      }
+      calls.push_back(std::move(call));
+    }
+    const auto start = Clock::now();
+    const auto legs = masters_.run(std::vector<std::vector<ScriptCall>>(masters_.size(), calls),
+                                   round_timeout(config_.node_timeout, shortest));
+    const auto elapsed = Clock::now() - start;
+
+    std::vector<Tally> tallies(grants.size());
+    std::size_t answered = 0;
+    for (const Leg& leg : legs) {
+      if (leg.ok()) ++answered;
+      for (std::size_t g = 0; g < grants.size(); ++g) {
+        std::optional<bool> vote;
+        if (leg.ok()) {
+          const Reply& reply = leg.replies[g / kRenewChunk];
+          const std::size_t n = g % kRenewChunk;
+          if (reply.is_array() && n < reply.elements.size()) vote = yes_or_no(reply.elements[n]);
+        }
+        count(tallies[g], vote);
+      }
+    }
+    if (answered == 0) throw Error(Errc::unavailable, "redlock renew: " + too_few(0, legs));
+
+    std::vector<Renewed> out;
+    out.reserve(grants.size());
+    for (std::size_t g = 0; g < grants.size(); ++g) {
+      switch (judge_renew(tallies[g], masters_.size())) {
+        case RenewVerdict::renewed: {
+          const auto left = validity(grants[g].ttl, elapsed);
+          // Extended, but the round took so long that nothing is left of the new lease
+          // on our clock: the old expiry stands.
+          out.push_back(left > Clock::duration::zero() ? Renewed::until(start + left)
+                                                       : Renewed::unknown());
+          break;
+        }
+        case RenewVerdict::lost:
+          out.push_back(Renewed::lost());
+          break;
+        case RenewVerdict::undecided:
+          out.push_back(Renewed::unknown());
+          break;
+      }
+    }
+    return out;
+  }
+
+  void release(const GrantRef& grant) override {
+    const Keys keys = Keys::of(grant.key.group, grant.key.name);
+    const auto legs =
+        masters_.run_everywhere(ScriptCall{&k_release_script, {keys.lock}, {grant.owner}},
+                                round_timeout(config_.node_timeout, grant.ttl));
+    // A master that did not answer keeps the key at most until its lease runs out.
+    std::size_t answered = 0;
+    for (const Leg& leg : legs) {
+      if (leg.ok() && yes_or_no(leg.replies[0])) ++answered;
+    }
+    if (answered < quorum(masters_.size())) {
+      throw Error(Errc::unavailable, "redlock release: " + too_few(answered, legs));
+    }
+  }
+
+  bool check(const Sequencer& sequencer) override {
+    if (sequencer.mode != Mode::exclusive) return false;
+    const Keys keys = Keys::of(sequencer.group, sequencer.name);
+    const auto legs = masters_.run_everywhere(
+        ScriptCall{&k_check_script, {keys.lock}, {std::to_string(sequencer.token)}},
+        config_.node_timeout);
+    Tally tally;
+    for (const Leg& leg : legs) count(tally, leg.ok() ? yes_or_no(leg.replies[0]) : std::nullopt);
+    const std::size_t q = quorum(masters_.size());
+    if (tally.yes >= q) return true;
+    if (tally.yes + tally.no < q) {
+      throw Error(Errc::unavailable, "redlock check: " + too_few(tally.yes + tally.no, legs));
+    }
+    return false;
+  }
+
+ private:
+  static void count(Tally& tally, std::optional<bool> vote) {
+    if (!vote) {
+      ++tally.failed;
+    } else if (*vote) {
+      ++tally.yes;
+    } else {
+      ++tally.no;
+    }
+  }
+
+  // "k of N masters answered (quorum Q): host:port: why; ..."
+  std::string too_few(std::size_t answered, const std::vector<Leg>& legs) const {
+    std::string text = std::to_string(answered) + " of " + std::to_string(masters_.size()) +
+                       " masters answered (quorum " + std::to_string(quorum(masters_.size())) + ")";
+    for (std::size_t i = 0; i < legs.size(); ++i) {
+      std::string why;
+      if (legs[i].error) {
+        why = legs[i].error->what();
+      } else {
+        for (const Reply& reply : legs[i].replies) {
+          if (reply.is_error()) why = reply.text;
+        }
+      }
+      if (!why.empty()) text += "; " + masters_.endpoint(i) + ": " + why;
+    }
+    return text;
+  }
+
+  // One attempt: votes, then (with a quorum) the token, within the lease's validity.
+  // A failed attempt leaves no key behind on any master that answered.
+  Attempt try_once(const AcquireRequest& request, const Keys& keys) {
+    const milliseconds ttl = request.options.ttl;
+    const milliseconds timeout = round_timeout(config_.node_timeout, ttl);
+    const std::string owner = client_id_ + '-' + std::to_string(++sequence_);
+    const std::size_t n = masters_.size();
+
+    const auto start = Clock::now();
+    const auto votes = masters_.run_everywhere(
+        ScriptCall{
+            &k_acquire_script, {keys.lock, keys.fence}, {owner, std::to_string(ttl.count())}},
+        timeout);
+    Tally tally;
+    std::vector<bool> set_here(n, false);   // our key is there
+    std::vector<bool> maybe_set(n, false);  // it may be: a yes, or no clear answer
+    std::vector<TokenRead> reads;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto read = token_read(votes[i]);
+      if (!read) {
+        ++tally.failed;
+        maybe_set[i] = true;
+      } else if (!*read) {
+        ++tally.no;
+      } else {
+        ++tally.yes;
+        set_here[i] = maybe_set[i] = true;
+        reads.push_back(**read);
+      }
+    }
+
+    Attempt attempt;
+    attempt.verdict = judge_acquire(tally, n);
+    attempt.problem = too_few(tally.yes + tally.no, votes);
+    if (attempt.verdict == AcquireVerdict::granted) {
+      const std::uint64_t token = next_token(reads);
+      std::vector<std::vector<ScriptCall>> fence(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (set_here[i]) {
+          fence[i].push_back(
+              ScriptCall{&k_fence_script, {keys.lock, keys.fence}, {owner, std::to_string(token)}});
+        }
+      }
+      const auto written = masters_.run(fence, timeout);
+      Tally fenced;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (set_here[i])
+          count(fenced, written[i].ok() ? yes_or_no(written[i].replies[0]) : std::nullopt);
+      }
+      const auto left = validity(ttl, Clock::now() - start);
+      if (fenced.yes >= quorum(n) && left > Clock::duration::zero()) {
+        attempt.granted =
+            Granted{GrantRef{request.key, Mode::exclusive, token, ttl, owner}, start + left};
+        return attempt;
+      }
+      attempt.problem = fenced.yes >= quorum(n)
+                            ? "the votes took longer than the lease's validity"
+                            : "the token was written to " + std::to_string(fenced.yes) + " of " +
+                                  std::to_string(n) + " masters; " +
+                                  too_few(fenced.yes + fenced.no, written);
+      attempt.verdict = fenced.yes + fenced.no + (n - tally.yes) >= quorum(n)
+                            ? AcquireVerdict::split
+                            : AcquireVerdict::unreachable;
+    }
+
+    // Undo: delete our key wherever it may be. A master that answered "no" never set it.
+    std::vector<std::vector<ScriptCall>> undo(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (maybe_set[i]) undo[i].push_back(ScriptCall{&k_release_script, {keys.lock}, {owner}});
+    }
+    masters_.run(undo, timeout);  // a key it misses lapses by its TTL
+    return attempt;
+  }
+
+  // acquire.lua's answer on one master: nullopt for a failed vote, false for "held by
+  // another", or our read of the token.
+  static std::optional<std::optional<TokenRead>> token_read(const Leg& leg) {
+    if (!leg.ok()) return std::nullopt;
+    const Reply& reply = leg.replies[0];
+    if (!reply.is_array() || reply.elements.empty() || !reply.elements[0].is_integer()) {
+      return std::nullopt;
+    }
+    if (reply.elements[0].integer == 0) return std::optional<TokenRead>();
+    if (reply.elements[0].integer != 1 || reply.elements.size() != 4) return std::nullopt;
+    const auto last = parse_u64(reply.elements[1]);
+    const auto seconds = parse_u64(reply.elements[2]);
+    const auto micros = parse_u64(reply.elements[3]);
+    if (!last || !seconds || !micros) return std::nullopt;
+    return std::optional<TokenRead>(TokenRead{*last, *seconds * 1'000'000 + *micros});
+  }
+
+  Clock::duration pause() {
+    std::lock_guard guard(random_mu_);
+    std::uniform_int_distribution<std::int64_t> spread(0, config_.retry_jitter.count());
+    return config_.retry_delay + milliseconds(spread(random_));
+  }
+
+  static void pause_until(Clock::time_point until, const std::stop_token& stop) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait_until(lock, stop, until, [] { return false; });
+  }
+
+  const RedlockConfig config_;
+  Masters masters_;
+  const std::string client_id_;
+  std::atomic<std::uint64_t> sequence_{0};
+  std::mutex random_mu_;
+  std::mt19937_64 random_;  // guarded by random_mu_
+};
+
+}  // namespace
+
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
+  auto engine = std::make_unique<RedlockEngine>(parse_config(uri, options));
+  engine->connect();
+  return engine;
+}
+
+}  // namespace warden::engines::redlock

@@ -1,0 +1,30 @@
+# Writes OUT: a C++ file defining, in namespace NAMESPACE, one resp_client::Script
+# k_NAME_script per name in SCRIPTS (comma-separated), each the text of DIR/NAME.lua with
+# its include lines ("--! PART.lua", for each PART in SHARED, comma-separated) replaced
+# by those files, and its SHA-1 for EVALSHA. Every script must include the first of
+# SHARED. Run by the build (cmake -P), so editing a script rebuilds.
+string(REPLACE "," ";" names "${SCRIPTS}")
+string(REPLACE "," ";" shared "${SHARED}")
+list(GET shared 0 required)
+set(body "// Generated from ${DIR} by embed_scripts.cmake. Do not edit.\n")
+string(APPEND body "#include \"engines/resp_client/script.h\"\n\nnamespace ${NAMESPACE} {\n")
+foreach(name IN LISTS names)
+  file(READ "${DIR}/${name}.lua" source)
+  if(NOT source MATCHES "--! ${required}\n")
+    message(FATAL_ERROR "${name}.lua does not include ${required}")
+  endif()
+  foreach(part IN LISTS shared)
+    file(READ "${DIR}/${part}" text)
+    string(REPLACE "--! ${part}\n" "${text}" source "${source}")
+  endforeach()
+  if(source MATCHES "\\)warden_lua\"")
+    message(FATAL_ERROR "${name}.lua contains the raw-string delimiter")
+  endif()
+  string(SHA1 sha "${source}")
+  string(APPEND body "\nextern const resp_client::Script k_${name}_script;\n")
+  string(APPEND body "const resp_client::Script k_${name}_script{\"${name}\", \"${sha}\", R\"warden_lua(${source})warden_lua\"};\n")
+endforeach()
+string(APPEND body "\n}  // namespace ${NAMESPACE}\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUT}.tmp")
