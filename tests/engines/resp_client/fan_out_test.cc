@@ -1,0 +1,130 @@
+// resp_client::fan_out against real redis-servers: one round to several servers at once,
+// where a frozen or dead server fails its own leg, within the deadline, and never
+// spoils a later round with a late reply.
+#include "engines/resp_client/fan_out.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/resp_client/connector.h"
+#include "engines/resp_client/pool.h"
+#include "support/redis_server.h"
+#include "warden/error.h"
+
+namespace warden::engines::resp_client {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Server {
+  testing::RedisServer redis;
+  std::shared_ptr<Connector> connector;
+  std::unique_ptr<Pool> pool;
+
+  Server() {
+    ConnectOptions options;
+    options.host = "127.0.0.1";
+    options.port = redis.port();
+    options.timeout = 200ms;
+    RetryPolicy retry;
+    retry.initial = 1ms;
+    retry.max = 5ms;
+    connector = std::make_shared<Connector>(options, retry);
+    pool = std::make_unique<Pool>(connector, 4);
+  }
+};
+
+std::vector<Leg> legs_for(std::vector<std::unique_ptr<Server>>& servers,
+                          const std::vector<Command>& commands) {
+  std::vector<Leg> legs(servers.size());
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    legs[i].pool = servers[i]->pool.get();
+    legs[i].commands = commands;
+  }
+  return legs;
+}
+
+std::vector<std::unique_ptr<Server>> start(int n) {
+  std::vector<std::unique_ptr<Server>> servers;
+  for (int i = 0; i < n; ++i) servers.push_back(std::make_unique<Server>());
+  return servers;
+}
+
+TEST(FanOut, EveryServerAnswersItsOwnCommandsInOrder) {
+  auto servers = start(3);
+  auto legs = legs_for(servers, {{"SET", "k", "v"}, {"GET", "k"}, {"INCR", "n"}});
+  fan_out(legs, Clock::now() + 2s);
+  for (const Leg& leg : legs) {
+    ASSERT_TRUE(leg.ok()) << (leg.error ? leg.error->what() : "missing replies");
+    EXPECT_EQ(leg.replies[1].text, "v");
+    EXPECT_EQ(leg.replies[2].integer, 1);
+  }
+}
+
+TEST(FanOut, AFrozenServerFailsItsLegByTheDeadlineAndTheOthersStillAnswer) {
+  auto servers = start(3);
+  servers[1]->redis.pause();
+  auto legs = legs_for(servers, {{"INCR", "n"}});
+  const auto begin = Clock::now();
+  fan_out(legs, begin + 150ms);
+  const auto took = Clock::now() - begin;
+  servers[1]->redis.resume();
+
+  EXPECT_TRUE(legs[0].ok());
+  EXPECT_TRUE(legs[2].ok());
+  ASSERT_TRUE(legs[1].error);
+  EXPECT_EQ(legs[1].error->code(), Errc::deadline_exceeded);
+  EXPECT_GE(took, 150ms);
+  EXPECT_LT(took, 1s);
+
+  // The frozen server's late reply (an integer) must not answer the next round's GET of
+  // a missing key: its connection was dropped, not handed back to the pool.
+  auto again = legs_for(servers, {{"GET", "missing"}});
+  fan_out(again, Clock::now() + 2s);
+  for (const Leg& leg : again) {
+    ASSERT_TRUE(leg.ok()) << leg.error->what();
+    EXPECT_TRUE(leg.replies[0].is_nil()) << leg.replies[0].describe();
+  }
+}
+
+TEST(FanOut, ADeadServerFailsItsLegAsUnavailableAtOnce) {
+  auto servers = start(3);
+  servers[2]->redis.kill9();
+  auto legs = legs_for(servers, {{"PING"}});
+  const auto begin = Clock::now();
+  fan_out(legs, begin + 5s);
+  EXPECT_LT(Clock::now() - begin, 1s);
+  EXPECT_TRUE(legs[0].ok());
+  EXPECT_TRUE(legs[1].ok());
+  ASSERT_TRUE(legs[2].error);
+  EXPECT_EQ(legs[2].error->code(), Errc::unavailable);
+}
+
+TEST(FanOut, ErrorRepliesAreRepliesNotFailures) {
+  auto servers = start(2);
+  auto legs = legs_for(servers, {{"NOSUCHCOMMAND"}, {"PING"}});
+  fan_out(legs, Clock::now() + 2s);
+  for (const Leg& leg : legs) {
+    ASSERT_TRUE(leg.ok());
+    EXPECT_TRUE(leg.replies[0].is_error());
+    EXPECT_EQ(leg.replies[1].text, "PONG");
+  }
+}
+
+TEST(FanOut, LegsWithoutCommandsAreSkipped) {
+  auto servers = start(2);
+  servers[0]->redis.kill9();
+  auto legs = legs_for(servers, {{"PING"}});
+  legs[0].commands.clear();
+  fan_out(legs, Clock::now() + 2s);
+  EXPECT_TRUE(legs[0].ok());
+  EXPECT_TRUE(legs[0].replies.empty());
+  EXPECT_TRUE(legs[1].ok());
+}
+
+}  // namespace
+}  // namespace warden::engines::resp_client
