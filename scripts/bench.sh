@@ -6,7 +6,8 @@
 #   BENCH_ROUNDS=1 scripts/bench.sh      # warden then baseline, not alternating
 #   WARDEN_BUILD=build/asan scripts/bench.sh
 #   BENCH_SETS="etcd zk" scripts/bench.sh  # only some sets: resp (warden://, redis://,
-#                                        # mem://), capacity (wardend), etcd, zk; default all
+#                                        # mem://), capacity (wardend), redlock, etcd, zk;
+#                                        # default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -18,6 +19,9 @@
 #     (warden:// against redis:// is the ratio of their cycles/s in these runs);
 #   - 1,000,000 held locks on a fresh wardend (bytes per lock);
 #   - 10,000 idle connections on a fresh wardend;
+#   - redlock:// on 3 and on 5 masters (redis-servers of their own), 1 and 8 clients,
+#     uncontended and contended, against the raw single-Redis lock on the baseline
+#     server; redis:// against the same baseline in the same run;
 #   - etcd:// on one etcd member and on a 3-member cluster (etcd's default timings), 1 and
 #     8 clients, uncontended and contended, each with --baseline against etcd's own lock
 #     service (v3lock) on the same cluster; hand-off on 1 client;
@@ -30,7 +34,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity etcd zk} "
+sets=" ${BENCH_SETS:-resp capacity redlock etcd zk} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -86,13 +90,15 @@ wait_until() {
   return 1
 }
 
+# start_redis [NAME]: sets redis_port.
 start_redis() {
+  local name=${1:-redis}
   redis_port=$(free_port)
-  mkdir -p "$tmp/redis"
+  mkdir -p "$tmp/$name"
   redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$tmp/redis" >"$tmp/redis.log" 2>&1 &
+    --dir "$tmp/$name" >"$tmp/$name.log" 2>&1 &
   pids+=($!)
-  wait_until 10 redis-cli -p "$redis_port" ping || { cat "$tmp/redis.log" >&2; exit 1; }
+  wait_until 10 redis-cli -p "$redis_port" ping || { cat "$tmp/$name.log" >&2; exit 1; }
 }
 
 # start_wardend NAME: sets wardend_port.
@@ -233,6 +239,37 @@ if [[ $sets == *" zk "* ]]; then
     done
   done
   stop_last
+fi
+
+# redlock:// on 3 and on 5 masters (each its own redis-server, no persistence), against
+# the raw single-Redis lock on the baseline server; and redis:// against the same
+# baseline in the same run, so the cost of N masters reads against one Redis with
+# warden's queue.
+if [[ $sets == *" redlock "* ]]; then
+  baseline_port=$redis_port
+  masters=()
+  for i in 1 2 3 4 5; do
+    start_redis "master$i"
+    masters+=("127.0.0.1:$redis_port")
+  done
+  redis_port=$baseline_port
+  for n in 3 5; do
+    url="redlock://$(IFS=,; echo "${masters[*]:0:$n}")"
+    for clients in 1 8; do
+      for contention in "" --contended; do
+        # Waiters poll (a pause of 20..40 ms): 200 hand-offs say as much as 1000.
+        handoff=0
+        if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=200; fi
+        run bench --url "$url" --clients "$clients" $contention --duration "$duration" \
+          --rounds "$rounds" --baseline "$redis" --handoff-samples "$handoff"
+      done
+    done
+  done
+  for clients in 1 8; do
+    run bench --url "$redis" --clients "$clients" --duration "$duration" \
+      --rounds "$rounds" --baseline "$redis" --handoff-samples 0
+  done
+  for i in 1 2 3 4 5; do stop_last; done
 fi
 
 echo

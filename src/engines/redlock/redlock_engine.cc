@@ -323,9 +323,10 @@ class RedlockEngine final : public core::Engine {
                             : "the token was written to " + std::to_string(fenced.yes) + " of " +
                                   std::to_string(n) + " masters; " +
                                   too_few(fenced.yes + fenced.no, written);
-      attempt.verdict = fenced.yes + fenced.no + (n - tally.yes) >= quorum(n)
-                            ? AcquireVerdict::split
-                            : AcquireVerdict::unreachable;
+      // Masters that failed the write count as unreachable; keys that vanished there
+      // (expired, or taken over) as contention.
+      attempt.verdict =
+          fenced.failed > n - quorum(n) ? AcquireVerdict::unreachable : AcquireVerdict::split;
     }
 
     // Undo: delete our key wherever it may be. A master that answered "no" never set it.
