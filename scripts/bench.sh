@@ -49,6 +49,9 @@ for tool in redis-server redis-cli ss etcd java; do
   command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
 
+# shellcheck source=scripts/common.sh
+. "$root/scripts/common.sh"
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench-XXXXXX")
 pids=()
 cleanup() {
@@ -62,33 +65,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# A TCP port below the kernel's ephemeral range that no socket uses right now (a server
-# that loses the race to it fails to start, and the script stops).
-free_port() {
-  local port low
-  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
-  (( low > 21000 )) || low=30000
-  for _ in $(seq 1 100); do
-    port=$(( 20000 + RANDOM % (low - 20000) ))
-    if [ -z "$(ss -Htan "sport = :$port")" ]; then
-      echo "$port"
-      return 0
-    fi
-  done
-  echo "bench.sh: no free port found" >&2
-  return 1
-}
-
-# wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; fails after SECONDS.
-wait_until() {
-  local tries=$(( $1 * 10 )) try; shift
-  for (( try = 0; try < tries; try++ )); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.1
-  done
-  return 1
-}
 
 # start_redis [NAME]: sets redis_port.
 start_redis() {

@@ -15,6 +15,7 @@
 #include "cli/run_command.h"
 #include "cli/server_command.h"
 #include "cli/status_command.h"
+#include "cli/torture_command.h"
 #include "warden/error.h"
 #include "warden/version.h"
 
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   cli::add_server_command(commands);
   cli::add_status_command(commands);
   cli::add_bench_command(commands);
+  cli::add_torture_command(commands);
 
   try {
     app.parse(argc, argv);

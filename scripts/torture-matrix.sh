@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Runs `warden torture` with every nemesis against every engine, each cell on fresh
+# throwaway servers (127.0.0.1, free ports, a temp dir, stopped by PID at the end), and
+# regenerates the table in docs/guarantees.md (between its matrix markers).
+#
+#   scripts/torture-matrix.sh                         # every engine × every nemesis
+#   TORTURE_ENGINES="redis etcd" scripts/torture-matrix.sh
+#   TORTURE_NEMESES="pause-holder" TORTURE_DURATION=10s scripts/torture-matrix.sh
+#   TORTURE_DOC=none scripts/torture-matrix.sh        # do not touch docs/guarantees.md
+#   WARDEN_BUILD=build/asan scripts/torture-matrix.sh
+#
+# Engines: warden (wardend), redis, redis-aof (appendfsync always), redlock (3 masters),
+# redlock-aof, etcd (3 members, etcd's default timings), zk (standalone, tickTime 250 ms,
+# session timeout 2 s). mem:// is left out: its lock table lives inside each client
+# process, so separate client processes never contend.
+#
+# Every run writes history.jsonl, summary.txt and timeline.svg under
+# build/torture/ENGINE/NEMESIS (TORTURE_OUT to change). A cell that fails its checks
+# does not stop the matrix; the script exits 1 at the end if any did.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${WARDEN_BUILD:-$root/build/release}
+case "$build" in /*) ;; *) build=$root/$build ;; esac
+warden=$build/src/cli/warden
+wardend=$build/src/server/wardend
+engines=${TORTURE_ENGINES:-warden redis redis-aof redlock redlock-aof etcd zk}
+nemeses=${TORTURE_NEMESES:-none pause-holder kill-holder kill-waiter pause-server kill-server restart-server}
+duration=${TORTURE_DURATION:-15s}
+clients=${TORTURE_CLIENTS:-4}
+ttl=2s
+out=${TORTURE_OUT:-$root/build/torture}
+doc=${TORTURE_DOC:-$root/docs/guarantees.md}
+
+for bin in "$warden" "$wardend"; do
+  if [ ! -x "$bin" ]; then
+    echo "torture-matrix.sh: $bin not built (cmake --preset release && cmake --build build/release -j2)" >&2
+    exit 1
+  fi
+done
+
+# shellcheck source=scripts/common.sh
+. "$root/scripts/common.sh"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/warden-torture-matrix-XXXXXX")
+# Every server's command line names its directory under $tmp, restarted ones included
+# (they are not our children once the nemesis started them again).
+stop_servers() {
+  pkill -KILL -f "$1" 2>/dev/null || true
+  local i
+  for i in $(seq 1 50); do
+    pgrep -f "$1" >/dev/null || return 0
+    sleep 0.1
+  done
+}
+cleanup() {
+  stop_servers "$tmp"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# server NAME CMD...: writes $cell/NAME.start, a script that starts CMD in the
+# background and prints its PID (the torture nemesis runs it to restart the server),
+# runs it, and records both for --server-pid / --server-restart.
+server() {
+  local name=$1; shift
+  local start=$cell/$name.start
+  {
+    echo '#!/usr/bin/env bash'
+    printf '%q ' "$@"
+    printf '>>%q 2>&1 </dev/null &\n' "$cell/$name.log"
+    echo 'echo $!'
+  } >"$start"
+  chmod +x "$start"
+  server_args+=(--server-pid "$("$start")" --server-restart "$start")
+}
+
+redis_server() {  # NAME PORT APPENDONLY
+  mkdir -p "$cell/$1"
+  server "$1" redis-server --port "$2" --bind 127.0.0.1 --save '' --appendonly "$3" \
+    --appendfsync always --dir "$cell/$1"
+  wait_until 10 redis-cli -p "$2" ping || { cat "$cell/$1.log" >&2; exit 1; }
+}
+
+# start_engine ENGINE: starts its servers in $cell; sets url and epsilon (the engine's
+# allowance beyond the TTL for handing an abandoned lock on; docs/guarantees.md).
+start_engine() {
+  local port ports=() i
+  case $1 in
+    warden)
+      port=$(free_port)
+      mkdir -p "$cell/data"
+      server wardend "$wardend" --listen "127.0.0.1:$port" --data-dir "$cell/data"
+      wait_until 10 grep -q "listening on" "$cell/wardend.log" || { cat "$cell/wardend.log" >&2; exit 1; }
+      url=warden://127.0.0.1:$port epsilon=500ms ;;
+    redis | redis-aof)
+      port=$(free_port)
+      redis_server redis "$port" "$([ "$1" = redis-aof ] && echo yes || echo no)"
+      url=redis://127.0.0.1:$port epsilon=500ms ;;
+    redlock | redlock-aof)
+      for i in 0 1 2; do
+        port=$(free_port)
+        redis_server "master$i" "$port" "$([ "$1" = redlock-aof ] && echo yes || echo no)"
+        ports+=("127.0.0.1:$port")
+      done
+      url=redlock://$(IFS=,; echo "${ports[*]}") epsilon=500ms ;;
+    etcd)
+      local cluster="" peers=()
+      for i in 0 1 2; do
+        ports+=("$(free_port)")
+        peers+=("$(free_port)")
+        cluster+="${cluster:+,}m$i=http://127.0.0.1:${peers[i]}"
+      done
+      for i in 0 1 2; do
+        mkdir -p "$cell/m$i"
+        server "m$i" etcd --name "m$i" --data-dir "$cell/m$i" \
+          --listen-client-urls "http://127.0.0.1:${ports[i]}" \
+          --advertise-client-urls "http://127.0.0.1:${ports[i]}" \
+          --listen-peer-urls "http://127.0.0.1:${peers[i]}" \
+          --initial-advertise-peer-urls "http://127.0.0.1:${peers[i]}" \
+          --initial-cluster "$cluster" --initial-cluster-token "torture-$$" \
+          --initial-cluster-state new --logger zap --log-level warn
+      done
+      url=etcd://$(IFS=,; printf '127.0.0.1:%s\n' "${ports[@]}" | paste -sd,)
+      for i in 0 1 2; do
+        wait_until 20 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:${ports[i]}" endpoint health \
+          || { cat "$cell/m$i.log" >&2; exit 1; }
+      done
+      epsilon=1500ms ;;
+    zk)
+      port=$(free_port)
+      mkdir -p "$cell/zk"
+      printf '%s\n' "tickTime=250" "dataDir=$cell/zk" "clientPort=$port" \
+        "clientPortAddress=127.0.0.1" "admin.enableServer=false" "4lw.commands.whitelist=*" \
+        >"$cell/zoo.cfg"
+      server zk java -Xmx256m -XX:+UseSerialGC \
+        -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$cell/zoo.cfg"
+      wait_until 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && echo ruok >&3 && grep -q imok <&3" \
+        || { cat "$cell/zk.log" >&2; exit 1; }
+      url="zk://127.0.0.1:$port?session_timeout_ms=2000" epsilon=1000ms ;;
+    *)
+      echo "torture-matrix.sh: unknown engine '$1'" >&2
+      exit 1 ;;
+  esac
+}
+
+echo "warden torture matrix, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc) CPUs, $(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "engines: $engines; nemeses: $nemeses; $clients clients, $duration each, ttl $ttl"
+
+rows=()
+failed=0
+for engine in $engines; do
+  for nemesis in $nemeses; do
+    cell=$tmp/$engine-$nemesis
+    mkdir -p "$cell"
+    server_args=()
+    start_engine "$engine"
+    dir=$out/$engine/$nemesis
+    echo
+    echo "== $engine × $nemesis ($url)"
+    if ! "$warden" torture --url "$url" --label "$engine" --clients "$clients" \
+      --duration "$duration" --ttl "$ttl" --epsilon "$epsilon" --nemesis "$nemesis" \
+      --seed 1 --out "$dir" "${server_args[@]}"; then
+      failed=1
+    fi
+    if [ -f "$dir/row.md" ]; then
+      rows+=("$(cat "$dir/row.md")")
+    else
+      rows+=("| $engine | $nemesis | the run did not complete | | | | | | | | | **FAIL** |")
+      failed=1
+    fi
+    stop_servers "$cell"
+  done
+done
+
+if [ "$doc" != none ] && [ -f "$doc" ]; then
+  table=$tmp/table.md
+  {
+    echo "<!-- matrix:begin (generated by scripts/torture-matrix.sh; edit around it) -->"
+    echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs ($(uname -sr)) by"
+    echo
+    echo '```sh'
+    echo "TORTURE_ENGINES=\"$engines\" TORTURE_NEMESES=\"$nemeses\" \\"
+    echo "  TORTURE_DURATION=$duration TORTURE_CLIENTS=$clients scripts/torture-matrix.sh"
+    echo '```'
+    echo
+    echo "$clients client processes, $duration per cell, ttl $ttl. Any cell again:"
+    echo '`TORTURE_ENGINES=ENGINE TORTURE_NEMESES=NEMESIS scripts/torture-matrix.sh`.'
+    echo
+    echo "| engine | nemesis | grants | faults | overlapping holds | rejected writes | stale writes accepted | tokens backwards | max recovery / bound (ms) | lost: told / untold | unanswered waits | verdict |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+    echo "<!-- matrix:end -->"
+  } >"$table"
+  awk -v table="$table" '
+    /<!-- matrix:begin/ { while ((getline line < table) > 0) print line; skip = 1; next }
+    /<!-- matrix:end/ { skip = 0; next }
+    !skip { print }
+  ' "$doc" >"$tmp/doc.md"
+  cp "$tmp/doc.md" "$doc"
+  echo
+  echo "updated ${doc#"$root"/}"
+fi
+exit "$failed"

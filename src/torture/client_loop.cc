@@ -1,0 +1,113 @@
+#include "torture/client_loop.h"
+
+#include <signal.h>
+
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "torture/clock.h"
+#include "torture/history.h"
+#include "torture/resource_link.h"
+#include "warden/client.h"
+#include "warden/error.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+
+namespace warden::torture {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_stop_signal(int) { g_stop = 1; }
+
+// The client's history file; written from the loop and from the watchdog's thread
+// (lost signals).
+class Recorder {
+ public:
+  Recorder(const std::string& path, int client) : out_(path), client_(client) {
+    if (!out_) throw std::runtime_error("cannot write " + path);
+  }
+  void record(EventKind kind, std::uint64_t token = 0, std::string detail = {},
+              Nanos time = now_ns()) {
+    Event event;
+    event.kind = kind;
+    event.client = client_;
+    event.time = time;
+    event.token = token;
+    event.detail = std::move(detail);
+    std::lock_guard guard(mu_);
+    write_event(out_, event);
+    out_.flush();
+  }
+
+ private:
+  std::mutex mu_;
+  std::ofstream out_;
+  const int client_;
+};
+
+}  // namespace
+
+int run_client_loop(const ClientLoopOptions& options) {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::sigaction(SIGINT, &action, nullptr);
+
+  try {
+    Recorder recorder(options.history_path, options.client);
+    ResourceLink resource(options.socket_path);
+    ClientOptions client_options;
+    client_options.lock_defaults.ttl = options.ttl;
+    Client client = Client::open(options.url, client_options);
+    LockOptions lock_options;
+    lock_options.ttl = options.ttl;
+    lock_options.fair = client.capabilities().fair;
+    Lock lock = client.lock("torture", options.lock_name, lock_options);
+    std::mt19937_64 random(options.seed);
+    std::uniform_int_distribution<std::int64_t> hold(options.hold_min.count(),
+                                                     options.hold_max.count());
+    const std::string me = std::to_string(options.client);
+
+    while (!g_stop) {
+      recorder.record(EventKind::request);
+      Lease lease;
+      try {
+        lease = lock.acquire(Mode::exclusive, Wait::up_to(options.wait));
+      } catch (const Error& e) {
+        recorder.record(EventKind::error, 0, std::string("acquire: ") + e.what());
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      if (!lease) {
+        recorder.record(EventKind::timeout);
+        continue;
+      }
+      const std::uint64_t token = lease.token();
+      recorder.record(EventKind::grant, token);
+      lease.on_lost([&recorder, token] { recorder.record(EventKind::lost, token); });
+      resource.ask("BEGIN " + me + " " + std::to_string(token));
+      std::this_thread::sleep_for(std::chrono::milliseconds(hold(random)));
+      resource.ask("END " + me + " " + std::to_string(token));
+      // A release counts from when it was asked for: the backend may hand the lock on
+      // before our confirmation arrives.
+      const Nanos asked = now_ns();
+      try {
+        lease.release();
+        recorder.record(EventKind::release, token, {}, asked);
+      } catch (const Error& e) {
+        recorder.record(EventKind::error, token, std::string("release: ") + e.what());
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "warden torture client " << options.client << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace warden::torture

@@ -1,0 +1,43 @@
+// torture/nemesis.h — the faults `warden torture` injects, one kind per run, each
+// bounded in time and undone before the next.
+//
+//   none            no faults: the baseline
+//   pause-holder    SIGSTOP the client holding the lock for 2·ttl + epsilon, then
+//                   SIGCONT (Kleppmann's GC pause)
+//   kill-holder     kill -9 the client holding the lock (a new client takes its place)
+//   kill-waiter     kill -9 a client that does not hold it (likewise replaced)
+//   pause-server    SIGSTOP one backend process for 2·ttl + epsilon, then SIGCONT
+//   kill-server     kill -9 one backend process, wait ttl, start it again
+//   restart-server  kill -9 one backend process and start it again at once
+//
+// Server faults need the backend's PIDs and a command that starts each again (the
+// matrix script starts the backends and passes both). Clock jumps of external servers
+// are not injected: libfaketime hangs redis-server and Go's runtime ignores it, so a
+// run says so rather than pretending. Cutting a client off the network
+// (partition-client) needs root and network namespaces and is not built yet.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace warden::torture {
+
+enum class Nemesis {
+  none,
+  pause_holder,
+  kill_holder,
+  kill_waiter,
+  pause_server,
+  kill_server,
+  restart_server,
+};
+
+const char* to_string(Nemesis nemesis);
+std::optional<Nemesis> nemesis_from(const std::string& name);
+std::vector<Nemesis> all_nemeses();
+
+// Faults that hit the backend (and need its PIDs).
+bool hits_server(Nemesis nemesis);
+
+}  // namespace warden::torture
