@@ -65,15 +65,23 @@ std::vector<std::string> auth_command(const RedisOptions& o) {
   return {};
 }
 
-// A connected, authenticated context, or nullptr with `why` filled in.
-redisContext* connect(std::uint16_t port, const RedisOptions& o, std::string& why) {
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, timeval{2, 0});
+timeval to_timeval(std::chrono::milliseconds d) {
+  return timeval{static_cast<time_t>(d.count() / 1000),
+                 static_cast<suseconds_t>(d.count() % 1000 * 1000)};
+}
+
+// A connected, authenticated context, or nullptr with `why` filled in. The connect
+// waits at most min(2 s, timeout), each reply at most `timeout`.
+redisContext* connect(std::uint16_t port, const RedisOptions& o, std::string& why,
+                      std::chrono::milliseconds timeout = 5s) {
+  redisContext* c = redisConnectWithTimeout(
+      "127.0.0.1", port, to_timeval(std::min<std::chrono::milliseconds>(timeout, 2s)));
   if (c == nullptr || c->err != 0) {
     why = c ? c->errstr : "out of memory";
     if (c) redisFree(c);
     return nullptr;
   }
-  redisSetTimeout(c, timeval{5, 0});
+  redisSetTimeout(c, to_timeval(timeout));
   if (const auto auth = auth_command(o); !auth.empty()) {
     const ReplyPtr r = run(c, auth);
     if (!r || r->type == REDIS_REPLY_ERROR) {
@@ -180,10 +188,10 @@ void RedisServer::pause() { process_.signal(SIGSTOP); }
 void RedisServer::resume() { process_.signal(SIGCONT); }
 bool RedisServer::running() { return process_.running(); }
 
-RedisProbe::RedisProbe(const RedisServer& server)
-    : port_(server.port()), options_(server.options()) {
+RedisProbe::RedisProbe(const RedisServer& server, std::chrono::milliseconds timeout)
+    : port_(server.port()), options_(server.options()), timeout_(timeout) {
   std::string why;
-  context_ = connect(port_, options_, why);
+  context_ = connect(port_, options_, why, timeout_);
   if (context_ == nullptr) throw std::runtime_error("redis probe: cannot connect: " + why);
 }
 
@@ -196,7 +204,7 @@ void* RedisProbe::reply(const std::vector<std::string>& args) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (context_ == nullptr) {
       std::string why;
-      context_ = connect(port_, options_, why);
+      context_ = connect(port_, options_, why, timeout_);
       if (context_ == nullptr) throw std::runtime_error("redis probe: cannot connect: " + why);
     }
     if (ReplyPtr r = run(as_context(context_), args)) return r.release();

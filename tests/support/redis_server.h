@@ -66,9 +66,12 @@ class RedisServer {
 // options say). Every call throws std::runtime_error when Redis cannot be reached or
 // answers unexpectedly (command() returns an error reply as text instead); a call that
 // finds the connection broken (the server was restarted) reconnects once first.
+// `timeout` bounds the connect and each reply (a SIGSTOPped server accepts connections
+// but never answers), so a call gives up after at most about 3 * timeout.
 class RedisProbe {
  public:
-  explicit RedisProbe(const RedisServer& server);
+  explicit RedisProbe(const RedisServer& server,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(5));
   ~RedisProbe();
   RedisProbe(const RedisProbe&) = delete;
   RedisProbe& operator=(const RedisProbe&) = delete;
@@ -91,6 +94,7 @@ class RedisProbe {
 
   std::uint16_t port_;
   RedisOptions options_;
+  std::chrono::milliseconds timeout_;
   void* context_ = nullptr;  // redisContext; null after a broken connection
 };
 
