@@ -43,15 +43,15 @@ done
 . "$root/scripts/common.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/warden-torture-matrix-XXXXXX")
-# Every server's command line names its directory under $tmp, restarted ones included
-# (they are not our children once the nemesis started them again).
+# stop_servers DIR: kill -9 every server started under DIR, restarted ones included:
+# each start script appends the PID it started to DIR/pids (a restarted server is not
+# our child, and redis-server rewrites its command line, so neither wait nor pkill -f
+# would find them all).
 stop_servers() {
-  pkill -KILL -f "$1" 2>/dev/null || true
-  local i
-  for i in $(seq 1 50); do
-    pgrep -f "$1" >/dev/null || return 0
-    sleep 0.1
-  done
+  local pid
+  while read -r pid; do
+    kill -KILL "$pid" 2>/dev/null || true
+  done < <(cat "$1"/pids "$1"/*/pids 2>/dev/null)
 }
 cleanup() {
   stop_servers "$tmp"
@@ -70,6 +70,7 @@ server() {
     echo '#!/usr/bin/env bash'
     printf '%q ' "$@"
     printf '>>%q 2>&1 </dev/null &\n' "$cell/$name.log"
+    printf 'echo $! >>%q\n' "$cell/pids"
     echo 'echo $!'
   } >"$start"
   chmod +x "$start"
@@ -190,7 +191,7 @@ if [ "$doc" != none ] && [ -f "$doc" ]; then
     echo "$clients client processes, $duration per cell, ttl $ttl. Any cell again:"
     echo '`TORTURE_ENGINES=ENGINE TORTURE_NEMESES=NEMESIS scripts/torture-matrix.sh`.'
     echo
-    echo "| engine | nemesis | grants | faults | overlapping holds | rejected writes | stale writes accepted | tokens backwards | max recovery / bound (ms) | lost: told / untold | unanswered waits | verdict |"
+    echo "| engine | nemesis | grants | faults | holds overlapped by a newer one | rejected writes | stale writes accepted | tokens backwards | max recovery / bound (ms) | lost: told / untold | unanswered waits | verdict |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
     echo "<!-- matrix:end -->"

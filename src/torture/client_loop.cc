@@ -94,14 +94,16 @@ int run_client_loop(const ClientLoopOptions& options) {
       std::this_thread::sleep_for(std::chrono::milliseconds(hold(random)));
       resource.ask("END " + me + " " + std::to_string(token));
       // A release counts from when it was asked for: the backend may hand the lock on
-      // before our confirmation arrives.
+      // before our confirmation arrives, and a release that failed (the backend was
+      // down) still ends this client's use of the grant — the library keeps retrying it
+      // in the background, or lets the lease lapse.
       const Nanos asked = now_ns();
       try {
         lease.release();
-        recorder.record(EventKind::release, token, {}, asked);
       } catch (const Error& e) {
         recorder.record(EventKind::error, token, std::string("release: ") + e.what());
       }
+      recorder.record(EventKind::release, token, {}, asked);
     }
     return 0;
   } catch (const std::exception& e) {

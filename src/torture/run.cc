@@ -217,14 +217,19 @@ class Run {
     return text;
   }
 
-  // | engine | nemesis | grants | faults | overlapping holds | rejected writes |
+  // | engine | nemesis | grants | faults | stale holds overlapping | rejected writes |
   // | stale accepted | tokens backwards | max recovery / bound (ms) | lost told / untold |
   // | unanswered waits | verdict |
   std::string table_row(const CheckResult& r, const CheckOptions& o) const {
+    // Each overlap's older side (the smaller token): a holder still writing after a newer
+    // grant began, counted once however many newer holds it overlapped.
     std::set<std::pair<int, std::uint64_t>> overlapped;
     for (const Overlap& overlap : r.overlaps) {
-      overlapped.emplace(overlap.client_a, overlap.token_a);
-      overlapped.emplace(overlap.client_b, overlap.token_b);
+      if (overlap.token_a <= overlap.token_b) {
+        overlapped.emplace(overlap.client_a, overlap.token_a);
+      } else {
+        overlapped.emplace(overlap.client_b, overlap.token_b);
+      }
     }
     std::string label = options_.label;
     if (label.empty()) label = options_.url.substr(0, options_.url.find(':'));

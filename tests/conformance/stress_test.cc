@@ -90,7 +90,14 @@ TEST_P(Conformance, StressManyThreadsKeepExclusionFencingAndCount) {
   EXPECT_EQ(overlaps.load(), 0) << "holders overlapped";
   EXPECT_EQ(stale_writes.load(), 0) << "a write carried a token below one already admitted";
   EXPECT_EQ(counter.load(), writes.load()) << "lost updates: exclusion broke";
-  EXPECT_EQ(failed_acquires.load(), 0) << "a waiter starved for " << 2 * kPatience / 1s << " s";
+  if (capabilities().fair) {
+    EXPECT_EQ(failed_acquires.load(), 0) << "a waiter starved for " << 2 * kPatience / 1s << " s";
+  } else if (failed_acquires.load() > 0) {
+    // Without a FIFO queue nothing promises a waiter its turn (redlock: waiters poll);
+    // exclusion, fencing and the count still must hold, and do above.
+    std::cout << "note: " << failed_acquires.load() << " waits of " << 2 * kPatience / 1s
+              << " s ended without the lock (no FIFO on this engine)\n";
+  }
   EXPECT_EQ(errors.load(), 0);
   EXPECT_GT(writes.load(), 0);
   if (shared) {

@@ -17,7 +17,8 @@ Masters::Masters(const RedlockConfig& config) {
 }
 
 std::vector<Leg> Masters::run(const std::vector<std::vector<ScriptCall>>& calls,
-                              std::chrono::milliseconds timeout) {
+                              std::chrono::milliseconds timeout,
+                              const resp_client::Enough& enough) {
   std::vector<Leg> legs(masters_.size());
   for (std::size_t i = 0; i < masters_.size(); ++i) {
     legs[i].pool = masters_[i].pool.get();
@@ -25,7 +26,7 @@ std::vector<Leg> Masters::run(const std::vector<std::vector<ScriptCall>>& calls,
       legs[i].commands.push_back(resp_client::script_command(call, true));
     }
   }
-  resp_client::fan_out(legs, Clock::now() + timeout);
+  resp_client::fan_out(legs, Clock::now() + timeout, enough);
 
   // Masters that did not know a script: those calls again, in full.
   std::vector<Leg> again(masters_.size());
@@ -56,9 +57,9 @@ std::vector<Leg> Masters::run(const std::vector<std::vector<ScriptCall>>& calls,
   return legs;
 }
 
-std::vector<Leg> Masters::run_everywhere(const ScriptCall& call,
-                                         std::chrono::milliseconds timeout) {
-  return run(std::vector<std::vector<ScriptCall>>(masters_.size(), {call}), timeout);
+std::vector<Leg> Masters::run_everywhere(const ScriptCall& call, std::chrono::milliseconds timeout,
+                                         const resp_client::Enough& enough) {
+  return run(std::vector<std::vector<ScriptCall>>(masters_.size(), {call}), timeout, enough);
 }
 
 std::vector<Leg> Masters::ping(std::chrono::milliseconds timeout) {

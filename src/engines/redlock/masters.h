@@ -36,12 +36,16 @@ class Masters {
   // `timeout`; a master that answers NOSCRIPT (it restarted, or was flushed) gets those
   // calls again as EVAL in a second round with the same bound. One Leg per master, in
   // order: its replies (error replies included), or why it failed.
+  // With `enough`, the round ends as soon as the answers so far decide it
+  // (resp_client::fan_out); masters not waited for are failed legs.
   std::vector<resp_client::Leg> run(const std::vector<std::vector<resp_client::ScriptCall>>& calls,
-                                    std::chrono::milliseconds timeout);
+                                    std::chrono::milliseconds timeout,
+                                    const resp_client::Enough& enough = {});
 
   // The same call on every master.
   std::vector<resp_client::Leg> run_everywhere(const resp_client::ScriptCall& call,
-                                               std::chrono::milliseconds timeout);
+                                               std::chrono::milliseconds timeout,
+                                               const resp_client::Enough& enough = {});
 
   // PING on every master, bounded by `timeout`.
   std::vector<resp_client::Leg> ping(std::chrono::milliseconds timeout);

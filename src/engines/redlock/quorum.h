@@ -31,6 +31,8 @@ struct Tally {
   std::size_t yes = 0;     // did it (set, extended, deleted, holds)
   std::size_t no = 0;      // answered that it would not (another's key, or none)
   std::size_t failed = 0;  // no answer: unreachable, timed out, an error reply
+
+  std::size_t answered() const { return yes + no; }
 };
 
 enum class AcquireVerdict {

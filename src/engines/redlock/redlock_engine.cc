@@ -5,6 +5,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -25,7 +26,7 @@ namespace warden::engines::redlock {
 
 extern const resp_client::Script k_acquire_script;
 extern const resp_client::Script k_fence_script;
-extern const resp_client::Script k_release_script;
+extern const resp_client::Script k_withdraw_script;
 extern const resp_client::Script k_renew_script;
 extern const resp_client::Script k_check_script;
 
@@ -48,14 +49,42 @@ constexpr std::size_t kRenewChunk = 256;
 // {warden:GROUP/NAME} with the redis:// engine's keys of the same lock, and differ from
 // them in their suffixes.
 struct Keys {
+  std::string tag;    // {warden:GROUP/NAME}
   std::string lock;   // :rl
   std::string fence;  // :rf
 
+  // :rx:OWNER, the mark of an attempt withdrawn before its vote arrived.
+  std::string withdrawn(const std::string& owner) const { return tag + ":rx:" + owner; }
+
   static Keys of(const std::string& group, const std::string& name) {
-    const std::string tag = "{warden:" + group + '/' + name + '}';
-    return Keys{tag + ":rl", tag + ":rf"};
+    std::string tag = "{warden:" + group + '/' + name + '}';
+    return Keys{tag, tag + ":rl", tag + ":rf"};
   }
 };
+
+// A grant's identity in GrantRef::owner: "OWNER|MASK", the value its key holds and, in
+// hex, the masters that may hold it (those that voted yes, and those whose answer was
+// not waited for or lost). Release withdraws on those only: the others refused the vote,
+// so they never had the key.
+std::string grant_identity(const std::string& owner, std::uint32_t may_hold) {
+  char mask[9];
+  std::snprintf(mask, sizeof(mask), "%x", may_hold);
+  return owner + '|' + mask;
+}
+
+struct GrantIdentity {
+  std::string owner;
+  std::uint32_t may_hold = ~0u;  // all, if the identity carries no mask
+};
+
+GrantIdentity parse_identity(const std::string& identity) {
+  const auto bar = identity.rfind('|');
+  if (bar == std::string::npos) return GrantIdentity{identity};
+  GrantIdentity parsed{identity.substr(0, bar)};
+  const std::string mask = identity.substr(bar + 1);
+  std::from_chars(mask.data(), mask.data() + mask.size(), parsed.may_hold, 16);
+  return parsed;
+}
 
 std::optional<std::uint64_t> parse_u64(const Reply& reply) {
   if (reply.type != Reply::Type::bulk) return std::nullopt;
@@ -94,7 +123,14 @@ class RedlockEngine final : public core::Engine {
     for (std::size_t i = 0; i < legs.size(); ++i) {
       const Leg& leg = legs[i];
       if (leg.error && leg.error->code() == Errc::permission_denied) throw *leg.error;
-      if (leg.ok() && !leg.replies[0].is_error()) ++answered;
+      if (!leg.ok()) continue;
+      if (!leg.replies[0].is_error()) {
+        ++answered;
+        continue;
+      }
+      // NOAUTH (no password given) or NOPERM: asking again cannot help.
+      Error error = resp_client::reply_error(leg.replies[0], "PING on " + masters_.endpoint(i));
+      if (error.code() == Errc::permission_denied) throw error;
     }
     if (answered < quorum(masters_.size())) {
       throw Error(Errc::unavailable, "redlock: " + too_few(answered, legs));
@@ -118,23 +154,21 @@ class RedlockEngine final : public core::Engine {
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const Keys keys = Keys::of(request.key.group, request.key.name);
     const bool waits = request.deadline > Clock::now();
-    int retries = 0;          // a try's attempts after the first
-    int unreachable_run = 0;  // attempts in a row that too few masters answered
+    int retries = 0;     // a try's attempts after the first
+    int collisions = 0;  // split votes in a row
     while (true) {
       Attempt attempt = try_once(request, keys);
       if (attempt.granted) return std::move(attempt.granted);
       const bool unreachable = attempt.verdict == AcquireVerdict::unreachable;
-      unreachable_run = unreachable ? unreachable_run + 1 : 0;
-      if (unreachable_run > config_.retry_count) {
-        throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
+      collisions = attempt.verdict == AcquireVerdict::split ? collisions + 1 : 0;
+      // A try gives up at once on a lock a quorum holds, and after retry_count more
+      // attempts on split votes or unreachable masters. A wait rides all of that out
+      // until its deadline, as masters restart and come back.
+      if (!waits && (attempt.verdict == AcquireVerdict::held || retries++ >= config_.retry_count)) {
+        if (unreachable) throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
+        return std::nullopt;
       }
-      if (!waits) {
-        if (attempt.verdict == AcquireVerdict::held || retries++ >= config_.retry_count) {
-          if (unreachable) throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
-          return std::nullopt;
-        }
-      }
-      const auto wake = Clock::now() + pause();
+      const auto wake = Clock::now() + pause(collisions);
       pause_until(waits ? std::min(wake, request.deadline) : wake, request.stop);
       if (request.stop.stop_requested()) return std::nullopt;
       if (waits && Clock::now() >= request.deadline) {
@@ -154,30 +188,27 @@ class RedlockEngine final : public core::Engine {
         const GrantRef& grant = grants[i];
         shortest = std::min(shortest, grant.ttl);
         call.keys.push_back(Keys::of(grant.key.group, grant.key.name).lock);
-        call.args.push_back(grant.owner);
+        call.args.push_back(parse_identity(grant.owner).owner);
         call.args.push_back(std::to_string(grant.ttl.count()));
       }
       calls.push_back(std::move(call));
     }
-    const auto start = Clock::now();
-    const auto legs = masters_.run(std::vector<std::vector<ScriptCall>>(masters_.size(), calls),
-                                   round_timeout(config_.node_timeout, shortest));
-    const auto elapsed = Clock::now() - start;
-
-    std::vector<Tally> tallies(grants.size());
-    std::size_t answered = 0;
-    for (const Leg& leg : legs) {
-      if (leg.ok()) ++answered;
-      for (std::size_t g = 0; g < grants.size(); ++g) {
-        std::optional<bool> vote;
-        if (leg.ok()) {
-          const Reply& reply = leg.replies[g / kRenewChunk];
-          const std::size_t n = g % kRenewChunk;
-          if (reply.is_array() && n < reply.elements.size()) vote = yes_or_no(reply.elements[n]);
-        }
-        count(tallies[g], vote);
+    const std::size_t n = masters_.size();
+    // Done early once every lease is decided: renewed by a quorum, or refused by so
+    // many masters that no quorum can agree.
+    const auto decided = [&](std::span<const Leg> so_far) {
+      for (const Tally& tally : renew_tallies(so_far, grants.size())) {
+        if (judge_renew(tally, n) == RenewVerdict::undecided) return false;
       }
-    }
+      return true;
+    };
+    const auto start = Clock::now();
+    const auto legs = masters_.run(std::vector<std::vector<ScriptCall>>(n, calls),
+                                   round_timeout(config_.node_timeout, shortest), decided);
+    const auto elapsed = Clock::now() - start;
+    const std::vector<Tally> tallies = renew_tallies(legs, grants.size());
+    std::size_t answered = 0;
+    for (const Leg& leg : legs) answered += leg.ok() ? 1 : 0;
     if (answered == 0) throw Error(Errc::unavailable, "redlock renew: " + too_few(0, legs));
 
     std::vector<Renewed> out;
@@ -205,16 +236,27 @@ class RedlockEngine final : public core::Engine {
 
   void release(const GrantRef& grant) override {
     const Keys keys = Keys::of(grant.key.group, grant.key.name);
-    const auto legs =
-        masters_.run_everywhere(ScriptCall{&k_release_script, {keys.lock}, {grant.owner}},
-                                round_timeout(config_.node_timeout, grant.ttl));
-    // A master that did not answer keeps the key at most until its lease runs out.
-    std::size_t answered = 0;
-    for (const Leg& leg : legs) {
-      if (leg.ok() && yes_or_no(leg.replies[0])) ++answered;
+    const GrantIdentity id = parse_identity(grant.owner);
+    const std::size_t n = masters_.size();
+    std::vector<std::vector<ScriptCall>> calls(n);
+    std::size_t asked = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((id.may_hold >> i & 1u) == 0) continue;
+      calls[i].push_back(ScriptCall{&k_withdraw_script,
+                                    {keys.lock, keys.withdrawn(id.owner)},
+                                    {id.owner, std::to_string(grant.ttl.count())}});
+      ++asked;
     }
-    if (answered < quorum(masters_.size())) {
-      throw Error(Errc::unavailable, "redlock release: " + too_few(answered, legs));
+    // Masters not asked never had the key. One that did not answer keeps it at most
+    // until its lease runs out (the command was sent, so one that was only slow still
+    // deletes it, or marks the vote withdrawn if the vote is still on its way).
+    const auto released = [n, asked](std::span<const Leg> so_far) {
+      return tally_of(so_far).answered() + (n - asked) >= quorum(n);
+    };
+    const auto legs = masters_.run(calls, round_timeout(config_.node_timeout, grant.ttl), released);
+    if (!released(legs)) {
+      throw Error(Errc::unavailable,
+                  "redlock release: " + too_few(tally_of(legs).answered() + (n - asked), legs));
     }
   }
 
@@ -223,9 +265,12 @@ class RedlockEngine final : public core::Engine {
     const Keys keys = Keys::of(sequencer.group, sequencer.name);
     const auto legs = masters_.run_everywhere(
         ScriptCall{&k_check_script, {keys.lock}, {std::to_string(sequencer.token)}},
-        config_.node_timeout);
-    Tally tally;
-    for (const Leg& leg : legs) count(tally, leg.ok() ? yes_or_no(leg.replies[0]) : std::nullopt);
+        config_.node_timeout, [this](std::span<const Leg> so_far) {
+          const Tally tally = tally_of(so_far);
+          const std::size_t q = quorum(masters_.size());
+          return tally.yes >= q || masters_.size() - tally.no < q;
+        });
+    const Tally tally = tally_of(legs);
     const std::size_t q = quorum(masters_.size());
     if (tally.yes >= q) return true;
     if (tally.yes + tally.no < q) {
@@ -243,6 +288,41 @@ class RedlockEngine final : public core::Engine {
     } else {
       ++tally.no;
     }
+  }
+
+  static std::uint32_t mask_of(const std::vector<bool>& masters) {
+    std::uint32_t mask = 0;
+    for (std::size_t i = 0; i < masters.size(); ++i) {
+      if (masters[i]) mask |= 1u << i;
+    }
+    return mask;
+  }
+
+  // The yes/no answers of a round of one 1-or-0 script call per master; a master not
+  // asked, not (yet) answered or answering anything else is a failed vote.
+  static Tally tally_of(std::span<const Leg> legs) {
+    Tally tally;
+    for (const Leg& leg : legs) {
+      count(tally, leg.ok() && !leg.replies.empty() ? yes_or_no(leg.replies[0]) : std::nullopt);
+    }
+    return tally;
+  }
+
+  // Per lease, the answers of a renew.lua round (kRenewChunk leases per call).
+  static std::vector<Tally> renew_tallies(std::span<const Leg> legs, std::size_t leases) {
+    std::vector<Tally> tallies(leases);
+    for (const Leg& leg : legs) {
+      for (std::size_t g = 0; g < leases; ++g) {
+        std::optional<bool> vote;
+        if (leg.ok()) {
+          const Reply& reply = leg.replies[g / kRenewChunk];
+          const std::size_t n = g % kRenewChunk;
+          if (reply.is_array() && n < reply.elements.size()) vote = yes_or_no(reply.elements[n]);
+        }
+        count(tallies[g], vote);
+      }
+    }
+    return tallies;
   }
 
   // "k of N masters answered (quorum Q): host:port: why; ..."
@@ -272,10 +352,18 @@ class RedlockEngine final : public core::Engine {
     const std::size_t n = masters_.size();
 
     const auto start = Clock::now();
-    const auto votes = masters_.run_everywhere(
-        ScriptCall{
-            &k_acquire_script, {keys.lock, keys.fence}, {owner, std::to_string(ttl.count())}},
-        timeout);
+    const auto votes =
+        masters_.run_everywhere(ScriptCall{&k_acquire_script,
+                                           {keys.lock, keys.fence, keys.withdrawn(owner)},
+                                           {owner, std::to_string(ttl.count())}},
+                                timeout, [n](std::span<const Leg> so_far) {
+                                  std::size_t yes = 0;
+                                  std::size_t no = 0;
+                                  for (const Leg& leg : so_far) {
+                                    if (const auto read = token_read(leg)) ++(*read ? yes : no);
+                                  }
+                                  return yes >= quorum(n) || no >= quorum(n);
+                                });
     Tally tally;
     std::vector<bool> set_here(n, false);   // our key is there
     std::vector<bool> maybe_set(n, false);  // it may be: a yes, or no clear answer
@@ -306,16 +394,16 @@ class RedlockEngine final : public core::Engine {
               ScriptCall{&k_fence_script, {keys.lock, keys.fence}, {owner, std::to_string(token)}});
         }
       }
-      const auto written = masters_.run(fence, timeout);
-      Tally fenced;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (set_here[i])
-          count(fenced, written[i].ok() ? yes_or_no(written[i].replies[0]) : std::nullopt);
-      }
+      const auto written = masters_.run(fence, timeout, [this](std::span<const Leg> so_far) {
+        return tally_of(so_far).yes >= quorum(masters_.size());
+      });
+      Tally fenced = tally_of(written);
+      fenced.failed -= n - tally.yes;  // masters without our key were not asked
       const auto left = validity(ttl, Clock::now() - start);
       if (fenced.yes >= quorum(n) && left > Clock::duration::zero()) {
-        attempt.granted =
-            Granted{GrantRef{request.key, Mode::exclusive, token, ttl, owner}, start + left};
+        attempt.granted = Granted{GrantRef{request.key, Mode::exclusive, token, ttl,
+                                           grant_identity(owner, mask_of(maybe_set))},
+                                  start + left};
         return attempt;
       }
       attempt.problem = fenced.yes >= quorum(n)
@@ -331,10 +419,20 @@ class RedlockEngine final : public core::Engine {
 
     // Undo: delete our key wherever it may be. A master that answered "no" never set it.
     std::vector<std::vector<ScriptCall>> undo(n);
+    std::size_t asked = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (maybe_set[i]) undo[i].push_back(ScriptCall{&k_release_script, {keys.lock}, {owner}});
+      if (!maybe_set[i]) continue;
+      undo[i].push_back(ScriptCall{&k_withdraw_script,
+                                   {keys.lock, keys.withdrawn(owner)},
+                                   {owner, std::to_string(ttl.count())}});
+      ++asked;
     }
-    masters_.run(undo, timeout);  // a key it misses lapses by its TTL
+    // Nothing waits on the outcome, so once no more than a minority of the masters is
+    // silent the rest are not waited for beyond the grace (a key a silent one keeps
+    // lapses by its TTL).
+    masters_.run(undo, timeout, [n, asked](std::span<const Leg> so_far) {
+      return tally_of(so_far).answered() + (n - asked) >= quorum(n);
+    });
     return attempt;
   }
 
@@ -355,10 +453,15 @@ class RedlockEngine final : public core::Engine {
     return std::optional<TokenRead>(TokenRead{*last, *seconds * 1'000'000 + *micros});
   }
 
-  Clock::duration pause() {
+  // Uniform in [delay, delay + jitter]; after split votes in a row, that many times
+  // longer (doubling, up to 32×), so that contenders who keep splitting the masters'
+  // votes between them spread out instead of colliding again in step. A lock that is
+  // simply held is polled at the plain pace.
+  Clock::duration pause(int collisions) {
     std::lock_guard guard(random_mu_);
     std::uniform_int_distribution<std::int64_t> spread(0, config_.retry_jitter.count());
-    return config_.retry_delay + milliseconds(spread(random_));
+    const auto base = config_.retry_delay + milliseconds(spread(random_));
+    return base * (std::int64_t{1} << std::min(collisions, 5));
   }
 
   static void pause_until(Clock::time_point until, const std::stop_token& stop) {

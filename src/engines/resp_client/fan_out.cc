@@ -54,7 +54,8 @@ int poll_timeout_ms(Clock::time_point deadline) {
 
 }  // namespace
 
-void fan_out(std::span<Leg> legs, Clock::time_point deadline) {
+void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enough) {
+  const auto start = Clock::now();
   std::vector<std::optional<Pool::Handle>> open(legs.size());
   for (std::size_t i = 0; i < legs.size(); ++i) {
     Leg& leg = legs[i];
@@ -63,6 +64,7 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline) {
     if (!leg.commands.empty()) open[i] = send(leg, deadline);
   }
 
+  std::optional<Clock::time_point> grace_ends;  // once `enough` said the round is decided
   std::vector<pollfd> fds;
   std::vector<std::size_t> waiting;
   while (true) {
@@ -84,18 +86,27 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline) {
       waiting.push_back(i);
     }
     if (waiting.empty()) return;
-    if (Clock::now() >= deadline) {
+
+    const auto now = Clock::now();
+    if (!grace_ends && enough && enough(std::span<const Leg>(legs.data(), legs.size()))) {
+      grace_ends = now + std::max<Clock::duration>(std::chrono::milliseconds(1), now - start);
+    }
+    const bool decided = grace_ends && now >= *grace_ends;
+    if (decided || now >= deadline) {
       for (std::size_t i : waiting) {
         (*open[i])->abandon();
-        legs[i].error =
-            Error(Errc::deadline_exceeded, "no reply from " + (*open[i])->endpoint() + " in time");
+        const std::string& endpoint = (*open[i])->endpoint();
+        legs[i].error = Error(Errc::deadline_exceeded,
+                              decided ? "not waited for: the round was decided without " + endpoint
+                                      : "no reply from " + endpoint + " in time");
         open[i].reset();
       }
       return;
     }
     // Readable, closed or failed connections all wake the poll; read_arrived then
     // reads, or reports the failure.
-    if (::poll(fds.data(), fds.size(), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
+    const auto until = grace_ends ? std::min(deadline, *grace_ends) : deadline;
+    if (::poll(fds.data(), fds.size(), poll_timeout_ms(until)) < 0 && errno != EINTR) {
       for (std::size_t i : waiting) {
         (*open[i])->abandon();
         legs[i].error = Error(Errc::internal, std::string("poll failed: ") + std::strerror(errno));

@@ -11,6 +11,7 @@
 // later request.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -35,10 +36,18 @@ struct Leg {
   bool ok() const { return !error && replies.size() == commands.size(); }
 };
 
+// Whether the legs answered so far already decide the round (Redlock: a quorum said
+// yes); legs still under way are then not waited for.
+using Enough = std::function<bool(std::span<const Leg> legs)>;
+
 // Runs every leg's commands on a connection of its pool, all at once, and returns when
 // each leg has all its replies or has failed: unavailable (no connection, a transport
 // failure), permission_denied (a new connection's AUTH refused), or deadline_exceeded
-// (no free connection, or not every reply, by `deadline`).
-void fan_out(std::span<Leg> legs, Clock::time_point deadline);
+// (no free connection, or not every reply, by `deadline`). If `enough` is given and
+// says so after some replies arrived, the legs still waiting get a grace as long as the
+// round took so far (at least 1 ms) — healthy servers answer within it, so their
+// connections stay in step and go back to the pool — and then fail with
+// deadline_exceeded ("not waited for"): their commands were sent and may still run.
+void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enough = {});
 
 }  // namespace warden::engines::resp_client

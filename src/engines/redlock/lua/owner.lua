@@ -4,6 +4,8 @@
 --   :rl  string  "OWNER" while its acquire is under way, "OWNER:TOKEN" once fence.lua
 --                fixed its token; expires after the lease (PX)
 --   :rf  string  the last token written for the lock (decimal); never expires
+--   :rx:OWNER    a failed attempt's withdrawal that found no key (withdraw.lua); lives
+--                as long as the lease would have
 --
 -- OWNER (a client id and a sequence number) holds no ':', so the token is what follows
 -- the last ':'. Scripts include this file with a line "--! owner.lua" (at build time:

@@ -1,0 +1,81 @@
+// Small helpers shared by the redlock:// engine tests: the URI parameters a test runs
+// with and the time bounds they imply, client options without fairness (redlock://
+// has none), and waiting for the masters to hold no grant keys.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/redis_masters.h"
+#include "support/waiting.h"
+#include "warden/client.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+#include "warden/options.h"
+#include "warden/types.h"
+
+namespace warden::testing {
+
+// The query parameters of a redlock:// URI that shape its timing, with the engine's
+// defaults.
+struct RedlockParams {
+  std::chrono::milliseconds node_timeout{100};
+  int retry_count = 3;
+  std::chrono::milliseconds retry_delay{20};
+  std::chrono::milliseconds retry_jitter{20};
+
+  // "node_timeout_ms=T&retry_count=C&retry_delay_ms=D&retry_jitter_ms=J".
+  std::string query() const {
+    return "node_timeout_ms=" + std::to_string(node_timeout.count()) +
+           "&retry_count=" + std::to_string(retry_count) +
+           "&retry_delay_ms=" + std::to_string(retry_delay.count()) +
+           "&retry_jitter_ms=" + std::to_string(retry_jitter.count());
+  }
+
+  // One attempt when masters do not answer: a round of SET NX that waits at most the
+  // node timeout for each, and a round that takes back what it set, bounded the same.
+  Clock::duration attempt() const { return 2 * node_timeout; }
+  // The longest a try (Wait::none()) may take when no attempt gets a quorum: every
+  // attempt, and the longest sleep between two; plus kPrompt for a sanitizer build.
+  Clock::duration try_bound() const {
+    return (retry_count + 1) * attempt() + retry_count * (retry_delay + retry_jitter) + kPrompt;
+  }
+  // The longest a waiting acquire may take past its deadline: the attempt under way
+  // when it passes and one sleep; plus kPrompt.
+  Clock::duration wait_overrun() const { return attempt() + retry_delay + retry_jitter + kPrompt; }
+};
+
+// ClientOptions for redlock://: non-fair locks (the only kind it has) with `ttl`.
+inline ClientOptions redlock_options(std::chrono::milliseconds ttl = LockOptions{}.ttl) {
+  ClientOptions options;
+  options.lock_defaults.fair = false;
+  options.lock_defaults.ttl = ttl;
+  return options;
+}
+
+// true once no up master holds a grant key of any lock (within `timeout`).
+inline bool no_grant_keys(RedisMasters& masters, Clock::duration timeout = kPrompt) {
+  return eventually([&] { return masters.grant_keys().empty(); }, timeout);
+}
+
+// "mI mJ ..." for a failure message.
+inline std::string describe_masters(const std::vector<int>& masters) {
+  std::string text;
+  for (int m : masters) text += " m" + std::to_string(m);
+  return text.empty() ? " none" : text;
+}
+
+// The up masters that are not in `down`, in order: who should answer.
+inline std::vector<int> all_but(const RedisMasters& masters, const std::vector<int>& down) {
+  std::vector<int> rest;
+  for (int i = 0; i < masters.size(); ++i) {
+    bool is_down = false;
+    for (int d : down) is_down = is_down || d == i;
+    if (!is_down) rest.push_back(i);
+  }
+  return rest;
+}
+
+}  // namespace warden::testing
