@@ -1,5 +1,6 @@
 #include "engines/resp_client/connector.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace warden::engines::resp_client {
@@ -7,18 +8,38 @@ namespace warden::engines::resp_client {
 Connector::Connector(ConnectOptions options, const RetryPolicy& retry)
     : options_(std::move(options)),
       endpoint_(endpoint_name(options_.host, options_.port)),
-      backoff_(retry) {}
+      backoff_(retry),
+      suspect_backoff_(retry) {}
+
+void Connector::throw_if_backing_off() {
+  std::lock_guard guard(mu_);
+  const auto now = Clock::now();
+  const auto until = std::max(not_before_, suspect_until_);
+  if (now < until) {
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(until - now);
+    throw Error(last_code_,
+                last_message_ + " (next attempt in " + std::to_string(wait.count()) + " ms)");
+  }
+}
+
+void Connector::suspect(const Error& why) {
+  std::lock_guard guard(mu_);
+  suspect_until_ = Clock::now() + suspect_backoff_.next_delay();
+  last_code_ = why.code();
+  const std::string what = why.what();
+  const auto colon = what.find(": ");
+  last_message_ = colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+void Connector::answered() {
+  std::lock_guard guard(mu_);
+  if (suspect_until_ == Clock::time_point{}) return;
+  suspect_backoff_.reset();
+  suspect_until_ = {};
+}
 
 std::unique_ptr<Connection> Connector::connect() {
-  {
-    std::lock_guard guard(mu_);
-    const auto now = Clock::now();
-    if (now < not_before_) {
-      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(not_before_ - now);
-      throw Error(last_code_,
-                  last_message_ + " (next attempt in " + std::to_string(wait.count()) + " ms)");
-    }
-  }
+  throw_if_backing_off();
   try {
     auto conn = Connection::open(options_);
     std::lock_guard guard(mu_);

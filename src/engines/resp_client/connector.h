@@ -29,6 +29,17 @@ class Connector {
   // (and how long until the next real attempt).
   std::unique_ptr<Connection> connect();
 
+  // Throws what connect() would throw at once while it is backing off (after a failed
+  // connect, or while the server is suspect); returns otherwise.
+  void throw_if_backing_off();
+
+  // The server took a request but did not answer in time (frozen, or overloaded):
+  // suspect it, so that connect() and throw_if_backing_off() refuse it for a back-off
+  // delay that grows while it stays silent, instead of every caller opening yet another
+  // connection into a backlog nobody reads. answered() ends the suspicion.
+  void suspect(const Error& why);
+  void answered();
+
   // "host:port", for messages.
   const std::string& endpoint() const { return endpoint_; }
   const ConnectOptions& options() const { return options_; }
@@ -40,6 +51,8 @@ class Connector {
   std::mutex mu_;
   Backoff backoff_;                     // guarded by mu_
   Clock::time_point not_before_;        // guarded by mu_; no attempt before this
+  Backoff suspect_backoff_;             // guarded by mu_
+  Clock::time_point suspect_until_;     // guarded by mu_; refused until this
   Errc last_code_ = Errc::unavailable;  // guarded by mu_
   std::string last_message_;            // guarded by mu_
 };

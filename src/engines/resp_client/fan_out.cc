@@ -19,6 +19,8 @@ namespace {
 // that failed.
 std::optional<Pool::Handle> send(Leg& leg, Clock::time_point deadline) {
   try {
+    // A server that is down or suspect fails its leg at once (Connector::suspect).
+    leg.pool->connector().throw_if_backing_off();
     auto handle = leg.pool->take(deadline, {});
     if (!handle) {
       leg.error =
@@ -74,6 +76,7 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enou
       if (!open[i]) continue;
       try {
         if (read_arrived(legs[i], **open[i])) {
+          legs[i].pool->connector().answered();
           open[i].reset();  // complete: the connection goes back to its pool
           continue;
         }
@@ -89,7 +92,10 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enou
 
     const auto now = Clock::now();
     if (!grace_ends && enough && enough(std::span<const Leg>(legs.data(), legs.size()))) {
-      grace_ends = now + std::max<Clock::duration>(std::chrono::milliseconds(1), now - start);
+      // As long as the round took so far, and at least a quarter of its bound: a server
+      // that stays silent that long is frozen or overloaded, not merely the last one.
+      grace_ends = std::min(deadline, now + std::max({Clock::duration(std::chrono::milliseconds(1)),
+                                                      now - start, (deadline - start) / 4}));
     }
     const bool decided = grace_ends && now >= *grace_ends;
     if (decided || now >= deadline) {
@@ -99,6 +105,7 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enou
         legs[i].error = Error(Errc::deadline_exceeded,
                               decided ? "not waited for: the round was decided without " + endpoint
                                       : "no reply from " + endpoint + " in time");
+        legs[i].pool->connector().suspect(*legs[i].error);
         open[i].reset();
       }
       return;

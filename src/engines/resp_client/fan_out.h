@@ -8,7 +8,8 @@
 //
 // Connections come from each server's Pool and go back after the round; one whose
 // replies did not all arrive is closed (abandon()), so a late reply never answers a
-// later request.
+// later request, and its server becomes suspect (Connector::suspect): later rounds
+// skip it at once until its back-off passes, and an answer clears it.
 #pragma once
 
 #include <functional>
@@ -45,9 +46,10 @@ using Enough = std::function<bool(std::span<const Leg> legs)>;
 // failure), permission_denied (a new connection's AUTH refused), or deadline_exceeded
 // (no free connection, or not every reply, by `deadline`). If `enough` is given and
 // says so after some replies arrived, the legs still waiting get a grace as long as the
-// round took so far (at least 1 ms) — healthy servers answer within it, so their
-// connections stay in step and go back to the pool — and then fail with
-// deadline_exceeded ("not waited for"): their commands were sent and may still run.
+// round took so far, and at least a quarter of the time to `deadline` — healthy servers
+// answer within it, so their connections stay in step and go back to the pool — and
+// then fail with deadline_exceeded ("not waited for"): their commands were sent and may
+// still run.
 void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enough = {});
 
 }  // namespace warden::engines::resp_client

@@ -53,6 +53,7 @@ class Pool {
   std::optional<Handle> take(Clock::time_point until, std::stop_token stop);
 
   std::size_t max_size() const { return max_size_; }
+  Connector& connector() const { return *connector_; }
   // Connections open now (idle, in use, or being opened).
   std::size_t open_count() const;
   std::size_t idle_count() const;
