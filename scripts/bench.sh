@@ -144,6 +144,21 @@ run() {
   "$warden" "$@"
 }
 
+# grid URL BASELINE HANDOFF: 1 and 8 clients, uncontended and contended, each against
+# BASELINE in alternating rounds; HANDOFF hand-off samples after the 1-client
+# uncontended run.
+grid() {
+  local url=$1 baseline=$2 samples=$3 clients contention handoff
+  for clients in 1 8; do
+    for contention in "" --contended; do
+      handoff=0
+      if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=$samples; fi
+      run bench --url "$url" --clients "$clients" $contention --duration "$duration" \
+        --rounds "$rounds" --baseline "$baseline" --handoff-samples "$handoff"
+    done
+  done
+}
+
 echo "warden benchmark set, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -159,14 +174,7 @@ wd=warden://127.0.0.1:$wardend_port
 resp_urls=()
 [[ $sets == *" resp "* ]] && resp_urls=("$wd" "$redis" mem://)
 for url in "${resp_urls[@]}"; do
-  for clients in 1 8; do
-    for contention in "" --contended; do
-      handoff=0
-      if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=1000; fi
-      run bench --url "$url" --clients "$clients" $contention --duration "$duration" \
-        --rounds "$rounds" --baseline "$redis" --handoff-samples "$handoff"
-    done
-  done
+  grid "$url" "$redis" 1000
 done
 
 # Capacity checks, each on a fresh server so that nothing earlier skews its memory.
@@ -188,14 +196,7 @@ if [[ $sets == *" etcd "* ]]; then
   echo "etcd: $(etcd --version | head -1)"
   for members in 1 3; do
     start_etcd "etcd$members" "$members"
-    for clients in 1 8; do
-      for contention in "" --contended; do
-        handoff=0
-        if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=1000; fi
-        run bench --url "$etcd_url" --clients "$clients" $contention --duration "$duration" \
-          --rounds "$rounds" --baseline "$etcd_url" --handoff-samples "$handoff"
-      done
-    done
+    grid "$etcd_url" "$etcd_url" 1000
     for (( i = 0; i < members; i++ )); do stop_last; done
   done
 fi
@@ -206,14 +207,7 @@ if [[ $sets == *" zk "* ]]; then
   echo
   echo "zookeeper: $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo unknown)"
   start_zookeeper zk
-  for clients in 1 8; do
-    for contention in "" --contended; do
-      handoff=0
-      if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=1000; fi
-      run bench --url "$zk_url" --clients "$clients" $contention --duration "$duration" \
-        --rounds "$rounds" --baseline "$zk_url" --handoff-samples "$handoff"
-    done
-  done
+  grid "$zk_url" "$zk_url" 1000
   stop_last
 fi
 
@@ -231,15 +225,8 @@ if [[ $sets == *" redlock "* ]]; then
   redis_port=$baseline_port
   for n in 3 5; do
     url="redlock://$(IFS=,; echo "${masters[*]:0:$n}")"
-    for clients in 1 8; do
-      for contention in "" --contended; do
-        # Waiters poll (a pause of 20..40 ms): 200 hand-offs say as much as 1000.
-        handoff=0
-        if [ "$clients" = 1 ] && [ -z "$contention" ]; then handoff=200; fi
-        run bench --url "$url" --clients "$clients" $contention --duration "$duration" \
-          --rounds "$rounds" --baseline "$redis" --handoff-samples "$handoff"
-      done
-    done
+    # Waiters poll (a pause of 20..40 ms): 200 hand-offs say as much as 1000.
+    grid "$url" "$redis" 200
   done
   for clients in 1 8; do
     run bench --url "$redis" --clients "$clients" --duration "$duration" \
