@@ -24,8 +24,10 @@ build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
-engines=${TORTURE_ENGINES:-warden redis redis-aof redlock redlock-aof etcd zk}
-nemeses=${TORTURE_NEMESES:-none pause-holder kill-holder kill-waiter pause-server kill-server restart-server}
+all_engines="warden redis redis-aof redlock redlock-aof etcd zk"
+all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client"
+engines=${TORTURE_ENGINES:-$all_engines}
+nemeses=${TORTURE_NEMESES:-$all_nemeses}
 duration=${TORTURE_DURATION:-15s}
 clients=${TORTURE_CLIENTS:-4}
 ttl=2s
@@ -151,7 +153,6 @@ echo "warden torture matrix, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) CPUs, $(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "engines: $engines; nemeses: $nemeses; $clients clients, $duration each, ttl $ttl"
 
-rows=()
 failed=0
 for engine in $engines; do
   for nemesis in $nemeses; do
@@ -160,6 +161,8 @@ for engine in $engines; do
     server_args=()
     start_engine "$engine"
     dir=$out/$engine/$nemesis
+    mkdir -p "$dir"
+    rm -f "$dir/row.md"
     echo
     echo "== $engine × $nemesis ($url)"
     if ! "$warden" torture --url "$url" --label "$engine" --clients "$clients" \
@@ -167,10 +170,8 @@ for engine in $engines; do
       --seed 1 --out "$dir" "${server_args[@]}"; then
       failed=1
     fi
-    if [ -f "$dir/row.md" ]; then
-      rows+=("$(cat "$dir/row.md")")
-    else
-      rows+=("| $engine | $nemesis | the run did not complete | | | | | | | | | **FAIL** |")
+    if [ ! -f "$dir/row.md" ]; then
+      echo "| $engine | $nemesis | the run did not complete | | | | | | | | | **FAIL** |" >"$dir/row.md"
       failed=1
     fi
     stop_servers "$cell"
@@ -188,12 +189,20 @@ if [ "$doc" != none ] && [ -f "$doc" ]; then
     echo "  TORTURE_DURATION=$duration TORTURE_CLIENTS=$clients scripts/torture-matrix.sh"
     echo '```'
     echo
-    echo "$clients client processes, $duration per cell, ttl $ttl. Any cell again:"
+    echo "Cells this command did not run are from earlier runs of the script (their"
+    echo "results under build/torture). $clients client processes, $duration per cell, ttl $ttl."
+    echo "Any cell again:"
     echo '`TORTURE_ENGINES=ENGINE TORTURE_NEMESES=NEMESIS scripts/torture-matrix.sh`.'
     echo
     echo "| engine | nemesis | grants | faults | holds overlapped by a newer one | rejected writes | stale writes accepted | tokens backwards | max recovery / bound (ms) | lost: told / untold | unanswered waits | verdict |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-    printf '%s\n' "${rows[@]}"
+    # Every cell with a result under $out: this run's, and earlier runs' of the cells
+    # it did not repeat.
+    for engine in $all_engines; do
+      for nemesis in $all_nemeses; do
+        if [ -f "$out/$engine/$nemesis/row.md" ]; then cat "$out/$engine/$nemesis/row.md"; fi
+      done
+    done
     echo "<!-- matrix:end -->"
   } >"$table"
   awk -v table="$table" '

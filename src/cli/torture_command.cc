@@ -110,7 +110,7 @@ void add_torture_command(Commands& commands) {
       ->capture_default_str();
   app.add_option("--nemesis", a->nemesis,
                  "none, pause-holder, kill-holder, kill-waiter, pause-server, kill-server, "
-                 "restart-server")
+                 "restart-server, partition-client")
       ->type_name("NAME")
       ->capture_default_str();
   app.add_option("--seed", a->seed, "Seed of every random choice")

@@ -18,14 +18,16 @@ const char* to_string(Nemesis nemesis) {
       return "kill-server";
     case Nemesis::restart_server:
       return "restart-server";
+    case Nemesis::partition_client:
+      return "partition-client";
   }
   return "?";
 }
 
 std::vector<Nemesis> all_nemeses() {
-  return {Nemesis::none,          Nemesis::pause_holder, Nemesis::kill_holder,
-          Nemesis::kill_waiter,   Nemesis::pause_server, Nemesis::kill_server,
-          Nemesis::restart_server};
+  return {Nemesis::none,           Nemesis::pause_holder,    Nemesis::kill_holder,
+          Nemesis::kill_waiter,    Nemesis::pause_server,    Nemesis::kill_server,
+          Nemesis::restart_server, Nemesis::partition_client};
 }
 
 std::optional<Nemesis> nemesis_from(const std::string& name) {

@@ -9,12 +9,14 @@
 //   pause-server    SIGSTOP one backend process for 2·ttl + epsilon, then SIGCONT
 //   kill-server     kill -9 one backend process, wait ttl, start it again
 //   restart-server  kill -9 one backend process and start it again at once
+//   partition-client  cut the client holding the lock off the backend for 2·ttl +
+//                   epsilon, then heal (each client reaches the backend through relays
+//                   of its own, partition_proxy.h; the resource stays reachable)
 //
 // Server faults need the backend's PIDs and a command that starts each again (the
 // matrix script starts the backends and passes both). Clock jumps of external servers
 // are not injected: libfaketime hangs redis-server and Go's runtime ignores it, so a
-// run says so rather than pretending. Cutting a client off the network
-// (partition-client) needs root and network namespaces and is not built yet.
+// run says so rather than pretending.
 #pragma once
 
 #include <optional>
@@ -31,6 +33,7 @@ enum class Nemesis {
   pause_server,
   kill_server,
   restart_server,
+  partition_client,
 };
 
 const char* to_string(Nemesis nemesis);

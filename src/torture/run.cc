@@ -24,6 +24,7 @@
 #include "torture/checker.h"
 #include "torture/clock.h"
 #include "torture/history.h"
+#include "torture/partition_proxy.h"
 #include "torture/resource_link.h"
 #include "torture/timeline_svg.h"
 #include "warden/client.h"
@@ -251,10 +252,13 @@ class Run {
   void start_client() {
     const int id = next_client_++;
     const std::string name = "client-" + std::to_string(id);
+    // Under partition-client every client reaches the backend through relays of its
+    // own, which the nemesis can cut.
+    std::string url = options_.url;
+    if (options_.nemesis == Nemesis::partition_client) url = proxied_url(url, proxies_[id]);
     clients_.emplace(
-        id, Process({options_.self, "torture-client", "--url", options_.url, "--client",
-                     std::to_string(id), "--socket", socket_, "--history",
-                     (out_ / (name + ".jsonl")).string(), "--ttl",
+        id, Process({options_.self, "torture-client", "--url", url, "--client", std::to_string(id),
+                     "--socket", socket_, "--history", (out_ / (name + ".jsonl")).string(), "--ttl",
                      std::to_string(options_.ttl.count()) + "ms", "--seed",
                      std::to_string(options_.seed * 1000 + static_cast<std::uint64_t>(id))},
                     out_ / (name + ".log")));
@@ -330,6 +334,16 @@ class Run {
         record_fault("client " + std::to_string(client), client, start, dead);
         record_death(client, dead);
         start_client();
+        return;
+      }
+      case Nemesis::partition_client: {
+        const int client = holder();
+        if (client < 0) return;
+        const Nanos start = now_ns();
+        for (auto& proxy : proxies_[client]) proxy->cut();
+        std::this_thread::sleep_for(pause_length());
+        for (auto& proxy : proxies_[client]) proxy->heal();
+        record_fault("client " + std::to_string(client), client, start, now_ns());
         return;
       }
       case Nemesis::pause_server:
@@ -408,6 +422,7 @@ class Run {
   Process resource_;
   std::unique_ptr<ResourceLink> link_;
   std::map<int, Process> clients_;
+  std::map<int, std::vector<std::unique_ptr<PartitionProxy>>> proxies_;  // partition-client
   int next_client_ = 0;
   long faults_ = 0;
 };
