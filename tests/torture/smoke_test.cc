@@ -1,9 +1,10 @@
 // `warden torture` end to end, briefly, on every engine that runs across processes:
 // the command starts its resource and client processes against a real backend, injects
-// faults on the clients, and must come back with a passing verdict — in particular no
-// stale write accepted by the fence, and every paused or killed holder's lock handed
-// on within the TTL plus the engine's allowance. The full matrix (every nemesis, server
-// faults included) is scripts/torture-matrix.sh, labelled slow.
+// faults on the clients (pauses, kills, a partition), and must come back with a passing
+// verdict — in particular no stale write accepted by the fence, and every paused,
+// killed or cut-off holder's lock handed on within the TTL plus the engine's allowance.
+// The full matrix (every nemesis, server faults included) is scripts/torture-matrix.sh,
+// labelled slow.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -62,6 +63,9 @@ TEST(TortureSmoke, Redis) {
   RedisServer server;
   expect_pass(torture(server.uri(), "pause-holder", "500ms"));
   expect_pass(torture(server.uri(), "kill-waiter", "500ms"));
+  // Through the cuttable relays: a holder cut off from Redis cannot release, and its
+  // lock must still be handed on once its lease runs out.
+  expect_pass(torture(server.uri(), "partition-client", "500ms"));
 }
 
 TEST(TortureSmoke, Redlock) {
