@@ -78,13 +78,16 @@ TEST(TortureSmoke, Etcd) {
   EtcdCluster cluster;
   // etcd leases are whole seconds: the 1 s TTL is a 1 s lease, checked by the leader.
   expect_pass(torture(cluster.uri(), "pause-holder", "1500ms"));
+  expect_pass(torture(cluster.uri(), "kill-holder", "1500ms"));
 }
 
 TEST(TortureSmoke, ZooKeeper) {
   ZooKeeperEnsemble ensemble;
   // A paused or killed holder's node goes when its session expires: the session
   // timeout (1 s here, the least the URI takes) is the allowance.
-  expect_pass(torture(ensemble.uri() + "?session_timeout_ms=1000", "kill-holder", "1500ms"));
+  const std::string uri = ensemble.uri() + "?session_timeout_ms=1000";
+  expect_pass(torture(uri, "kill-holder", "1500ms"));
+  expect_pass(torture(uri, "pause-holder", "1500ms"));
 }
 
 }  // namespace
