@@ -82,7 +82,9 @@ TEST(EtcdPause, FirstMemberFrozenTheClientFailsOverAndKeepsItsLease) {
   EtcdCluster cluster(EtcdOptions{3, {}});
   // The default op_timeout (5 s, longer than the TTL): every call the watchdog and the
   // keeper make to keep the lease must still move on from the frozen member in time.
-  const ClientOptions options = with_ttl(2s);
+  // 4 s: a failover must fit in what is left of the lease after its last renewal, and
+  // with a 2 s TTL a sanitizer build on two busy cores once took longer (1.5 s).
+  const ClientOptions options = with_ttl(4s);
   Client client = Client::open(cluster.uri(), options);  // member 0 first
   FenceGate gate;
   Lease held = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
