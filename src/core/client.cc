@@ -50,18 +50,24 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
                                            Clock::time_point deadline, std::stop_token stop) {
   core::require_capabilities(capabilities, mode, lock_options);
 
-  if (auto held = find(key)) {
-    if (held->lost()) {
-      throw Error(Errc::lost, "this thread still holds counts of a lost lease of " +
-                                  key.joined() + "; release them before acquiring again");
-    }
-    if (held->grant.mode == Mode::shared && mode == Mode::exclusive) {
+  // Reentrancy: count on this thread's hold while it is active. A hold whose last count
+  // is being released on another thread (its Lease was moved there) is waited out, then
+  // the loop looks again: a confirmed release leaves a fresh acquire, an unconfirmed one
+  // an active hold to count on.
+  for (auto held = find(key); held; held = find(key)) {
+    const auto joined = held->join(mode);
+    if (joined == Hold::Join::counted) return held;
+    if (joined == Hold::Join::upgrade) {
       throw Error(Errc::would_deadlock,
                   "this thread holds " + key.joined() +
                       " shared; upgrading to exclusive would wait for itself forever");
     }
-    held->add(mode);
-    return held;
+    if (joined == Hold::Join::lost) {
+      throw Error(Errc::lost, "this thread still holds counts of a lost lease of " + key.joined() +
+                                  "; release them before acquiring again");
+    }
+    if (joined == Hold::Join::released) break;  // confirmed; its entry is about to go
+    held->wait_until_settled(options.op_timeout);
   }
 
   const auto& group = key.group;
@@ -100,10 +106,13 @@ void ClientState::forget(const Hold& hold) {
 }
 
 void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool report) {
-  if (hold->remove(mode) > 0) return;  // throws not_owner if there was no such count
+  // Throws not_owner if there was no such count. The last count leaves `active` in the
+  // same step, so no other thread can join this hold from here on.
+  const auto removed = hold->remove(mode);
+  if (removed == Hold::Removed::counts_left) return;
 
   const auto& group = hold->grant.key.group;
-  if (!hold->begin_release()) {
+  if (removed == Hold::Removed::nothing_to_release) {
     // Lost (or already released): the backend no longer holds it, nothing to send.
     watchdog_.unwatch(hold.get());
     forget(*hold);
@@ -114,17 +123,16 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
   } catch (...) {
     metrics->add(group, core::Counter::release_failures);
     if (report) {
-      hold->abort_release();
-      hold->add(mode);
+      hold->abort_release(mode);
       throw;
     }
     forget(*hold);
     watchdog_.release_in_background(hold);
     return;
   }
-  hold->finish_release();
   watchdog_.unwatch(hold.get());
   forget(*hold);
+  hold->finish_release();
   metrics->add(group, core::Counter::releases);
   metrics->observe_hold(group, Clock::now() - hold->granted_at);
 }
@@ -144,8 +152,7 @@ Client Client::open(std::string_view uri_text, ClientOptions options) {
   core::validate_client_options(options);
   const core::Uri uri = core::Uri::parse(uri_text);
   std::shared_ptr<core::Engine> engine = engines::open_engine(uri, options);
-  return Client(std::make_shared<detail::ClientState>(uri.redacted(), options,
-                                                      std::move(engine)));
+  return Client(std::make_shared<detail::ClientState>(uri.redacted(), options, std::move(engine)));
 }
 
 Lock Client::lock(std::string_view group, std::string_view name) const {
@@ -175,9 +182,7 @@ bool Client::check(const Sequencer& sequencer) const {
   return state_->check(sequencer);
 }
 
-bool Client::check(std::string_view sequencer) const {
-  return check(Sequencer::parse(sequencer));
-}
+bool Client::check(std::string_view sequencer) const { return check(Sequencer::parse(sequencer)); }
 
 Capabilities Client::capabilities() const { return state_->capabilities; }
 

@@ -25,7 +25,29 @@ void Hold::add(Mode mode) {
   ++(mode == Mode::exclusive ? exclusive_ : shared_);
 }
 
-int Hold::remove(Mode mode) {
+Hold::Join Hold::join(Mode mode) {
+  std::lock_guard guard(mu_);
+  switch (state_) {
+    case State::active:
+      if (grant.mode == Mode::shared && mode == Mode::exclusive) return Join::upgrade;
+      ++(mode == Mode::exclusive ? exclusive_ : shared_);
+      return Join::counted;
+    case State::releasing:
+      return Join::releasing;
+    case State::released:
+      return Join::released;
+    case State::lost:
+      return Join::lost;
+  }
+  return Join::lost;
+}
+
+void Hold::wait_until_settled(Clock::duration bound) const {
+  std::unique_lock lock(mu_);
+  settled_.wait_for(lock, bound, [&] { return state_ != State::releasing; });
+}
+
+Hold::Removed Hold::remove(Mode mode) {
   std::lock_guard guard(mu_);
   int& count = mode == Mode::exclusive ? exclusive_ : shared_;
   if (count == 0) {
@@ -33,7 +55,10 @@ int Hold::remove(Mode mode) {
                                      " count of lock " + grant.key.joined());
   }
   --count;
-  return exclusive_ + shared_;
+  if (exclusive_ + shared_ > 0) return Removed::counts_left;
+  if (state_ != State::active) return Removed::nothing_to_release;
+  state_ = State::releasing;
+  return Removed::release_now;
 }
 
 int Hold::counts() const {
@@ -66,13 +91,21 @@ bool Hold::begin_release() {
 }
 
 void Hold::finish_release() {
-  std::lock_guard guard(mu_);
-  state_ = State::released;
+  {
+    std::lock_guard guard(mu_);
+    state_ = State::released;
+  }
+  settled_.notify_all();
 }
 
-void Hold::abort_release() {
-  std::lock_guard guard(mu_);
-  if (state_ == State::releasing) state_ = State::active;
+void Hold::abort_release(Mode mode) {
+  {
+    std::lock_guard guard(mu_);
+    if (state_ != State::releasing) return;
+    state_ = State::active;
+    ++(mode == Mode::exclusive ? exclusive_ : shared_);
+  }
+  settled_.notify_all();
 }
 
 std::function<void()> Hold::mark_lost() {

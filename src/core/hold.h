@@ -3,20 +3,27 @@
 //
 // Lease states:
 //
-//   active ──release()──▶ releasing ──confirmed──▶ released
-//     │  ▲                    │
-//     │  └──not confirmed─────┘ (Lease::release reports it; counts come back)
+//   active ──last count removed──▶ releasing ──confirmed──▶ released
+//     │  ▲                              │
+//     │  └──────not confirmed───────────┘ (Lease::release reports it; counts come back)
 //     └──expired / dropped──▶ lost   (terminal: never renewed back)
 //
 // Only an active lease is renewed, and only an active lease can become lost, so a
 // lease released normally never fires its lost signal.
+//
+// Counts join only an active hold. Removing the last count and leaving `active` is one
+// step, so a Lease moved to another thread and released there can never race a
+// re-acquire by the thread that owns the hold into counting on a grant that is being
+// released: that thread waits until the release settles (join() says `releasing`), then
+// takes a fresh grant or, if the release was not confirmed, counts on the hold again.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <stop_token>
-#include <cstdint>
 
 #include "core/engine.h"
 
@@ -43,10 +50,24 @@ class Hold {
   const ThreadKey thread;  // the thread whose reentrancy counts these are
 
   // Reentrancy counts.
-  void add(Mode mode);
-  // Removes one count of `mode`; returns the counts left. Throws Error(not_owner) if
-  // there is no count of that mode.
-  int remove(Mode mode);
+  void add(Mode mode);  // a count on a new hold, before anyone else can see it
+
+  enum class Join { counted, upgrade, releasing, released, lost };
+  // Adds one count of `mode` if the hold is active (`counted`); otherwise changes
+  // nothing and says why: `upgrade` for an exclusive count on a shared grant. Never
+  // blocks.
+  Join join(Mode mode);
+  // Blocks while the hold is `releasing`, at most `bound`. A release in flight is bounded
+  // by the client's op_timeout; one retried in the background may take until the lease
+  // expires, so callers re-check after the bound instead of waiting on.
+  void wait_until_settled(Clock::duration bound) const;
+
+  enum class Removed { counts_left, release_now, nothing_to_release };
+  // Removes one count of `mode`. When it was the last count: an active hold becomes
+  // `releasing` in the same step (`release_now`: the caller must finish_release or
+  // abort_release it); a lost or released one stays as it is (`nothing_to_release`).
+  // Throws Error(not_owner) if there is no count of that mode.
+  Removed remove(Mode mode);
   int counts() const;
 
   // Lease state.
@@ -57,7 +78,8 @@ class Hold {
   // active → releasing; false if the lease is not active (lost or being released).
   bool begin_release();
   void finish_release();  // releasing → released
-  void abort_release();   // releasing → active (the backend did not confirm)
+  // releasing → active with one count of `mode` back (the backend did not confirm).
+  void abort_release(Mode mode);
   // active → lost: fires the stop token and returns the callback to run (outside any
   // lock). Returns an empty function and does nothing if the lease is not active.
   std::function<void()> mark_lost();
@@ -69,11 +91,12 @@ class Hold {
 
  private:
   mutable std::mutex mu_;
-  int exclusive_ = 0;               // guarded by mu_
-  int shared_ = 0;                  // guarded by mu_
-  State state_ = State::active;     // guarded by mu_
-  Clock::time_point expires_;       // guarded by mu_
-  std::function<void()> on_lost_;   // guarded by mu_
+  mutable std::condition_variable settled_;  // notified when `releasing` ends
+  int exclusive_ = 0;                        // guarded by mu_
+  int shared_ = 0;                           // guarded by mu_
+  State state_ = State::active;              // guarded by mu_
+  Clock::time_point expires_;                // guarded by mu_
+  std::function<void()> on_lost_;            // guarded by mu_
   std::stop_source lost_source_;
 };
 

@@ -19,7 +19,7 @@ constexpr std::array<CounterInfo, kCounterCount> kCounters = {{
     {"warden_release_failures_total", "Releases the backend did not confirm."},
     {"warden_lease_losses_total", "Leases lost (not renewed in time or dropped)."},
     {"warden_renewals_total", "Successful renewals of one grant."},
-    {"warden_renewal_failures_total", "Renewal rounds that failed as a whole."},
+    {"warden_renewal_failures_total", "Renewal rounds that failed as a whole, counted once in each group they renewed."},
 }};
 
 std::string format_double(double v) {

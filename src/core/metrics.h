@@ -41,7 +41,7 @@ enum class Counter {
   release_failures,  // releases the backend did not confirm (retried in background)
   losses,            // leases lost
   renewals,          // successful renewals of one grant
-  renewal_failures,  // renewal rounds that failed as a whole (transport)
+  renewal_failures,  // renewal rounds that failed as a whole (transport), once per group
 };
 inline constexpr std::size_t kCounterCount = 9;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <set>
+#include <string_view>
 
 namespace warden::core {
 namespace {
@@ -173,8 +175,13 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
 
     std::vector<std::shared_ptr<Hold>> due;
     if (state->options.watchdog) {
+      // When a lease is due, every lease due within the next eighth of its interval joins
+      // the round: renewing that little early is harmless, and leases granted moments
+      // apart then share one batched round (and its retries) instead of a round each.
+      bool any_due = false;
+      for (auto& [key, w] : state->watched) any_due = any_due || w.next_renew <= now;
       for (auto& [key, w] : state->watched) {
-        if (w.next_renew <= now) {
+        if (any_due && w.next_renew - w.interval / 8 <= now) {
           due.push_back(w.hold);
         } else {
           next = std::min(next, w.next_renew);
@@ -248,8 +255,11 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
         state->watched.erase(it);
       }
     }
-    if (round_failed && !due.empty()) {
-      state->metrics->add(due.front()->grant.key.group, Counter::renewal_failures);
+    if (round_failed) {
+      // The round failed for every group it was renewing: count it once in each.
+      std::set<std::string_view> groups;
+      for (const auto& h : due) groups.insert(h->grant.key.group);
+      for (const auto group : groups) state->metrics->add(group, Counter::renewal_failures);
     }
     auto done = [&](const State::Releasing& r) {
       return std::find(released.begin(), released.end(), r.hold) != released.end() ||
@@ -269,6 +279,8 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
       state->metrics->add(h->grant.key.group, Counter::releases);
       state->metrics->observe_hold(h->grant.key.group, Clock::now() - h->granted_at);
     }
+    // The lease of an abandoned release has expired: the backend has freed it.
+    for (const auto& h : abandoned) h->finish_release();
     for (const auto& h : lost) state->declare_lost(h);
     lost.clear();
     due.clear();
