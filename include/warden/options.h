@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "warden/types.h"
+
 namespace warden {
 
 using std::chrono::milliseconds;
@@ -24,10 +26,10 @@ struct LockOptions {
   // Lease length of every grant. The backend frees the lock this long after the last
   // successful renewal. Valid range: 10 ms .. 7 days.
   milliseconds ttl{30'000};
-  // true: FIFO (consecutive shared requests at the head are granted together; a shared
-  // request queues behind a waiting exclusive one). false: any request compatible with
-  // the current holders is granted at once.
-  bool fair = true;
+  // The order waiting requests are granted in (see Fairness). automatic: FIFO where the
+  // engine has it, the engine's own order otherwise, so the default works everywhere;
+  // ask for fifo explicitly where a FIFO guarantee matters.
+  Fairness fairness = Fairness::automatic;
   // Chubby's lock-delay: after a lease *expires* (rather than being released), nobody is
   // granted the lock for this long. 0 = off. Valid range: 0 .. 1 hour.
   milliseconds lock_delay{0};

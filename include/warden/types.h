@@ -19,6 +19,24 @@ enum class Mode : std::uint8_t {
 // "exclusive" / "shared".
 std::string_view to_string(Mode mode) noexcept;
 
+// The order in which an engine grants waiting requests (LockOptions::fairness).
+enum class Fairness : std::uint8_t {
+  // FIFO where the engine has it, the engine's own order (non-fair) otherwise: works on
+  // every engine. Capabilities::resolve(automatic) says which one a client gets.
+  automatic,
+  // FIFO: consecutive shared requests at the head are granted together; a shared request
+  // queues behind a waiting exclusive one. An engine without FIFO refuses it
+  // (Errc::unsupported).
+  fifo,
+  // Any request compatible with the current holders is granted at once; one that is not
+  // waits (in FIFO order where the engine has a queue). An engine without it refuses it
+  // (Errc::unsupported).
+  non_fair,
+};
+
+// "automatic" / "fifo" / "non-fair".
+std::string_view to_string(Fairness fairness) noexcept;
+
 // How long an acquire may wait for the lock.
 //
 //   Wait::none()        try once; never queue
@@ -54,12 +72,20 @@ class Wait {
 // Errc::unsupported before any I/O; nothing is emulated unsafely.
 struct Capabilities {
   bool shared = false;          // Mode::shared
-  bool fair = false;            // FIFO queueing (LockOptions::fair = true)
-  bool non_fair = false;        // barging (LockOptions::fair = false)
+  bool fair = false;            // FIFO queueing (Fairness::fifo)
+  bool non_fair = false;        // barging (Fairness::non_fair)
   bool lock_delay = false;      // LockOptions::lock_delay > 0
   bool fencing = true;          // tokens strictly increase per lock
   bool durable_tokens = false;  // ...also across a backend restart
   bool check = true;            // Client::check(sequencer)
+
+  // The fairness a request for `requested` gets: automatic becomes fifo where the engine
+  // has it and non_fair otherwise; fifo and non_fair stay as asked (and are refused if
+  // the engine lacks them).
+  Fairness resolve(Fairness requested) const noexcept {
+    if (requested != Fairness::automatic) return requested;
+    return fair ? Fairness::fifo : Fairness::non_fair;
+  }
 };
 
 }  // namespace warden

@@ -61,12 +61,11 @@ class WardenCycleClient final : public CycleClient {
   std::minstd_rand rng_;
 };
 
-// The workload's lease, with FIFO where the engine has it and barging where that is all
-// it has (redlock://).
-LockOptions lock_options(const Workload& workload, const Client& client) {
+// The workload's lease; fairness stays automatic: FIFO where the engine has it and
+// barging where that is all it has (redlock://).
+LockOptions lock_options(const Workload& workload) {
   LockOptions options;
   options.ttl = workload.ttl;
-  options.fair = client.capabilities().fair;
   return options;
 }
 
@@ -123,7 +122,7 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
     std::vector<Lock> locks;
     locks.reserve(static_cast<std::size_t>(workload.keys));
     for (int k = 0; k < workload.keys; ++k) {
-      locks.push_back(client.lock(kGroup, lock_name(workload, i, k), lock_options(workload, client)));
+      locks.push_back(client.lock(kGroup, lock_name(workload, i, k), lock_options(workload)));
     }
     clients.push_back(
         std::make_unique<WardenCycleClient>(std::move(client), std::move(locks), workload.mix, i));
@@ -137,8 +136,8 @@ Samples measure_handoff(const std::string& url, int samples, const Workload& wor
   const std::string name = workload.run_id + "-handoff";
   Client client_a = Client::open(url);
   Client client_b = Client::open(url);
-  Lock lock_a = client_a.lock(kGroup, name, lock_options(workload, client_a));
-  Lock lock_b = client_b.lock(kGroup, name, lock_options(workload, client_b));
+  Lock lock_a = client_a.lock(kGroup, name, lock_options(workload));
+  Lock lock_b = client_b.lock(kGroup, name, lock_options(workload));
 
   HandoffBoard board;
   // B: waits for A to hold the lock, announces itself, queues, records the grant time.

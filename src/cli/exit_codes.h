@@ -64,7 +64,17 @@ constexpr int exit_code_for(Errc code) noexcept {
   return exit_code::kInternal;
 }
 
-// The table above as --help text, shared by the top-level and the run help.
+// The top-level help's note: every command documents its own statuses.
+inline constexpr std::string_view kTopLevelExitHelp =
+    "Exit status: each command lists its own (warden COMMAND --help). Common to all:\n"
+    "  0   success\n"
+    "  64  usage error: bad option, duration, URL, group, name or TTL, or a\n"
+    "      mode/option the engine cannot offer\n"
+    "  69  lock service unreachable or not answering\n"
+    "  71  internal or operating-system error\n"
+    "  77  lock service refused our credentials\n";
+
+// The table above as `warden run`'s --help text.
 inline constexpr std::string_view kExitCodesHelp =
     "Exit status:\n"
     "  0..125  CMD's exit status (CMD ran and the lease held until it exited)\n"

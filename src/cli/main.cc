@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   CLI::App app("warden: distributed locks with fencing tokens", "warden");
   app.set_version_flag("--version", "warden " WARDEN_VERSION_STRING, "Print the version and exit");
   app.require_subcommand(1);
-  app.footer(std::string(cli::kExitCodesHelp));
+  app.footer(std::string(cli::kTopLevelExitHelp));
 
   cli::Commands commands(app);
   cli::add_run_command(commands);

@@ -45,6 +45,28 @@ std::chrono::milliseconds millis_option(std::string_view option, const std::stri
   }
 }
 
+Fairness fairness_option(const RunOptions& options) {
+  Fairness fairness = Fairness::automatic;
+  if (options.fairness == "automatic") {
+    fairness = Fairness::automatic;
+  } else if (options.fairness == "fifo") {
+    fairness = Fairness::fifo;
+  } else if (options.fairness == "non-fair") {
+    fairness = Fairness::non_fair;
+  } else {
+    throw Failure(exit_code::kUsage, "--fairness",
+                  "unknown fairness \"" + printable(options.fairness) +
+                      "\" (one of automatic, fifo, non-fair)");
+  }
+  if (options.unfair) {
+    if (fairness == Fairness::fifo) {
+      throw Failure(exit_code::kUsage, "--unfair", "contradicts --fairness fifo");
+    }
+    fairness = Fairness::non_fair;
+  }
+  return fairness;
+}
+
 Plan make_plan(const RunOptions& options) {
   Plan plan;
   plan.url = options.url;
@@ -59,7 +81,7 @@ Plan make_plan(const RunOptions& options) {
 
   plan.lock.ttl = millis_option("--ttl", options.ttl);
   plan.lock.lock_delay = millis_option("--lock-delay", options.lock_delay);
-  plan.lock.fair = !options.unfair;
+  plan.lock.fairness = fairness_option(options);
   plan.client.watchdog = !options.no_renew;
 
   if (options.on_lost == "term") {
@@ -110,6 +132,13 @@ int run(const RunOptions& options) {
 
   Wait wait = plan.wait ? Wait::up_to(*plan.wait) : Wait::forever();
   Lease lease = acquire_interruptibly(lock, plan.mode, wait, timeout_why(plan.wait), events);
+  if (options.verbose) {
+    const Fairness used = client.capabilities().resolve(plan.lock.fairness);
+    print_diagnostic("granted " + lock_text + " " + std::string(to_string(plan.mode)) + ", token " +
+                     std::to_string(lease.token()) + ", fairness " + std::string(to_string(used)) +
+                     (plan.lock.fairness == Fairness::automatic ? " (automatic)" : "") + ", ttl " +
+                     format_duration(plan.lock.ttl) + ", " + client.uri());
+  }
   lease.on_lost([&events] { events.wake(); });
 
   int status = 0;
@@ -161,8 +190,14 @@ void add_run_command(Commands& commands) {
                  "Keep an expired (not released) lock from everyone for D (0..1h)")
       ->type_name("D")
       ->capture_default_str();
+  app.add_option("--fairness", options->fairness,
+                 "Waiters' order: automatic (FIFO where the engine has it), fifo, non-fair")
+      ->type_name("F")
+      ->capture_default_str();
   app.add_flag("--unfair", options->unfair,
-               "Take the lock whenever compatible with its holders, not in FIFO order");
+               "Same as --fairness non-fair: take the lock whenever compatible with its holders");
+  app.add_flag("-v,--verbose", options->verbose,
+               "Say on stderr what was granted: mode, token, fairness used, TTL, URL");
   app.add_flag("--no-renew", options->no_renew,
                "Never renew: hold the lock for at most --ttl, then it is lost");
   app.add_option("--on-lost", options->on_lost,

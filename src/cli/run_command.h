@@ -25,7 +25,9 @@ struct RunOptions {
   std::string wait;  // empty: forever
   std::string ttl = "30s";
   std::string lock_delay = "0s";
-  bool unfair = false;
+  std::string fairness = "automatic";  // automatic, fifo or non-fair
+  bool unfair = false;                  // shorthand for --fairness non-fair
+  bool verbose = false;                 // say on stderr what was granted, and how
   bool no_renew = false;
   std::string on_lost = "term";  // term, kill or ignore
   std::string kill_after = "5s";

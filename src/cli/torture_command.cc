@@ -131,6 +131,18 @@ void add_torture_command(Commands& commands) {
   app.add_option("--server-restart", a->server_restart,
                  "Shell command that starts the matching --server-pid again and prints its PID")
       ->type_name("CMD");
+  app.footer(
+      "Durations (D): a number with a unit, ns us ms s m h: 500ms, 10s, 1m.\n"
+      "\n"
+      "Exit status:\n"
+      "  0   the run ended and the checker's verdict is PASS\n"
+      "  1   the run ended and the verdict is FAIL (summary.txt says which check)\n"
+      "  64  usage error: bad option, duration, URL or nemesis, or a mode the engine\n"
+      "      cannot offer\n"
+      "  69  lock service unreachable or not answering\n"
+      "  71  internal or operating-system error (a client or the resource could not\n"
+      "      be started)\n"
+      "  77  lock service refused our credentials\n");
 
   auto r = std::make_shared<torture::ResourceOptions>();
   CLI::App& resource =

@@ -70,12 +70,16 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
     held->wait_until_settled(options.op_timeout);
   }
 
+  // Engines see the fairness the request gets, never `automatic`.
+  LockOptions effective = lock_options;
+  effective.fairness = capabilities.resolve(lock_options.fairness);
+
   const auto& group = key.group;
   metrics->add(group, core::Counter::attempts);
   const auto started = Clock::now();
   std::optional<core::Granted> granted;
   try {
-    granted = engine_->acquire(core::AcquireRequest{key, mode, lock_options, deadline, stop});
+    granted = engine_->acquire(core::AcquireRequest{key, mode, effective, deadline, stop});
   } catch (...) {
     metrics->add(group, core::Counter::errors);
     metrics->observe_wait(group, Clock::now() - started);

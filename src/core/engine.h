@@ -44,7 +44,8 @@ struct GrantRef {
 struct AcquireRequest {
   LockKey key;
   Mode mode = Mode::exclusive;
-  LockOptions options;         // validated against capabilities()
+  LockOptions options;         // validated against capabilities(); fairness is fifo or
+                               // non_fair, never automatic (the core resolves it)
   Clock::time_point deadline;  // min(): try once; max(): forever
   std::stop_token stop;        // cancels a wait
 };

@@ -8,16 +8,26 @@ namespace warden {
 
 std::string_view to_string(Errc code) noexcept {
   switch (code) {
-    case Errc::invalid_argument: return "invalid_argument";
-    case Errc::unsupported: return "unsupported";
-    case Errc::would_deadlock: return "would_deadlock";
-    case Errc::not_owner: return "not_owner";
-    case Errc::permission_denied: return "permission_denied";
-    case Errc::lost: return "lost";
-    case Errc::unavailable: return "unavailable";
-    case Errc::deadline_exceeded: return "deadline_exceeded";
-    case Errc::resource_exhausted: return "resource_exhausted";
-    case Errc::internal: return "internal";
+    case Errc::invalid_argument:
+      return "invalid_argument";
+    case Errc::unsupported:
+      return "unsupported";
+    case Errc::would_deadlock:
+      return "would_deadlock";
+    case Errc::not_owner:
+      return "not_owner";
+    case Errc::permission_denied:
+      return "permission_denied";
+    case Errc::lost:
+      return "lost";
+    case Errc::unavailable:
+      return "unavailable";
+    case Errc::deadline_exceeded:
+      return "deadline_exceeded";
+    case Errc::resource_exhausted:
+      return "resource_exhausted";
+    case Errc::internal:
+      return "internal";
   }
   return "unknown";
 }
@@ -25,10 +35,14 @@ std::string_view to_string(Errc code) noexcept {
 RetryAdvice retry_advice(Errc code) noexcept {
   switch (code) {
     case Errc::unavailable:
-    case Errc::deadline_exceeded: return RetryAdvice::same_call;
-    case Errc::lost: return RetryAdvice::from_acquire;
-    case Errc::resource_exhausted: return RetryAdvice::later;
-    default: return RetryAdvice::never;
+    case Errc::deadline_exceeded:
+      return RetryAdvice::same_call;
+    case Errc::lost:
+      return RetryAdvice::from_acquire;
+    case Errc::resource_exhausted:
+      return RetryAdvice::later;
+    default:
+      return RetryAdvice::never;
   }
 }
 
@@ -37,6 +51,18 @@ Error::Error(Errc code, const std::string& message)
 
 std::string_view to_string(Mode mode) noexcept {
   return mode == Mode::exclusive ? "exclusive" : "shared";
+}
+
+std::string_view to_string(Fairness fairness) noexcept {
+  switch (fairness) {
+    case Fairness::automatic:
+      return "automatic";
+    case Fairness::fifo:
+      return "fifo";
+    case Fairness::non_fair:
+      return "non-fair";
+  }
+  return "unknown";
 }
 
 }  // namespace warden

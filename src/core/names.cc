@@ -56,13 +56,15 @@ void require_capabilities(const Capabilities& caps, Mode mode, const LockOptions
   if (mode == Mode::shared && !caps.shared) {
     throw Error(Errc::unsupported, "this engine has no shared (read) mode");
   }
-  if (options.fair && !caps.fair) {
+  const Fairness fairness = caps.resolve(options.fairness);
+  if (fairness == Fairness::fifo && !caps.fair) {
     throw Error(Errc::unsupported,
-                "this engine has no fair (FIFO) mode; ask for a non-fair lock (LockOptions::fair = "
-                "false; warden run --unfair)");
+                "this engine has no FIFO order; leave fairness automatic (the engine's own "
+                "order) or ask for non-fair (Fairness::non_fair; warden run --non-fair)");
   }
-  if (!options.fair && !caps.non_fair) {
-    throw Error(Errc::unsupported, "this engine has no non-fair mode; set fair = true");
+  if (fairness == Fairness::non_fair && !caps.non_fair) {
+    throw Error(Errc::unsupported,
+                "this engine has no non-fair mode; leave fairness automatic or ask for fifo");
   }
   if (options.lock_delay.count() > 0 && !caps.lock_delay) {
     throw Error(Errc::unsupported, "this engine has no lock-delay; set lock_delay = 0");

@@ -13,7 +13,8 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
          "--listen",
          [&o](const std::string& text) {
            const auto colon = text.rfind(':');
-           if (colon == std::string::npos) throw CLI::ValidationError("--listen", "expected HOST:PORT");
+           if (colon == std::string::npos)
+             throw CLI::ValidationError("--listen", "expected HOST:PORT");
            o.host = text.substr(0, colon);
            int port = -1;
            try {
@@ -43,6 +44,14 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
   app.add_flag("--reset-state", o.reset_state,
                "start with fresh state even though the data dir lost it: fencing tokens "
                "may go backwards (dangerous; for disaster recovery only)");
+  app.footer(
+      "Runs until SIGINT or SIGTERM; the durable state in --data-dir is kept.\n"
+      "\n"
+      "Exit status:\n"
+      "  0    stopped by SIGINT or SIGTERM\n"
+      "  1    could not start or had to stop: address in use, data dir unreadable or\n"
+      "       its state damaged (see --reset-state), out of resources\n"
+      "  64   bad option (the message names it)\n");
 }
 
 int run_server(const ServerOptions& options) {

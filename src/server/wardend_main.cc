@@ -9,6 +9,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("wardend ") + WARDEN_VERSION_STRING);
   warden::server::ServerOptions options;
   warden::server::add_server_options(app, options);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive as "errors" with status 0. Any bad option is a usage
+    // error, 64 like every warden command, whatever CLI11's own code for it.
+    const int printed = app.exit(e);
+    return printed == 0 ? 0 : 64;
+  }
   return warden::server::run_server(options);
 }

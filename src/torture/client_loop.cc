@@ -66,7 +66,6 @@ int run_client_loop(const ClientLoopOptions& options) {
     Client client = Client::open(options.url, client_options);
     LockOptions lock_options;
     lock_options.ttl = options.ttl;
-    lock_options.fair = client.capabilities().fair;
     Lock lock = client.lock("torture", options.lock_name, lock_options);
     std::mt19937_64 random(options.seed);
     std::uniform_int_distribution<std::int64_t> hold(options.hold_min.count(),

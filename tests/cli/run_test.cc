@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "process.h"
+#include "support/redis_masters.h"
+#include "support/server_process.h"
 #include "warden/version.h"
 
 namespace warden::cli::testing {
@@ -226,7 +228,7 @@ TEST(WardenRun, TryOnceGetsAFreeLock) {
 }
 
 TEST(WardenRun, AcceptsEveryDocumentedOption) {
-  Outcome o = warden_run({"--wait", "1s", "--ttl", "2s", "--lock-delay", "100ms", "--unfair",
+  Outcome o = warden_run({"--wait", "1s", "--ttl", "2s", "--lock-delay", "100ms", "--unfair", "-v",
                           "--on-lost", "kill", "--kill-after", "1s"},
                          {"true"});
   EXPECT_EQ(o.status, 0) << o.err;
@@ -320,7 +322,8 @@ TEST(Warden, DocumentsExitCodesInHelp) {
   Outcome top = warden({"--help"});
   EXPECT_EQ(top.status, 0);
   EXPECT_TRUE(contains(top.out, "run")) << top.out;
-  EXPECT_TRUE(contains(top.out, "75 ")) << top.out;
+  EXPECT_TRUE(contains(top.out, "each command lists its own")) << top.out;
+  EXPECT_FALSE(contains(top.out, "CMD's exit status")) << top.out;
 
   Outcome run_help = warden({"run", "--help"});
   EXPECT_EQ(run_help.status, 0);
@@ -329,6 +332,31 @@ TEST(Warden, DocumentsExitCodesInHelp) {
                            "WARDEN_TOKEN", "WARDEN_SEQUENCER", "WARDEN_URL", "Exit status"}) {
     EXPECT_TRUE(contains(run_help.out, part)) << part << " missing from:\n" << run_help.out;
   }
+  EXPECT_TRUE(contains(run_help.out, "75      lock not acquired within --wait")) << run_help.out;
+}
+
+// Each command documents its own statuses, not `warden run`'s.
+TEST(Warden, EveryCommandDocumentsItsOwnExitCodes) {
+  const std::vector<std::pair<std::string, std::string>> own = {
+      {"torture", "the verdict is FAIL"},
+      {"server", "stopped by SIGINT or SIGTERM"},
+      {"bench", "the benchmark ran"},
+      {"status", "Exit status"},
+  };
+  for (const auto& [command, text] : own) {
+    Outcome help = warden({command, "--help"});
+    EXPECT_EQ(help.status, 0) << command;
+    EXPECT_TRUE(contains(help.out, text)) << command << ":\n" << help.out;
+    EXPECT_FALSE(contains(help.out, "CMD's exit status")) << command << ":\n" << help.out;
+  }
+}
+
+TEST(Warden, ServerBadOptionIsAUsageError) {
+  EXPECT_EQ(warden({"server", "--listen", "nowhere"}).status, 64);
+  Outcome wardend =
+      run({warden::testing::wardend_path(), "--listen", "nowhere"}, environment({}, {}), 10s);
+  EXPECT_EQ(wardend.status, 64) << wardend.err;
+  EXPECT_TRUE(contains(wardend.err, "--listen")) << wardend.err;
 }
 
 TEST(Warden, NamesAnUnknownSubcommand) {
@@ -341,6 +369,42 @@ TEST(Warden, IsAUsageErrorWithoutSubcommand) {
   Outcome o = warden({});
   EXPECT_EQ(o.status, 64);
   EXPECT_TRUE(o.err.starts_with("warden: usage: ")) << o.err;
+}
+
+// Without a fairness flag, `warden run` works on every engine: redlock:// has no FIFO,
+// so automatic gives its own order; -v says which fairness was used.
+TEST(WardenRunFairness, DefaultWorksWithoutFifoAndVerboseSaysWhatWasUsed) {
+  warden::testing::RedisMasters masters(3);
+  Outcome o =
+      warden({"run", "--url", masters.uri(), "--group", "g", "--name", "n", "-v", "--", "true"});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_TRUE(contains(o.err, "fairness non-fair (automatic)")) << o.err;
+
+  // An explicit FIFO request on an engine without FIFO is refused: usage (64), and CMD
+  // never runs.
+  Outcome fifo = warden({"run", "--url", masters.uri(), "--group", "g", "--name", "n", "--fairness",
+                         "fifo", "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(fifo.status, 64) << fifo.err;
+  EXPECT_TRUE(contains(fifo.err, "FIFO")) << fifo.err;
+  EXPECT_EQ(fifo.out, "");
+}
+
+TEST(WardenRunFairness, AutomaticIsFifoWhereTheEngineHasIt) {
+  Outcome o = warden_run({"-v"}, {"true"});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_TRUE(contains(o.err, "fairness fifo (automatic)")) << o.err;
+  Outcome non_fair = warden_run({"-v", "--fairness", "non-fair"}, {"true"});
+  EXPECT_EQ(non_fair.status, 0) << non_fair.err;
+  EXPECT_TRUE(contains(non_fair.err, "fairness non-fair,")) << non_fair.err;
+}
+
+TEST(WardenRunFairness, BadFairnessIsAUsageError) {
+  Outcome o = warden_run({"--fairness", "lifo"}, {"sh", "-c", "echo ran"});
+  EXPECT_EQ(o.status, 64) << o.err;
+  EXPECT_TRUE(contains(o.err, "one of automatic, fifo, non-fair")) << o.err;
+  EXPECT_EQ(o.out, "");
+  Outcome both = warden_run({"--fairness", "fifo", "--unfair"}, {"true"});
+  EXPECT_EQ(both.status, 64) << both.err;
 }
 
 }  // namespace

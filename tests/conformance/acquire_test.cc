@@ -259,7 +259,7 @@ TEST_P(Conformance, TimedOutExclusiveWaiterNoLongerBlocksLaterSharedRequests) {
   WARDEN_SKIP_UNLESS(shared);
   WARDEN_SKIP_UNLESS(fair);
   LockOptions fair = lock_options();
-  fair.fair = true;
+  fair.fairness = Fairness::fifo;
   Client reader = open_client();
   Client writer = open_client();
   Client later = open_client();

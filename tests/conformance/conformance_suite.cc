@@ -161,13 +161,10 @@ void Conformance::TearDown() {
 }
 
 LockOptions Conformance::lock_options() const {
-  LockOptions options;
-  if (!caps_.fair && caps_.non_fair) options.fair = false;
-  return options;
+  return LockOptions{};  // fairness automatic: what the engine has
 }
 
 Client Conformance::open_client(ClientOptions options) {
-  if (!caps_.fair && caps_.non_fair) options.lock_defaults.fair = false;
   return Client::open(backend_->uri(), options);
 }
 

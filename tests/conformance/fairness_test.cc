@@ -34,7 +34,7 @@ class GrantLog {
 };
 
 LockOptions with_fairness(LockOptions options, bool fair) {
-  options.fair = fair;
+  options.fairness = fair ? Fairness::fifo : Fairness::non_fair;
   return options;
 }
 

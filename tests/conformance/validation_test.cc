@@ -212,12 +212,12 @@ TEST_P(Conformance, CapabilityTheEngineLacksIsRefusedAsUnsupported) {
   }
   if (!caps.fair) {
     LockOptions fair = lock_options();
-    fair.fair = true;
+    fair.fairness = Fairness::fifo;
     EXPECT_TRUE(refused(fair, Mode::exclusive)) << "fair";
   }
   if (!caps.non_fair) {
     LockOptions barging = lock_options();
-    barging.fair = false;
+    barging.fairness = Fairness::non_fair;
     EXPECT_TRUE(refused(barging, Mode::exclusive)) << "non_fair";
   }
   if (!caps.lock_delay) {

@@ -77,7 +77,7 @@ class MemEngine final : public core::Engine {
     r.mode = request.mode;
     r.ttl = request.options.ttl;
     r.lock_delay = request.options.lock_delay;
-    r.fair = request.options.fair;
+    r.fair = request.options.fairness == Fairness::fifo;
     r.deadline = request.deadline;
 
     std::unique_lock lock(s.mu);

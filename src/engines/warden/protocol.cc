@@ -30,7 +30,7 @@ AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_
     }
     out.waits = true;
   }
-  if (!request.options.fair) c.push_back("UNFAIR");
+  if (request.options.fairness == Fairness::non_fair) c.push_back("UNFAIR");
   if (request.options.lock_delay.count() > 0) {
     c.push_back("DELAY");
     c.push_back(std::to_string(request.options.lock_delay.count()));

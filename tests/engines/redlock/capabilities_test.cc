@@ -33,13 +33,11 @@ TEST(RedlockCapabilities, SharedFairAndLockDelayFailWithUnsupportedBeforeAnyIo) 
              [&] { (void)client.lock("g", "x").acquire(Mode::shared, Wait::none()); });
   fails_with(Errc::unsupported, [&] { (void)client.lock("g", "x").try_lock_shared(); });
 
-  LockOptions fair = redlock_options().lock_defaults;
-  fair.fair = true;
+  // An explicit FIFO request is refused; the default (automatic) is the engine's own order.
+  LockOptions fifo = redlock_options().lock_defaults;
+  fifo.fairness = Fairness::fifo;
   fails_with(Errc::unsupported,
-             [&] { (void)client.lock("g", "x", fair).acquire(Mode::exclusive, Wait::none()); });
-  // The library's default is fair: a client opened without saying otherwise cannot lock.
-  Client defaults = Client::open(masters.uri());
-  fails_with(Errc::unsupported, [&] { (void)defaults.lock("g", "x").try_lock(); });
+             [&] { (void)client.lock("g", "x", fifo).acquire(Mode::exclusive, Wait::none()); });
 
   LockOptions delayed = redlock_options().lock_defaults;
   delayed.lock_delay = 100ms;
@@ -51,6 +49,13 @@ TEST(RedlockCapabilities, SharedFairAndLockDelayFailWithUnsupportedBeforeAnyIo) 
   }
   Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   EXPECT_TRUE(lease) << "the refused calls left something behind";
+  lease.release();
+
+  // A client opened without saying anything about fairness locks: automatic is non-fair.
+  Client defaults = Client::open(masters.uri());
+  EXPECT_EQ(defaults.capabilities().resolve(Fairness::automatic), Fairness::non_fair);
+  EXPECT_TRUE(defaults.lock("g", "x").try_lock());
+  defaults.lock("g", "x").unlock();
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ struct RedlockParams {
 // ClientOptions for redlock://: non-fair locks (the only kind it has) with `ttl`.
 inline ClientOptions redlock_options(std::chrono::milliseconds ttl = LockOptions{}.ttl) {
   ClientOptions options;
-  options.lock_defaults.fair = false;
+  options.lock_defaults.fairness = Fairness::non_fair;
   options.lock_defaults.ttl = ttl;
   return options;
 }

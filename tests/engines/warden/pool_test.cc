@@ -26,7 +26,7 @@ TEST(WardenPool, EachWaitingAcquireHoldsAConnectionOfItsOwn) {
   Client holder = Client::open(server.uri());
   Client client = Client::open(server.uri());
   LockOptions barging;  // non-fair, so the waiters are granted in any order
-  barging.fair = false;
+  barging.fairness = Fairness::non_fair;
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
 

@@ -65,7 +65,7 @@ TEST(WardendProtocol, WaitSendsTheTimeLeftRoundedUpOrForever) {
 TEST(WardendProtocol, SharedUnfairAndDelayAreSpelledOut) {
   auto r = request(Clock::time_point::min());
   r.mode = Mode::shared;
-  r.options.fair = false;
+  r.options.fairness = Fairness::non_fair;
   r.options.lock_delay = 250ms;
   EXPECT_EQ(
       acquire_command(r, Clock::now()).command,
