@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/names.h"
+#include "server/password_check.h"
 #include "server/resp.h"
 #include "warden/error.h"
 
@@ -37,8 +38,8 @@ std::uint64_t parse_u64(std::string_view text, const char* what) {
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    throw Reject{"INVALID", std::string(what) + " '" + std::string(text) +
-                                "' is not a non-negative integer"};
+    throw Reject{"INVALID",
+                 std::string(what) + " '" + std::string(text) + "' is not a non-negative integer"};
   }
   return value;
 }
@@ -161,7 +162,9 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       // AUTH password, or AUTH user password as Redis 6 clients send it.
       const std::string_view given = args.back();
       if (config_.password.empty()) throw Reject{"ERR", "no password is set on this server"};
-      if (given != config_.password) throw Reject{"WRONGPASS", "invalid password"};
+      if (!password_matches(given, config_.password)) {
+        throw Reject{"WRONGPASS", "invalid password"};
+      }
       c.authenticated = true;
       resp::simple(reply, "OK");
       return Outcome::replied;
@@ -284,8 +287,8 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   }
 
   if (const auto left = guard_->embargo_ms(now); left > 0) {
-    throw Reject{"STARTING", "restarted recently; no grants for another " +
-                                 std::to_string(left) + " ms"};
+    throw Reject{"STARTING",
+                 "restarted recently; no grants for another " + std::to_string(left) + " ms"};
   }
   // The limits count what is there now: leases and waits that ran out are gone first.
   table_.advance(now);
@@ -407,7 +410,9 @@ void Dispatcher::info(Time now, std::string& reply) const {
   text += "expirations:" + std::to_string(s.expirations) + "\r\n";
   text += "errors:" + std::to_string(s.errors) + "\r\n";
   text += "last_token:" + std::to_string(tokens_->last()) + "\r\n";
-  text += "uptime_ms:" + std::to_string(std::max<std::int64_t>(0, ms_between(config_.started, now))) + "\r\n";
+  text +=
+      "uptime_ms:" + std::to_string(std::max<std::int64_t>(0, ms_between(config_.started, now))) +
+      "\r\n";
   text += "rss_bytes:" + std::to_string(rss_bytes()) + "\r\n";
   resp::bulk(reply, text);
 }
@@ -431,7 +436,9 @@ void Dispatcher::inspect(std::string_view key, Time now, std::string& reply) con
     resp::integer(reply, w.deadline == Time::max() ? -1 : ms_between(now, w.deadline));
   }
   resp::bulk(reply, "delayed_ms");
-  resp::integer(reply, info.delayed_until ? std::max<std::int64_t>(0, ms_between(now, *info.delayed_until)) : 0);
+  resp::integer(reply, info.delayed_until
+                           ? std::max<std::int64_t>(0, ms_between(now, *info.delayed_until))
+                           : 0);
 }
 
 }  // namespace warden::server

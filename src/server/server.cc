@@ -2,8 +2,12 @@
 
 #include <sys/resource.h>
 
-#include <asio.hpp>
+#include <algorithm>
 #include <array>
+#include <asio.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <future>
 #include <memory>
 #include <optional>
@@ -22,6 +26,7 @@ namespace {
 using asio::ip::tcp;
 
 constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr auto kAcceptReportEvery = std::chrono::seconds(10);
 
 // Lets one process hold as many connections as the hard limit allows (10,000 idle
 // clients need more than the usual soft limit of 1,024 descriptors).
@@ -57,9 +62,9 @@ struct Server::Impl {
     Impl& server;
     tcp::socket socket;
     ConnId id;
-    std::string in;         // bytes read, not yet parsed
-    std::string out;        // replies not yet handed to the socket
-    std::string writing;    // the buffer of the write in flight
+    std::string in;       // bytes read, not yet parsed
+    std::string out;      // replies not yet handed to the socket
+    std::string writing;  // the buffer of the write in flight
     bool reading = false;
     bool parked = false;
     bool closing = false;  // close once `out` is written
@@ -69,10 +74,11 @@ struct Server::Impl {
   Impl(ServerOptions o)
       : options(std::move(o)),
         state(options.data_dir, options.reset_state),
-        dispatcher(DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING,
-                                    Clock::now()},
-                   &state.tokens(), &state),
+        dispatcher(
+            DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING, Clock::now()},
+            &state.tokens(), &state),
         acceptor(io),
+        accept_timer(io),
         timer(io),
         signals(io) {
     raise_fd_limit();
@@ -102,9 +108,12 @@ struct Server::Impl {
   void start_accept() {
     acceptor.async_accept([this](std::error_code ec, tcp::socket socket) {
       if (ec) {
-        if (ec != asio::error::operation_aborted && acceptor.is_open()) start_accept();
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+        if (out_of_descriptors(ec)) return accept_later(ec);
+        start_accept();  // e.g. the client reset before we accepted: try the next one
         return;
       }
+      accept_backoff = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true));
       socket.non_blocking(true);  // read() reads only after a readiness wait
       const ConnId id = ++next_id;
@@ -118,6 +127,40 @@ struct Server::Impl {
         read(conn);
       }
       start_accept();
+    });
+  }
+
+  // EMFILE, ENFILE, ENOBUFS, ENOMEM: no descriptor or memory for a new connection. The
+  // pending connection stays in the backlog, so accepting again at once would fail again
+  // at once, forever, at full CPU. Instead: pause accepting (10 ms, doubling up to 1 s),
+  // keep serving every connection we have (closing one frees a descriptor), and say so
+  // on stderr at most once per kAcceptReportEvery.
+  static bool out_of_descriptors(std::error_code ec) {
+    // By value within asio's own category: comparing against std::errc conditions goes
+    // through the category's virtual equivalent(), which asio's header-only category
+    // does not survive under UBSan's vptr check.
+    if (ec.category() != asio::system_category()) return false;
+    const int v = ec.value();
+    return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
+  }
+
+  void accept_later(std::error_code ec) {
+    using std::chrono::milliseconds;
+    accept_backoff = std::clamp(accept_backoff * 2, milliseconds(10), milliseconds(1000));
+    ++accept_failures;
+    const auto now = Clock::now();
+    if (now >= next_accept_report) {
+      std::fprintf(stderr,
+                   "wardend: cannot accept connections: %s (%llu time(s) since the last "
+                   "report); serving the %zu open ones and retrying every %lld ms at most\n",
+                   ec.message().c_str(), static_cast<unsigned long long>(accept_failures),
+                   connections.size(), static_cast<long long>(accept_backoff.count()));
+      accept_failures = 0;
+      next_accept_report = now + kAcceptReportEvery;
+    }
+    accept_timer.expires_after(accept_backoff);
+    accept_timer.async_wait([this](std::error_code wait_ec) {
+      if (!wait_ec && acceptor.is_open()) start_accept();
     });
   }
 
@@ -256,6 +299,7 @@ struct Server::Impl {
   void shutdown() {
     std::error_code ignored;
     acceptor.close(ignored);
+    accept_timer.cancel();
     timer.cancel();
     signals.cancel(ignored);
     auto all = connections;
@@ -268,6 +312,10 @@ struct Server::Impl {
   Dispatcher dispatcher;
   asio::io_context io;
   tcp::acceptor acceptor;
+  asio::steady_timer accept_timer;  // re-arms accepting after running out of descriptors
+  std::chrono::milliseconds accept_backoff{0};
+  std::uint64_t accept_failures = 0;  // since the last report on stderr
+  Clock::time_point next_accept_report;
   asio::steady_timer timer;
   std::optional<Clock::time_point> armed;
   asio::signal_set signals;
@@ -307,8 +355,6 @@ void Server::stop() {
 
 std::uint16_t Server::port() const { return impl_->bound_port; }
 
-std::uint16_t Server::metrics_port() const {
-  return impl_->metrics ? impl_->metrics->port() : 0;
-}
+std::uint16_t Server::metrics_port() const { return impl_->metrics ? impl_->metrics->port() : 0; }
 
 }  // namespace warden::server
