@@ -152,7 +152,8 @@ void Conformance::SetUp() {
   ASSERT_NE(backend_, nullptr) << "EngineCase " << GetParam().name << " started no backend";
   group_ = unique_group();
   probe_.emplace(Client::open(backend_->uri()));
-  caps_ = probe_->capabilities();
+  caps_ = GetParam().capabilities;
+  reported_ = probe_->capabilities();
 }
 
 void Conformance::TearDown() {
@@ -169,9 +170,50 @@ Client Conformance::open_client(ClientOptions options) {
 }
 
 bool Conformance::skip_unless(bool Capabilities::*cap, std::string_view what) {
+  if (reported_.*cap != caps_.*cap) {
+    ADD_FAILURE() << GetParam().name << " reports capability '" << what << "' as "
+                  << (reported_.*cap ? "true" : "false") << ", its EngineCase pins "
+                  << (caps_.*cap ? "true" : "false");
+    return true;
+  }
   if (caps_.*cap) return false;
   [&] { GTEST_SKIP() << GetParam().name << " does not offer capability '" << what << "'"; }();
   return true;
+}
+
+std::optional<std::size_t> Conformance::queued(std::string_view name) {
+  return backend_->queued(group_, name);
+}
+
+bool Conformance::skip_unless_queue() {
+  std::optional<std::size_t> probe;
+  try {
+    probe = queued("queue-probe");
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << GetParam().name << ": the queue probe failed: " << e.what();
+    return true;
+  }
+  if (probe) return false;
+  [&] { GTEST_SKIP() << GetParam().name << " keeps no queue the suite can read"; }();
+  return true;
+}
+
+::testing::AssertionResult Conformance::queue_reaches(std::string_view name, std::size_t n) {
+  std::optional<std::size_t> last;
+  try {
+    const auto deadline = Clock::now() + kPatience;
+    while (true) {
+      last = queued(name);
+      if (!last || *last == n) return ::testing::AssertionSuccess();
+      if (Clock::now() >= deadline) break;
+      std::this_thread::sleep_for(5ms);
+    }
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure()
+           << "the queue probe of '" << name << "' failed: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "the queue of '" << name << "' holds " << *last
+                                       << " requests after " << kPatience / 1s << " s, not " << n;
 }
 
 bool Conformance::grantable(std::string_view name, Mode mode) {

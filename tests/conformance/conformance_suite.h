@@ -12,16 +12,24 @@
 // other's locks even when an engine's start() hands out one shared server.
 //
 // The tests assume nothing an engine need not give: hand-off may take a round trip,
-// waits are bounded (kPatience), and a clause whose capability the engine does not
-// report is skipped with WARDEN_SKIP_UNLESS, not failed.
+// waits are bounded (kPatience), and a clause whose capability the engine lacks is
+// skipped with WARDEN_SKIP_UNLESS. Which capabilities an engine has is pinned in its
+// EngineCase, not taken from the engine: an engine that stops reporting one fails
+// (Conformance.ReportsItsPinnedCapabilities, and every clause that needs it).
+//
+// A test that relies on the order of waiters first waits until the backend's own queue
+// shows them (Backend::queued, read behind the clients' back), never for a fixed time:
+// on a loaded machine a sleep can end before a waiter queued, or be needlessly long.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,14 +55,15 @@ using namespace std::chrono_literals;
 // signal, a waiter giving up). Generous, so a slow engine in a sanitizer build passes;
 // a test waits this long only when it is about to fail.
 inline constexpr Clock::duration kPatience = 5s;
-// Upper bound for something the contract says happens "at once" or "promptly" (a try on
-// a busy lock, a cancelled wait): one backend round trip plus scheduling noise.
-inline constexpr Clock::duration kPrompt = 1s;
-// How long a test lets a waiter reach the backend's queue before it relies on the
-// queue order. No public signal says "queued"; each such test also checks that the
-// waiter is still waiting afterwards.
-inline constexpr Clock::duration kSettle = 150ms;
-// Tolerance for timing comparisons between the client's clock and the backend's.
+// A deadline given to a call that must return without waiting for it (a try on a busy
+// lock, a request that can never succeed): the test checks the call came back before
+// this, which no sanitizer build on a loaded machine comes near, while a call that
+// waited out its deadline cannot pass.
+inline constexpr Clock::duration kLongDeadline = 12 * kPatience;
+// The one slack of the suite's safety bounds ("no grant before the TTL", "the loss is
+// told before the re-grant"): tolerance between the client's steady clock and the
+// backend's clock (Redis TIME, etcd and ZooKeeper session timers) over one bound. It
+// only ever loosens a lower bound, so load cannot make such a bound fail.
 inline constexpr Clock::duration kClockSlack = 25ms;
 
 // Gives each parameterised test the engine's own name ("Conformance.Foo/Redis").
@@ -97,6 +106,22 @@ template <class F>
     return ::testing::AssertionFailure() << "threw a non-warden exception: " << e.what();
   }
   return ::testing::AssertionFailure() << "did not throw; wanted Error(" << to_string(want) << ")";
+}
+
+// Success iff `f` returns within `bound`. `f` runs on a thread of its own (so it must
+// not rely on the calling thread's holds); one that overruns is still waited for before
+// this returns, and reported then. Exceptions from `f` propagate.
+template <class F>
+::testing::AssertionResult returns_before(Clock::duration bound, F&& f) {
+  auto done = std::async(std::launch::async, std::forward<F>(f));
+  if (done.wait_for(bound) == std::future_status::ready) {
+    done.get();
+    return ::testing::AssertionSuccess();
+  }
+  done.wait();
+  return ::testing::AssertionFailure()
+         << "the call did not return within "
+         << std::chrono::duration_cast<std::chrono::milliseconds>(bound).count() << " ms";
 }
 
 // A thread that acquires `lock` in `mode` (waiting as `wait` says), then holds the
@@ -152,12 +177,27 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   // This test's group: unique per test (and per process), so no other test sees its
   // locks.
   const std::string& group() const { return group_; }
-  // The engine's capabilities as Client::capabilities() reports them.
+  // The engine's capabilities as its EngineCase pins them.
   const Capabilities& capabilities() const { return caps_; }
+  // ...and as Client::capabilities() reports them.
+  const Capabilities& reported_capabilities() const { return reported_; }
 
-  // If the engine lacks `cap`, marks the test skipped (with `what` as the reason) and
-  // returns true; the caller must then return. Use WARDEN_SKIP_UNLESS.
+  // If the engine's pinned capabilities lack `cap`, marks the test skipped (with `what`
+  // as the reason) and returns true; the caller must then return. If the engine reports
+  // `cap` otherwise than pinned, fails the test and returns true. Use WARDEN_SKIP_UNLESS.
   bool skip_unless(bool Capabilities::*cap, std::string_view what);
+
+  // If this kind of backend keeps no queue the suite can read (Backend::queued is
+  // nullopt), marks the test skipped and returns true; the caller must then return. A
+  // probe that fails fails the test (and returns true). Use WARDEN_SKIP_UNLESS_QUEUE.
+  bool skip_unless_queue();
+  // Success once the backend's queue of (group(), name) holds exactly `n` requests,
+  // polled for at most kPatience; failure if it never does or the probe throws. On a
+  // backend without a readable queue: success at once (the caller relies on no order).
+  ::testing::AssertionResult queue_reaches(std::string_view name, std::size_t n);
+  // The backend's queue of (group(), name) now; nullopt without a readable queue.
+  // Throws std::runtime_error if the probe fails.
+  std::optional<std::size_t> queued(std::string_view name);
 
   // Whether a client of its own could be granted (group(), name) in `mode` right now,
   // with a try. A granted probe is released at once.
@@ -166,8 +206,9 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
 
  private:
   std::unique_ptr<Backend> backend_;
-  std::optional<Client> probe_;  // the client behind grantable() and capabilities()
-  Capabilities caps_;
+  std::optional<Client> probe_;  // the client behind grantable() and reported_
+  Capabilities caps_;            // pinned by the EngineCase
+  Capabilities reported_;        // reported by the engine
   std::string group_;
 };
 
@@ -175,5 +216,9 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
 // warden::Capabilities).
 #define WARDEN_SKIP_UNLESS(cap) \
   if (skip_unless(&::warden::Capabilities::cap, #cap)) return
+
+// Skips the current test unless the backend keeps a queue the suite can read.
+#define WARDEN_SKIP_UNLESS_QUEUE() \
+  if (skip_unless_queue()) return
 
 }  // namespace warden::conformance

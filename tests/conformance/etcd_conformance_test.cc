@@ -1,17 +1,31 @@
 // The conformance suite against etcd://, on a real etcd started for each test on free
 // loopback ports with temp data dirs: a single member, and a 3-member cluster (short
 // election timeouts, see tests/support/etcd_server.h).
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
 #include "support/etcd_server.h"
+#include "support/request_queue.h"
 
 namespace warden::conformance {
 namespace {
+
+// etcd:// queues fairly (create_revision order) and has shared mode, but no barging and
+// no lock-delay (docs/engines/etcd.md); revisions survive restarts.
+constexpr Capabilities kEtcd{.shared = true,
+                             .fair = true,
+                             .non_fair = false,
+                             .lock_delay = false,
+                             .fencing = true,
+                             .durable_tokens = true,
+                             .check = true};
 
 class EtcdBackend final : public Backend {
  public:
@@ -22,12 +36,23 @@ class EtcdBackend final : public Backend {
   // Behind the clients' back, as an operator could: delete every request key of the
   // lock. The holders' sessions live on; only their keys are gone.
   bool drop_grants(std::string_view group, std::string_view name) override {
-    try {
-      cluster_.delete_prefix(testing::etcd_lock_prefix(group, name));
-      return true;
-    } catch (const std::runtime_error&) {
-      return false;
+    cluster_.delete_prefix(testing::etcd_lock_prefix(group, name));
+    return true;
+  }
+
+  // The lock's request keys in create_revision order ("PREFIX/w/ID" exclusive, "PREFIX/
+  // s/ID" shared), less the ones that hold it.
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    const std::string prefix = testing::etcd_lock_prefix(group, name);
+    std::vector<Mode> requests;
+    for (const auto& kv : cluster_.keys_by_revision(prefix)) {
+      const std::string_view kind = std::string_view(kv.key).substr(prefix.size(), 2);
+      if (kind != "w/" && kind != "s/") {
+        throw std::runtime_error("unexpected key under the lock: " + kv.key);
+      }
+      requests.push_back(kind == "w/" ? Mode::exclusive : Mode::shared);
     }
+    return testing::waiting_requests(requests);
   }
 
  private:
@@ -36,9 +61,9 @@ class EtcdBackend final : public Backend {
 
 INSTANTIATE_TEST_SUITE_P(
     Etcd, Conformance,
-    ::testing::Values(EngineCase{"EtcdSingle", [] { return std::make_unique<EtcdBackend>(1); }},
-                      EngineCase{"EtcdCluster3",
-                                 [] { return std::make_unique<EtcdBackend>(3); }}),
+    ::testing::Values(
+        EngineCase{"EtcdSingle", kEtcd, [] { return std::make_unique<EtcdBackend>(1); }},
+        EngineCase{"EtcdCluster3", kEtcd, [] { return std::make_unique<EtcdBackend>(3); }}),
     name_printer);
 
 }  // namespace

@@ -111,6 +111,31 @@ TEST_P(Conformance, CheckOfSharedGrantIsTrueWhileHeld) {
   EXPECT_TRUE(a.check(second_seq)) << "one reader's release ended another's grant";
 }
 
+TEST_P(Conformance, SequencerWithTheOtherModeDoesNotCheck) {
+  WARDEN_SKIP_UNLESS(check);
+  Client a = open_client();
+  Client observer = open_client();
+  {
+    Lease writer = a.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
+    ASSERT_TRUE(writer);
+    const Sequencer real = writer.sequencer();
+    Sequencer other = real;
+    other.mode = Mode::shared;
+    EXPECT_TRUE(observer.check(real));
+    EXPECT_FALSE(observer.check(other)) << "an exclusive grant checked as shared";
+    EXPECT_FALSE(observer.check(other.str()));
+  }
+  if (!capabilities().shared) return;  // no shared grant to turn into an exclusive one
+  Lease reader = a.lock(group(), "x").acquire(Mode::shared, Wait::none());
+  ASSERT_TRUE(reader);
+  const Sequencer real = reader.sequencer();
+  Sequencer other = real;
+  other.mode = Mode::exclusive;
+  EXPECT_TRUE(observer.check(real));
+  EXPECT_FALSE(observer.check(other)) << "a shared grant checked as exclusive";
+  EXPECT_FALSE(observer.check(other.str()));
+}
+
 TEST_P(Conformance, LateWriterWithLostLeaseIsRejectedByFenceGate) {
   ClientOptions no_watchdog;
   no_watchdog.watchdog = false;

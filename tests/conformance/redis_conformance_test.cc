@@ -1,6 +1,9 @@
 // The conformance suite against redis://, a real redis-server started for each test on
 // a free loopback port with a temp dir of its own and no persistence.
+#include <cstddef>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -12,6 +15,16 @@
 namespace warden::conformance {
 namespace {
 
+// redis:// offers every capability; tokens are floored at the server's clock, so they
+// do not go back after a restart that lost data (docs/engines/redis.md).
+constexpr Capabilities kRedis{.shared = true,
+                              .fair = true,
+                              .non_fair = true,
+                              .lock_delay = true,
+                              .fencing = true,
+                              .durable_tokens = true,
+                              .check = true};
+
 class RedisBackend final : public Backend {
  public:
   std::string uri() const override { return server_.uri(); }
@@ -21,13 +34,22 @@ class RedisBackend final : public Backend {
   // (holders, info, queue, waiters, admitted waiters).
   bool drop_grants(std::string_view group, std::string_view name) override {
     const std::string tag = testing::lock_tag(group, name);
+    testing::RedisProbe probe(server_);
+    const std::string deleted =
+        probe.command({"DEL", tag + ":h", tag + ":i", tag + ":q", tag + ":w", tag + ":p"});
+    if (deleted.rfind("(error)", 0) == 0) throw std::runtime_error("DEL answered " + deleted);
+    return true;
+  }
+
+  // The lock's waiters sorted set (":w"): every waiter, fair or not, until it is
+  // admitted or gives up. (":q", the list, holds the fair waiters only.)
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    testing::RedisProbe probe(server_);
+    const std::string reply = probe.command({"ZCARD", testing::lock_tag(group, name) + ":w"});
     try {
-      testing::RedisProbe probe(server_);
-      const std::string deleted =
-          probe.command({"DEL", tag + ":h", tag + ":i", tag + ":q", tag + ":w", tag + ":p"});
-      return deleted.rfind("(error)", 0) != 0;
-    } catch (const std::runtime_error&) {
-      return false;
+      return static_cast<std::size_t>(std::stoull(reply));
+    } catch (const std::exception&) {
+      throw std::runtime_error("ZCARD answered " + reply);
     }
   }
 
@@ -37,7 +59,7 @@ class RedisBackend final : public Backend {
 
 INSTANTIATE_TEST_SUITE_P(Redis, Conformance,
                          ::testing::Values(EngineCase{
-                             "Redis", [] { return std::make_unique<RedisBackend>(); }}),
+                             "Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }}),
                          name_printer);
 
 }  // namespace

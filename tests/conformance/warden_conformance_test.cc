@@ -1,8 +1,9 @@
 // The conformance suite against warden://, a real wardend started for each test on a
 // free loopback port with a data dir of its own.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,15 @@
 namespace warden::conformance {
 namespace {
 
+// wardend is the lock table behind a socket, with durable token reservations.
+constexpr Capabilities kWarden{.shared = true,
+                               .fair = true,
+                               .non_fair = true,
+                               .lock_delay = true,
+                               .fencing = true,
+                               .durable_tokens = true,
+                               .check = true};
+
 class WardendBackend final : public Backend {
  public:
   std::string uri() const override { return server_.uri(); }
@@ -22,24 +32,30 @@ class WardendBackend final : public Backend {
   // then RELEASE every holder's token.
   bool drop_grants(std::string_view group, std::string_view name) override {
     const testing::WardendProbe probe(server_.port());
-    std::string key(group);
-    key += '/';
-    key += name;
-    try {
-      for (std::uint64_t token : probe.inspect(key).holder_tokens) probe.release(key, token);
-    } catch (const std::runtime_error&) {
-      return false;
-    }
+    const std::string key = key_of(group, name);
+    for (std::uint64_t token : probe.inspect(key).holder_tokens) probe.release(key, token);
     return true;
   }
 
+  // wardend's own count of the lock's waiters (INSPECT, docs/protocol.md).
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    return testing::WardendProbe(server_.port()).inspect(key_of(group, name)).waiters;
+  }
+
  private:
+  static std::string key_of(std::string_view group, std::string_view name) {
+    std::string key(group);
+    key += '/';
+    key += name;
+    return key;
+  }
+
   testing::Wardend server_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Warden, Conformance,
                          ::testing::Values(EngineCase{
-                             "Warden", [] { return std::make_unique<WardendBackend>(); }}),
+                             "Warden", kWarden, [] { return std::make_unique<WardendBackend>(); }}),
                          name_printer);
 
 }  // namespace

@@ -1,17 +1,33 @@
 // The conformance suite against zk://, on a real ZooKeeper started for each test on free
 // loopback ports with temp data dirs: a standalone server, and a 3-server ensemble
 // (tests/support/zookeeper_server.h).
+#include <algorithm>
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "support/request_queue.h"
 #include "support/zookeeper_server.h"
 
 namespace warden::conformance {
 namespace {
+
+// zk:// queues fairly (the sequence order is the queue) and has shared mode, but no
+// barging and no lock-delay (docs/engines/zookeeper.md); zxids survive restarts.
+constexpr Capabilities kZooKeeper{.shared = true,
+                                  .fair = true,
+                                  .non_fair = false,
+                                  .lock_delay = false,
+                                  .fencing = true,
+                                  .durable_tokens = true,
+                                  .check = true};
 
 class ZooKeeperBackend final : public Backend {
  public:
@@ -22,15 +38,35 @@ class ZooKeeperBackend final : public Backend {
   // Behind the clients' back, as an operator could: delete every request node of the
   // lock. The holders' sessions live on; only their nodes are gone.
   bool drop_grants(std::string_view group, std::string_view name) override {
-    try {
-      const std::string lock = testing::zk_lock_path(group, name);
-      for (const std::string& child : ensemble_.children(lock)) {
-        ensemble_.delete_node(lock + '/' + child);
+    const std::string lock = testing::zk_lock_path(group, name);
+    for (const std::string& child : ensemble_.children(lock)) {
+      const int rc = ensemble_.delete_node(lock + '/' + child);
+      if (rc != 0 /* ZOK */ && rc != -101 /* ZNONODE: gone meanwhile */) {
+        throw std::runtime_error("deleting " + lock + '/' + child +
+                                 " failed: " + std::to_string(rc));
       }
-      return true;
-    } catch (const std::runtime_error&) {
-      return false;
     }
+    return true;
+  }
+
+  // The lock node's children "x-GUID-SEQUENCE" (exclusive) and "s-GUID-SEQUENCE"
+  // (shared) in sequence order, less the ones that hold it.
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    std::vector<std::pair<std::string, Mode>> requests;  // (sequence, mode)
+    for (const std::string& child : ensemble_.children(testing::zk_lock_path(group, name))) {
+      const auto dash = child.rfind('-');
+      if (child.size() < 2 || child[1] != '-' || (child[0] != 'x' && child[0] != 's') ||
+          dash == std::string::npos) {
+        throw std::runtime_error("unexpected node under the lock: " + child);
+      }
+      // The server's sequence suffix has a fixed width: comparing text orders it.
+      requests.emplace_back(child.substr(dash + 1),
+                            child[0] == 'x' ? Mode::exclusive : Mode::shared);
+    }
+    std::sort(requests.begin(), requests.end());
+    std::vector<Mode> modes;
+    for (const auto& request : requests) modes.push_back(request.second);
+    return testing::waiting_requests(modes);
   }
 
  private:
@@ -39,9 +75,9 @@ class ZooKeeperBackend final : public Backend {
 
 INSTANTIATE_TEST_SUITE_P(
     ZooKeeper, Conformance,
-    ::testing::Values(EngineCase{"ZooKeeperStandalone",
+    ::testing::Values(EngineCase{"ZooKeeperStandalone", kZooKeeper,
                                  [] { return std::make_unique<ZooKeeperBackend>(1); }},
-                      EngineCase{"ZooKeeperEnsemble3",
+                      EngineCase{"ZooKeeperEnsemble3", kZooKeeper,
                                  [] { return std::make_unique<ZooKeeperBackend>(3); }}),
     name_printer);
 

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -595,6 +596,31 @@ std::vector<std::string> EtcdCluster::keys(const std::string& prefix) {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::vector<EtcdCluster::KeyRevision> EtcdCluster::keys_by_revision(const std::string& prefix) {
+  // Each kv of the JSON reply reads {"key":"BASE64","create_revision":N,...}.
+  const std::string out = etcdctl({"get", "--prefix", "-w", "json", "--", prefix});
+  std::vector<KeyRevision> found;
+  constexpr std::string_view kKey = "\"key\":\"";
+  constexpr std::string_view kCreated = "\"create_revision\":";
+  for (auto pos = out.find(kKey); pos != std::string::npos; pos = out.find(kKey, pos)) {
+    pos += kKey.size();
+    const auto end = out.find('"', pos);
+    const auto created = out.find(kCreated, pos);
+    if (end == std::string::npos || created == std::string::npos) {
+      throw std::runtime_error("etcdctl get -w json answered '" + out + "'");
+    }
+    KeyRevision kv;
+    kv.key = base64_decode(std::string_view(out).substr(pos, end - pos));
+    kv.create_revision = std::stoll(out.substr(created + kCreated.size()));
+    found.push_back(std::move(kv));
+    pos = end;
+  }
+  std::sort(found.begin(), found.end(), [](const KeyRevision& a, const KeyRevision& b) {
+    return a.create_revision < b.create_revision;
+  });
+  return found;
 }
 
 long long EtcdCluster::delete_prefix(const std::string& prefix) {

@@ -76,6 +76,13 @@ class EtcdCluster {
   std::string etcdctl(const std::vector<std::string>& args, int only_member = -1);
   // Every key under `prefix` (all keys by default), sorted; binary-safe.
   std::vector<std::string> keys(const std::string& prefix = "");
+  // Every key under `prefix` with its create_revision, in create_revision order (the
+  // order of etcd:// lock requests); binary-safe.
+  struct KeyRevision {
+    std::string key;
+    std::int64_t create_revision = 0;
+  };
+  std::vector<KeyRevision> keys_by_revision(const std::string& prefix);
   // Deletes every key under `prefix` (all keys for ""); returns how many.
   long long delete_prefix(const std::string& prefix);
 

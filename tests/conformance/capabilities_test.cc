@@ -1,0 +1,29 @@
+// Conformance: the engine reports exactly the capabilities its EngineCase pins
+// (DESIGN §2 "Capabilities an engine cannot offer ... are reported by the engine").
+//
+// Clauses skip on a capability the pinned set lacks; the pin keeps an engine that
+// quietly stops reporting a capability from turning its clauses into skips.
+#include "conformance/conformance_suite.h"
+
+namespace warden::conformance {
+namespace {
+
+TEST_P(Conformance, ReportsItsPinnedCapabilities) {
+  const Capabilities& pinned = capabilities();
+  const Capabilities& reported = reported_capabilities();
+  EXPECT_EQ(reported.shared, pinned.shared) << "shared";
+  EXPECT_EQ(reported.fair, pinned.fair) << "fair";
+  EXPECT_EQ(reported.non_fair, pinned.non_fair) << "non_fair";
+  EXPECT_EQ(reported.lock_delay, pinned.lock_delay) << "lock_delay";
+  EXPECT_EQ(reported.fencing, pinned.fencing) << "fencing";
+  EXPECT_EQ(reported.durable_tokens, pinned.durable_tokens) << "durable_tokens";
+  EXPECT_EQ(reported.check, pinned.check) << "check";
+  // A client opened the ordinary way reports the same.
+  const Capabilities again = open_client().capabilities();
+  EXPECT_EQ(again.shared, pinned.shared);
+  EXPECT_EQ(again.fair, pinned.fair);
+  EXPECT_EQ(again.non_fair, pinned.non_fair);
+}
+
+}  // namespace
+}  // namespace warden::conformance
