@@ -16,6 +16,8 @@ packages=(
   redis-server redis-tools etcd-server etcd-client zookeeper libslf4j-java default-jre-headless
   # process tools the fixtures use
   procps iproute2
+  # scripts/check-skips.py reads the test report
+  python3
 )
 
 missing=()

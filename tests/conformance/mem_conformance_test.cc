@@ -40,12 +40,14 @@ class MemBackend final : public Backend {
     return true;
   }
 
-  // The table keeps a queue (src/table/lock_table.h), but mem:// offers no test hook
-  // that reads it (only drop_grants); the queue-order clauses skip here, and the table's
-  // own tests (tests/table) check its queue order directly.
-  std::optional<std::size_t> queued(std::string_view /*group*/,
-                                    std::string_view /*name*/) override {
-    return std::nullopt;
+  // The table's own queue, read through mem://'s test hook.
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    std::string key(group);
+    key += '/';
+    key += name;
+    const auto waiting = engines::mem::queued(table_, key);
+    if (!waiting) throw std::runtime_error("mem table '" + table_ + "' is not open");
+    return waiting;
   }
 
  private:

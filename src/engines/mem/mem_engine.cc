@@ -173,13 +173,25 @@ std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& /*
   return std::make_unique<MemEngine>(find_or_create(name));
 }
 
+namespace {
+
+std::shared_ptr<SharedTable> find_table(std::string_view table_name) {
+  std::lock_guard guard(registry_mu);
+  auto it = registry.find(std::string(table_name));
+  return it == registry.end() ? nullptr : it->second.lock();
+}
+
+}  // namespace
+
+std::optional<std::size_t> queued(std::string_view table_name, std::string_view key) {
+  std::shared_ptr<SharedTable> shared = find_table(table_name);
+  if (!shared) return std::nullopt;
+  std::lock_guard guard(shared->mu);
+  return shared->table.inspect(key).waiters.size();
+}
+
 bool drop_grants(std::string_view table_name, std::string_view key) {
-  std::shared_ptr<SharedTable> shared;
-  {
-    std::lock_guard guard(registry_mu);
-    auto it = registry.find(std::string(table_name));
-    if (it != registry.end()) shared = it->second.lock();
-  }
+  std::shared_ptr<SharedTable> shared = find_table(table_name);
   if (!shared) return false;
   std::lock_guard guard(shared->mu);
   const auto now = Clock::now();

@@ -6,7 +6,9 @@
 // own is needed.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "core/engine.h"
@@ -20,5 +22,9 @@ std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& op
 // Test hook: makes table NAME forget every grant of `key` ("group/name") as if its
 // leases had ended, without telling the holders. false if no such table is open.
 bool drop_grants(std::string_view table_name, std::string_view key);
+
+// Test hook: how many requests wait in table NAME's queue for `key` ("group/name");
+// nullopt if no such table is open.
+std::optional<std::size_t> queued(std::string_view table_name, std::string_view key);
 
 }  // namespace warden::engines::mem
