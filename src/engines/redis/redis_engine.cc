@@ -139,7 +139,7 @@ class RedisEngine final : public core::Engine {
       // Subscribing only now keeps the uncontended path at one round trip; a message
       // published before the subscription took effect is made up for by the wake-up
       // that confirms it (the waiter looks once more).
-      if (!watch) watch = subscriber_.watch(keys.channel, entry, request.options.fair);
+      if (!watch) watch = subscriber_.watch(keys.channel, entry);
       const auto now = Clock::now();
       auto until = std::min(request.deadline, now + poll.next_delay());
       if (attempt.retry_ms >= 0) {
