@@ -204,11 +204,11 @@ class RedisEngine final : public core::Engine {
 
   bool check(const Sequencer& sequencer) override {
     const LockKeys keys = LockKeys::of(sequencer.group, sequencer.name);
-    const auto result = run_scripts(
-        pipeline(),
-        {ScriptCall{&k_check_script,
-                    {keys.holders, keys.info},
-                    {std::to_string(sequencer.token)}}});
+    const auto result =
+        run_scripts(pipeline(), {ScriptCall{&k_check_script,
+                                            {keys.holders, keys.info},
+                                            {std::to_string(sequencer.token),
+                                             sequencer.mode == Mode::exclusive ? "x" : "s"}}});
     return integer_of(result.replies.at(0), context("check")) == 1;
   }
 
