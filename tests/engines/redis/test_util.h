@@ -22,6 +22,11 @@ namespace warden::testing {
 // The redis_lock_child helper (see lock_child.cc), built next to the tests.
 inline std::string lock_child_path() { return WARDEN_REDIS_LOCK_CHILD_PATH; }
 
+// A bound for "it returned at all" — a call that would otherwise wait forever, or
+// until a deadline far beyond this. Far above any sanitizer slowness on a loaded
+// machine: it tells a hang from an answer, never a fast answer from a slow one.
+inline constexpr Clock::duration kNoHang = 30s;
+
 // `server`'s URI with query parameters appended ("waiter_ttl_ms=1000").
 inline std::string uri_with(const RedisServer& server, const std::string& query) {
   return server.uri() + "?" + query;
