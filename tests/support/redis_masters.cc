@@ -181,6 +181,28 @@ std::vector<std::string> RedisMasters::grant_keys(int db) {
   return keys;
 }
 
+std::vector<std::string> RedisMasters::lock_keys(std::string_view group, std::string_view name,
+                                                 int db) {
+  const std::string tag = redlock_tag(group, name);
+  std::vector<std::string> keys;
+  for (int i = 0; i < size(); ++i) {
+    if (!up(i)) continue;
+    std::vector<std::string> names;
+    try {
+      names = probe(i)->keys(db);
+    } catch (const std::runtime_error&) {
+      forget_probe(i);
+      if (!up(i)) continue;
+      throw;
+    }
+    for (const auto& k : names) {
+      if (k.compare(0, tag.size(), tag) == 0) keys.push_back("m" + std::to_string(i) + " " + k);
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
 int RedisMasters::drop(std::string_view group, std::string_view name, int db) {
   int dropped = 0;
   const std::string key = grant_key(group, name);

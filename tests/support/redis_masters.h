@@ -24,7 +24,8 @@ namespace warden::testing {
 
 // The hash tag every key the redlock:// engine keeps for the lock (group, name) starts
 // with: "{warden:GROUP/NAME}", then ":rl" (the grant: the owner's value, with a PX
-// expiry of the TTL) or ":rf" (the lock's fence counter, no expiry).
+// expiry of the TTL) or ":rf" (the lock's fence counter, which expires a TTL after the
+// grant's last write or renewal).
 inline std::string redlock_tag(std::string_view group, std::string_view name) {
   return lock_tag(group, name);  // the same tag as redis://
 }
@@ -76,6 +77,10 @@ class RedisMasters {
   // Every grant key (name ending ":rl" and holding "{warden:") on the up masters, as
   // "mI KEY", sorted: what the engine left behind.
   std::vector<std::string> grant_keys(int db = 0);
+  // Every key of the lock (any name that starts with its hash tag: ":rl", ":rf",
+  // ":rx:OWNER", and the redis:// engine's keys) on the up masters, as "mI KEY", sorted:
+  // read with SCAN over each master's whole keyspace.
+  std::vector<std::string> lock_keys(std::string_view group, std::string_view name, int db = 0);
   // Deletes the lock's grant key on every up master, as an operator or an eviction
   // could; returns how many masters had one.
   int drop(std::string_view group, std::string_view name, int db = 0);

@@ -139,7 +139,7 @@ class RedisEngine final : public core::Engine {
       // Subscribing only now keeps the uncontended path at one round trip; a message
       // published before the subscription took effect is made up for by the wake-up
       // that confirms it (the waiter looks once more).
-      if (!watch) watch = subscriber_.watch(keys.channel, entry, request.options.fairness == Fairness::fifo);
+      if (!watch) watch = subscriber_.watch(keys.channel, entry);
       const auto now = Clock::now();
       auto until = std::min(request.deadline, now + poll.next_delay());
       if (attempt.retry_ms >= 0) {
@@ -204,11 +204,11 @@ class RedisEngine final : public core::Engine {
 
   bool check(const Sequencer& sequencer) override {
     const LockKeys keys = LockKeys::of(sequencer.group, sequencer.name);
-    const auto result = run_scripts(
-        pipeline(),
-        {ScriptCall{&k_check_script,
-                    {keys.holders, keys.info},
-                    {std::to_string(sequencer.token)}}});
+    const auto result =
+        run_scripts(pipeline(), {ScriptCall{&k_check_script,
+                                            {keys.holders, keys.info},
+                                            {std::to_string(sequencer.token),
+                                             sequencer.mode == Mode::exclusive ? "x" : "s"}}});
     return integer_of(result.replies.at(0), context("check")) == 1;
   }
 

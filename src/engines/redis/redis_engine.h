@@ -8,10 +8,11 @@
 //   - one subscriber connection, opened when a first waiter must wait (subscriber.h).
 //
 // A waiting acquire: an attempt either grants or queues the request (its entry, with a
-// liveness deadline); then the waiter sleeps until a message admits it, until the
-// next poll (ClientOptions::retry, capped at waiter_ttl / 3, which also refreshes its
-// liveness), or until something in the lock runs out by itself (the script says when),
-// and attempts again. A timed-out or cancelled wait withdraws its entry.
+// liveness deadline) at the tail of the lock's one FIFO queue, fair or not: fairness
+// decides only whether a new request may be granted past the waiters; then the waiter sleeps until
+// a message admits it, until the next poll (ClientOptions::retry, capped at waiter_ttl / 3, which
+// also refreshes its liveness), or until something in the lock runs out by itself (the script says
+// when), and attempts again. A timed-out or cancelled wait withdraws its entry.
 //
 // Expiry estimates: a grant or renewal made by a script call expires no earlier than
 // the call's send time plus its ttl (the script sets the deadline from Redis' clock

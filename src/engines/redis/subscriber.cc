@@ -35,8 +35,8 @@ bool names(std::string_view payload, std::string_view entry) {
 
 }  // namespace
 
-Subscriber::Watch::Watch(Subscriber* owner, std::string channel, std::string entry, bool fair)
-    : owner_(owner), channel_(std::move(channel)), entry_(std::move(entry)), fair_(fair) {}
+Subscriber::Watch::Watch(Subscriber* owner, std::string channel, std::string entry)
+    : owner_(owner), channel_(std::move(channel)), entry_(std::move(entry)) {}
 
 Subscriber::Watch::~Watch() { owner_->unwatch(this); }
 
@@ -72,8 +72,8 @@ Subscriber::~Subscriber() {
 }
 
 std::unique_ptr<Subscriber::Watch> Subscriber::watch(const std::string& channel,
-                                                     const std::string& entry, bool fair) {
-  std::unique_ptr<Watch> watch(new Watch(this, channel, entry, fair));
+                                                     const std::string& entry) {
+  std::unique_ptr<Watch> watch(new Watch(this, channel, entry));
   {
     std::lock_guard lock(mu_);
     auto [it, fresh] = channels_.try_emplace(channel);
@@ -205,7 +205,7 @@ void Subscriber::handle(const Reply& reply) {
     if (it == channels_.end()) return;
     const std::string& payload = reply.elements[2].text;
     for (Watch* watch : it->second) {
-      if (!watch->fair_ || names(payload, watch->entry_)) watch->wake();
+      if (names(payload, watch->entry_)) watch->wake();
     }
   }
 }

@@ -3,8 +3,8 @@
 //
 // A waiter that was not granted at once watches its lock's channel. The subscriber
 // SUBSCRIBEs to a channel while anyone watches it, and wakes a waiter when a message
-// names the waiter's entry (it was admitted) — or on any message of the channel for a
-// non-fair waiter, which may barge whenever the lock frees up. It also wakes every
+// names the waiter's entry (it was admitted; every waiter, fair or not, is served from
+// the queue, so no other message concerns it). It also wakes every
 // waiter of a channel when its subscription is confirmed and after a reconnect:
 // messages published before that were not seen, so each waiter looks once.
 //
@@ -48,13 +48,12 @@ class Subscriber {
 
    private:
     friend class Subscriber;
-    Watch(Subscriber* owner, std::string channel, std::string entry, bool fair);
+    Watch(Subscriber* owner, std::string channel, std::string entry);
     void wake();
 
     Subscriber* owner_;
     const std::string channel_;
     const std::string entry_;
-    const bool fair_;
     std::mutex mu_;
     std::condition_variable_any cv_;
     std::uint64_t wakes_ = 0;  // guarded by mu_
@@ -68,7 +67,7 @@ class Subscriber {
 
   // Starts watching `channel` for `entry` (see above). The Watch must not outlive the
   // Subscriber.
-  std::unique_ptr<Watch> watch(const std::string& channel, const std::string& entry, bool fair);
+  std::unique_ptr<Watch> watch(const std::string& channel, const std::string& entry);
 
  private:
   struct Order {

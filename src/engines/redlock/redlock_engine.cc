@@ -187,7 +187,9 @@ class RedlockEngine final : public core::Engine {
       for (std::size_t i = first; i < std::min(grants.size(), first + kRenewChunk); ++i) {
         const GrantRef& grant = grants[i];
         shortest = std::min(shortest, grant.ttl);
-        call.keys.push_back(Keys::of(grant.key.group, grant.key.name).lock);
+        Keys keys = Keys::of(grant.key.group, grant.key.name);
+        call.keys.push_back(std::move(keys.lock));
+        call.keys.push_back(std::move(keys.fence));
         call.args.push_back(parse_identity(grant.owner).owner);
         call.args.push_back(std::to_string(grant.ttl.count()));
       }
@@ -391,7 +393,9 @@ class RedlockEngine final : public core::Engine {
       for (std::size_t i = 0; i < n; ++i) {
         if (set_here[i]) {
           fence[i].push_back(
-              ScriptCall{&k_fence_script, {keys.lock, keys.fence}, {owner, std::to_string(token)}});
+              ScriptCall{&k_fence_script,
+                         {keys.lock, keys.fence},
+                         {owner, std::to_string(token), std::to_string(ttl.count())}});
         }
       }
       const auto written = masters_.run(fence, timeout, [this](std::span<const Leg> so_far) {

@@ -36,10 +36,12 @@ TEST(RedisFailure, WrongOrMissingPasswordFailsOpenWithPermissionDenied) {
 }
 
 TEST(RedisFailure, UnreachableServerFailsOpenWithUnavailableAtOnce) {
+  // A refused connection is an answer: open fails with it instead of waiting out its
+  // op_timeout (30 s here, far beyond any slowness of the machine).
   const std::string uri = "redis://127.0.0.1:" + std::to_string(free_port());
-  const auto took =
-      fails_with(Errc::unavailable, [&] { (void)Client::open(uri, quick_options()); });
-  EXPECT_LT(took, kPrompt);
+  const auto options = quick_options(30'000ms);
+  const auto took = fails_with(Errc::unavailable, [&] { (void)Client::open(uri, options); });
+  EXPECT_LT(took, options.op_timeout) << "open waited out its op_timeout on a refused port";
 }
 
 TEST(RedisFailure, BadUriFailsOpenWithInvalidArgumentBeforeConnecting) {
@@ -63,19 +65,22 @@ TEST(RedisFailure, BadUriFailsOpenWithInvalidArgumentBeforeConnecting) {
   }
 }
 
-TEST(RedisFailure, FrozenServerFailsOpenWithinOpTimeout) {
+TEST(RedisFailure, FrozenServerFailsOpenAfterItsOpTimeout) {
   RedisServer server;
   server.pause();  // the kernel still accepts; nobody answers
-  const auto start = Clock::now();
-  try {
-    (void)Client::open(server.uri(), quick_options(300ms));
-    ADD_FAILURE() << "opened a frozen server";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.code() == Errc::deadline_exceeded || e.code() == Errc::unavailable)
-        << to_string(e.code()) << ": " << e.what();
-  }
-  EXPECT_LT(Clock::now() - start, 300ms + kPrompt);
+  auto opening = std::async(std::launch::async, [&] {
+    try {
+      (void)Client::open(server.uri(), quick_options(300ms));
+      ADD_FAILURE() << "opened a frozen server";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.code() == Errc::deadline_exceeded || e.code() == Errc::unavailable)
+          << to_string(e.code()) << ": " << e.what();
+    }
+  });
+  // It gives up by itself (op_timeout 300 ms), rather than wait for the server.
+  EXPECT_EQ(opening.wait_for(kNoHang), std::future_status::ready) << "open hung on a frozen server";
   server.resume();
+  opening.get();
 }
 
 TEST(RedisFailure, HolderOfAFrozenServerIsToldOfTheLossWithinTheTtl) {
@@ -122,21 +127,19 @@ TEST(RedisFailure, ServerGoneMidAcquireEndsTheWaitAndTheClientRecovers) {
   ASSERT_EQ(queued(probe, "g", "x"), 1);
 
   server.kill9();
-  const auto killed = Clock::now();
-  ASSERT_EQ(waiting.wait_for(options.op_timeout + kPrompt), std::future_status::ready)
-      << "a waiting acquire hung after its server died";
+  ASSERT_EQ(waiting.wait_for(kNoHang), std::future_status::ready)
+      << "a waiting acquire (Wait::forever) hung after its server died";
   try {
     EXPECT_FALSE(waiting.get()) << "granted by a server that is gone";
   } catch (const Error& e) {
     EXPECT_TRUE(e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded)
         << to_string(e.code()) << ": " << e.what();
   }
-  EXPECT_LT(Clock::now() - killed, options.op_timeout + kPrompt);
 
   // Back without its data: the same clients work again.
   server.start();
-  EXPECT_TRUE(eventually([&] { return held.lost(); },
-                         options.renew_interval + options.op_timeout + kPrompt))
+  // Well within its TTL (30 s): the renewal, not the lease's end, tells the loss.
+  EXPECT_TRUE(eventually([&] { return held.lost(); }, options.lock_defaults.ttl / 2))
       << "the holder's grant is gone with the data, but its lease is not lost";
   EXPECT_NO_THROW(held.release());
   Lease lease;

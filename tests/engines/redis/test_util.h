@@ -1,6 +1,7 @@
 // Small helpers shared by the redis:// engine tests.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <stop_token>
@@ -20,6 +21,11 @@ namespace warden::testing {
 
 // The redis_lock_child helper (see lock_child.cc), built next to the tests.
 inline std::string lock_child_path() { return WARDEN_REDIS_LOCK_CHILD_PATH; }
+
+// A bound for "it returned at all" — a call that would otherwise wait forever, or
+// until a deadline far beyond this. Far above any sanitizer slowness on a loaded
+// machine: it tells a hang from an answer, never a fast answer from a slow one.
+inline constexpr Clock::duration kNoHang = 30s;
 
 // `server`'s URI with query parameters appended ("waiter_ttl_ms=1000").
 inline std::string uri_with(const RedisServer& server, const std::string& query) {
@@ -50,6 +56,32 @@ inline std::future<Lease> acquire_queued(Client& client, RedisProbe& probe, cons
   });
   eventually([&] { return queued(probe, "g", name) == queued_total; });
   return future;
+}
+
+// The same, for a lock opened with `options` (a non-fair lock, say).
+inline std::future<Lease> acquire_queued(Client& client, RedisProbe& probe, const std::string& name,
+                                         LockOptions options, Mode mode, Wait wait,
+                                         long long queued_total = 1) {
+  auto future = std::async(std::launch::async, [&client, name, options, mode, wait] {
+    return client.lock("g", name, options).acquire(mode, wait);
+  });
+  eventually([&] { return queued(probe, "g", name) == queued_total; });
+  return future;
+}
+
+// The lock's FIFO queue (":q"), head first: the entries "MODE:LIVE_MS:OWNER" of the
+// waiters that have not been admitted yet.
+inline std::vector<std::string> queue_of(RedisProbe& probe, std::string_view group,
+                                         std::string_view name) {
+  const std::string reply = probe.command({"LRANGE", lock_tag(group, name) + ":q", "0", "-1"});
+  std::vector<std::string> entries;
+  std::size_t start = 0;
+  while (start < reply.size()) {
+    const auto end = std::min(reply.find('\n', start), reply.size());
+    entries.push_back(reply.substr(start, end - start));
+    start = end + 1;
+  }
+  return entries;
 }
 
 // The warden keys left behind, for a failure message.

@@ -1,7 +1,7 @@
 // redlock:// Client::check: true while a quorum of masters holds the grant the
-// sequencer names, false once it was released, replaced by a later grant, or deleted
-// behind the engine's back — and a grant deleted that way is reported lost at the next
-// renewal.
+// sequencer names, in its mode (exclusive, the only one redlock:// grants); false once
+// it was released, replaced by a later grant, or deleted behind the engine's back —
+// and a grant deleted that way is reported lost at the next renewal.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -34,6 +34,9 @@ TEST(RedlockCheck, TrueWhileHeldFalseAfterReleaseAndForAnOlderGrant) {
   Sequencer other_lock = first;
   other_lock.name = "y";
   EXPECT_FALSE(b.check(other_lock));
+  Sequencer other_mode = first;
+  other_mode.mode = Mode::shared;
+  EXPECT_FALSE(b.check(other_mode)) << "an exclusive grant's token checked as a shared grant";
 
   lease.release();
   EXPECT_FALSE(a.check(first));

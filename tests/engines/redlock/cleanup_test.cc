@@ -65,17 +65,19 @@ TEST(RedlockCleanup, TryOnAHeldLockLeavesOnlyTheHoldersKeys) {
 
 TEST(RedlockCleanup, TryThatLostTheVoteTakesBackTheKeysItWon) {
   RedisMasters masters(5);
-  // Retries a second apart: a try that retried would take that long.
+  // Retries 30 s apart: a try that retried would take that long, far more than any
+  // slowness of the machine.
   RedlockParams params;
-  params.retry_delay = 1000ms;
+  params.retry_delay = 30'000ms;
   params.retry_jitter = 0ms;
+  params.retry_count = 1;
   Client client = Client::open(masters.uri(params.query()), redlock_options());
   // Another owner holds masters 0..2, a majority: the try wins masters 3 and 4 only.
   masters.plant("g", "x", {0, 1, 2}, kForeign, 30s);
   const auto started = Clock::now();
   EXPECT_FALSE(client.lock("g", "x").acquire(Mode::exclusive, Wait::none()));
   const auto took = Clock::now() - started;
-  EXPECT_LT(took, 800ms) << "a majority said 'held', yet the try retried";
+  EXPECT_LT(took, params.retry_delay) << "a majority said 'held', yet the try retried";
   EXPECT_EQ(masters.holding("g", "x"), (std::vector<int>{0, 1, 2}))
       << "the try left keys on the masters it won";
   for (const auto& k : masters.read(grant_key("g", "x"))) {

@@ -32,15 +32,16 @@ constexpr int kMaxDown = 1;
 constexpr int kClients = 8;
 constexpr long kGrants = 10'000;
 
-// Freezes and kills masters at random, at most `max_down` at a time, until stopped;
-// then brings every master back. It owns the servers while it runs.
+// Freezes and kills masters at random (drawn from `seed`), at most `max_down` at a
+// time, until stopped; then brings every master back. It owns the servers while it
+// runs.
 class Nemesis {
  public:
-  Nemesis(RedisMasters& masters, int max_down)
+  Nemesis(RedisMasters& masters, int max_down, std::uint32_t seed)
       : masters_(masters),
         max_down_(max_down),
         state_(static_cast<std::size_t>(masters.size()), State::up),
-        seed_(std::random_device{}()),
+        seed_(seed),
         thread_([this](std::stop_token stop) { run(stop); }) {}
   ~Nemesis() { stop(); }
 
@@ -55,7 +56,7 @@ class Nemesis {
   long pauses() const { return pauses_; }
   long kills() const { return kills_; }
   int most_down() const { return most_down_; }
-  unsigned seed() const { return seed_; }
+  std::uint32_t seed() const { return seed_; }
   const std::string& errors() const { return errors_; }  // after stop()
 
  private:
@@ -107,7 +108,7 @@ class Nemesis {
   RedisMasters& masters_;
   const int max_down_;
   std::vector<State> state_;  // the nemesis thread's own
-  const unsigned seed_;
+  const std::uint32_t seed_;
   std::atomic<long> pauses_{0};
   std::atomic<long> kills_{0};
   std::atomic<int> most_down_{0};
@@ -143,7 +144,7 @@ TEST(RedlockNemesis, TenThousandGrantsUnderFreezesAndKillsKeepExclusionAndFencin
   };
 
   const auto started = Clock::now();
-  Nemesis nemesis(masters, kMaxDown);
+  Nemesis nemesis(masters, kMaxDown, test_seed());
   std::vector<std::thread> threads;
   for (int c = 0; c < kClients; ++c) {
     threads.emplace_back([&, c] {

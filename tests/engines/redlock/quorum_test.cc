@@ -108,12 +108,13 @@ TEST(RedlockQuorum, ThreeOfFiveMastersKilledAcquiresFailWithUnavailableAndRecove
 
 TEST(RedlockQuorum, ATryWithoutAQuorumMakesRetryCountMoreAttemptsRetryDelayApart) {
   RedisMasters masters(3);
-  RedlockParams once;  // no retries
+  RedlockParams once;  // no retries; a sleep would be 30 s, beyond any slowness
   once.retry_count = 0;
-  once.retry_delay = 150ms;
+  once.retry_delay = 30'000ms;
   once.retry_jitter = 0ms;
   RedlockParams four_times = once;  // three retries, 150 ms apart
   four_times.retry_count = 3;
+  four_times.retry_delay = 150ms;
   Client no_retries = Client::open(masters.uri(once.query()), redlock_options());
   Client retries = Client::open(masters.uri(four_times.query()), redlock_options());
   for (int i : {1, 2}) masters.server(i).kill9();  // refused at once: attempts are quick

@@ -1,9 +1,17 @@
 // Small helpers shared by the redlock:// engine tests: the URI parameters a test runs
-// with and the time bounds they imply, client options without fairness (redlock://
-// has none), and waiting for the masters to hold no grant keys.
+// with and the time bounds they imply, the seed of a randomized test, client options without
+// fairness (redlock:// has none), and waiting for the masters to hold no grant keys.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <charconv>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +25,11 @@
 #include "warden/types.h"
 
 namespace warden::testing {
+
+// Scheduling slack for a sanitizer build on a loaded 2-core machine: far above any
+// real delay of a step, far below a hang. Bounds built from it tell "ended by its
+// timeouts and attempts" from "hung", never fast from slow.
+inline constexpr Clock::duration kSlack = 10s;
 
 // The query parameters of a redlock:// URI that shape its timing, with the engine's
 // defaults.
@@ -38,14 +51,36 @@ struct RedlockParams {
   // node timeout for each, and a round that takes back what it set, bounded the same.
   Clock::duration attempt() const { return 2 * node_timeout; }
   // The longest a try (Wait::none()) may take when no attempt gets a quorum: every
-  // attempt, and the longest sleep between two; plus kPrompt for a sanitizer build.
+  // attempt, and the longest sleep between two; plus kSlack.
   Clock::duration try_bound() const {
-    return (retry_count + 1) * attempt() + retry_count * (retry_delay + retry_jitter) + kPrompt;
+    return (retry_count + 1) * attempt() + retry_count * (retry_delay + retry_jitter) + kSlack;
   }
   // The longest a waiting acquire may take past its deadline: the attempt under way
-  // when it passes and one sleep; plus kPrompt.
-  Clock::duration wait_overrun() const { return attempt() + retry_delay + retry_jitter + kPrompt; }
+  // when it passes and one sleep; plus kSlack.
+  Clock::duration wait_overrun() const { return attempt() + retry_delay + retry_jitter + kSlack; }
 };
+
+// The seed of a randomized test: WARDEN_SEED from the environment when set (a decimal
+// number; anything else fails the test), else a fresh one from std::random_device.
+// Printed to stderr and recorded as the test's "seed" property either way, so a
+// failure reruns with WARDEN_SEED=<seed>.
+inline std::uint32_t test_seed() {
+  std::uint32_t seed = 0;
+  const char* given = std::getenv("WARDEN_SEED");
+  if (given != nullptr) {
+    const std::string_view text(given);
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+      ADD_FAILURE() << "WARDEN_SEED='" << text << "' is not a decimal 32-bit number";
+      throw std::invalid_argument("bad WARDEN_SEED");
+    }
+  } else {
+    seed = std::random_device{}();
+  }
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  std::fprintf(stderr, "seed %u (rerun with WARDEN_SEED=%u)\n", seed, seed);
+  return seed;
+}
 
 // ClientOptions for redlock://: non-fair locks (the only kind it has) with `ttl`.
 inline ClientOptions redlock_options(std::chrono::milliseconds ttl = LockOptions{}.ttl) {

@@ -61,8 +61,9 @@ TEST(RedlockUri, BadUriFailsOpenWithInvalidArgumentBeforeConnecting) {
       "redlocks://" + h,                                // wrong scheme
       "redlock:" + h,                                   //
   };
+  // The hosts are ports 1 and 2, which refuse connections (unavailable):
+  // invalid_argument shows the URI was refused before any connection was tried.
   for (const std::string& bad : bad_uris) {
-    const auto started = Clock::now();
     try {
       (void)Client::open(bad, quick_options());
       ADD_FAILURE() << "opened " << bad;
@@ -71,7 +72,6 @@ TEST(RedlockUri, BadUriFailsOpenWithInvalidArgumentBeforeConnecting) {
       EXPECT_EQ(std::string(e.what()).find(":pw@"), std::string::npos)
           << "the error shows the password: " << e.what();
     }
-    EXPECT_LT(Clock::now() - started, 500ms) << bad << " was tried before it was refused";
   }
 }
 

@@ -47,7 +47,7 @@ local function granted(was_waiting)
   end
   local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false)
   if freed then
-    settle(k, now, channel, freed, entry)
+    settle(k, now, channel, entry)
   end
   return {1, token}
 end
@@ -55,12 +55,16 @@ end
 -- Admitted earlier (a message said so, or this is a poll): pick the grant up.
 if redis.call('ZSCORE', k.p, entry) then return granted(true) end
 
-local queued = fair and redis.call('LPOS', k.q, entry)
+-- Fairness only matters on arrival (docs/contract.md): a fair request is granted at
+-- once only if nobody waits before it, a non-fair one whenever it is compatible with
+-- the holders. Either one that is not granted queues at the tail, and from then on
+-- waits its turn like every other waiter: a queued entry never barges.
+local queued = redis.call('LPOS', k.q, entry)
 if not queued then
   if delay_over(k, now) and compatible(k, mode) and not (fair and live_head(k)) then
     return granted(wait)
   end
-  if wait and fair then redis.call('RPUSH', k.q, entry) end
+  if wait then redis.call('RPUSH', k.q, entry) end
 end
 if wait then
   redis.call('ZADD', k.w, now + live, entry)
@@ -72,7 +76,7 @@ end
 
 -- Something may have freed up (an expiry, an evicted waiter): the queue moves on, and
 -- it may be this waiter's turn.
-local admitted = settle(k, now, channel, freed, entry)
+local admitted = settle(k, now, channel, entry)
 for _, e in ipairs(admitted) do
   if e == entry then
     freed = false  -- settled just now

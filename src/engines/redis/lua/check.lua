@@ -1,17 +1,20 @@
--- check.lua — is the grant with this token still held (its lease running)?
+-- check.lua — is the grant with this token held in this mode (its lease running)?
+-- A sequencer names its mode: an exclusive grant's token presented as shared, or the
+-- other way round, names no grant and does not check.
 -- KEYS: h i of the lock
--- ARGV: token
+-- ARGV: token, mode ("x" | "s")
 -- Returns 1 or 0.
 --! lock_base.lua
 local now = clock()
-local exclusive = redis.call('HGET', KEYS[2], 'x')
-if exclusive then
+local token, mode = ARGV[1], ARGV[2]
+if mode == 'x' then
+  local exclusive = redis.call('HGET', KEYS[2], 'x')
+  if not exclusive then return 0 end
   local t, deadline = parse_exclusive(exclusive)
-  if t == ARGV[1] then
-    if deadline > now then return 1 end
-    return 0
-  end
+  if t == token and deadline > now then return 1 end
+  return 0
 end
-local deadline = redis.call('ZSCORE', KEYS[1], ARGV[1])
+-- Shared holders live in :h alone; an exclusive holder never does.
+local deadline = redis.call('ZSCORE', KEYS[1], token)
 if deadline and tonumber(deadline) > now then return 1 end
 return 0

@@ -151,13 +151,11 @@ local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh)
   return token
 end
 
--- Tells waiters to look: the admitted ones by name; non-fair waiters listen to every
--- message. Sent when someone was admitted, or when the lock became freer while
--- anyone waits.
-local function publish(k, channel, admitted, freed)
-  if #admitted > 0 or (freed and redis.call('EXISTS', k.w) == 1) then
-    redis.call('PUBLISH', channel, table.concat(admitted, ' '))
-  end
+-- Tells the admitted waiters, by name, to pick their grants up. Every waiter, fair or
+-- not, is in the queue and is served from it, so nobody needs a message that names
+-- no one.
+local function publish(channel, admitted)
+  if #admitted > 0 then redis.call('PUBLISH', channel, table.concat(admitted, ' ')) end
 end
 
 -- Deletes the lock's keys once nothing is left in them: no holder, waiter or
@@ -175,12 +173,12 @@ end
 -- After a change: admit whom the queue allows, tell the waiters. `except` (may be
 -- nil) is an admitted entry that is being granted in this call and needs no message.
 -- Returns the admitted entries.
-local function settle(k, now, channel, freed, except)
+local function settle(k, now, channel, except)
   local admitted = admit(k, now)
   local others = {}
   for _, entry in ipairs(admitted) do
     if entry ~= except then others[#others + 1] = entry end
   end
-  publish(k, channel, others, freed)
+  publish(channel, others)
   return admitted
 end

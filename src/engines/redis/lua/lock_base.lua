@@ -11,8 +11,9 @@
 --                    delay    no grant before this time (ms): a lock_delay at work
 --                    ld       the largest lock_delay of the holders (key expiry)
 --   :h  sorted set   shared holder token -> lease deadline (ms)
---   :q  list         the FIFO queue of fair waiters, as entries "MODE:LIVE_MS:OWNER"
---   :w  sorted set   entry -> liveness deadline of every waiter (fair or not)
+--   :q  list         the FIFO queue of waiters, fair or not, as entries
+--                    "MODE:LIVE_MS:OWNER"
+--   :w  sorted set   entry -> liveness deadline of every queued waiter
 --   :p  sorted set   entry -> pick-up deadline of admitted waiters (pending grants)
 --
 -- The exclusive holder lives in the hash alone, so the uncontended exclusive lock is

@@ -24,8 +24,8 @@ end
 --! lock.lua
 
 -- A lease that ran out is an expiry, not a release: its lock_delay applies.
-local freed = expire_holders(k, now)
-if evict_waiters(k, now) then freed = true end
+expire_holders(k, now)
+evict_waiters(k, now)
 local held = 0
 local exclusive = redis.call('HGET', k.i, 'x')
 if exclusive then
@@ -44,7 +44,6 @@ else
     end
   end
 end
-if held == 1 then freed = true end
-settle(k, now, channel, freed, nil)
+settle(k, now, channel, nil)
 housekeep(k, now)
 return held

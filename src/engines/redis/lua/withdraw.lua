@@ -30,6 +30,6 @@ if token then
   dropped = 1
 end
 -- Leaving the head of the queue (or an admission) can let the next waiters in.
-settle(k, now, channel, true, nil)
+settle(k, now, channel, nil)
 housekeep(k, now)
 return dropped

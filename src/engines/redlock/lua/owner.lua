@@ -3,7 +3,9 @@
 --
 --   :rl  string  "OWNER" while its acquire is under way, "OWNER:TOKEN" once fence.lua
 --                fixed its token; expires after the lease (PX)
---   :rf  string  the last token written for the lock (decimal); never expires
+--   :rf  string  the last token written for the lock (decimal); lives at least the TTL
+--                of the grant that wrote or last renewed it, so an idle lock leaves
+--                nothing behind (tokens then rest on the clock floor alone)
 --   :rx:OWNER    a failed attempt's withdrawal that found no key (withdraw.lua); lives
 --                as long as the lease would have
 --
@@ -22,4 +24,10 @@ end
 local function greater(a, b)
   if #a ~= #b then return #a > #b end
   return a > b
+end
+
+-- Makes `key` live at least `ms` more milliseconds: GT never shortens its life, and NX
+-- gives one without an expiry (just created, or kept from before :rf expired) its first.
+local function extend(key, ms)
+  if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
 end
