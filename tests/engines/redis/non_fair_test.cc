@@ -26,7 +26,7 @@ constexpr auto kGrantBound = 20s;
 
 LockOptions non_fair() {
   LockOptions options;
-  options.fair = false;
+  options.fairness = Fairness::non_fair;
   return options;
 }
 
