@@ -125,6 +125,13 @@ struct KeyInfo {
   std::optional<Time> delayed_until;  // a running lock-delay
 };
 
+// One key in LockTable::list.
+struct KeySummary {
+  std::string key;
+  std::size_t holders = 0;
+  std::size_t waiters = 0;
+};
+
 struct TableStats {
   std::size_t keys = 0;
   std::size_t holders = 0;
@@ -163,6 +170,12 @@ class LockTable {
   bool holds(std::string_view key, std::uint64_t token) const;
   std::optional<Grant> find(std::string_view key, std::uint64_t token) const;
   KeyInfo inspect(std::string_view key) const;
+  // The keys that start with `prefix` and sort (bytewise) after `after`, in order, at
+  // most `limit` of them: one page of a listing whose next page starts after the last
+  // key returned. A key is listed while it has holders, waiters or a running lock-delay.
+  // Looks at every key (the table keeps no order), so it costs O(keys) per page.
+  std::vector<KeySummary> list(std::string_view prefix, std::string_view after,
+                               std::size_t limit) const;
   TableStats stats() const;
   bool empty() const;
   // The earliest time at which advance() would change something, if any.
