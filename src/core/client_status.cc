@@ -12,7 +12,8 @@ namespace warden {
 LockStatus Client::inspect(std::string_view group, std::string_view name) const {
   core::validate_group(group);
   core::validate_name(name);
-  LockStatus status = state_->engine().inspect(core::LockKey{std::string(group), std::string(name)});
+  LockStatus status =
+      state_->engine().inspect(core::LockKey{std::string(group), std::string(name)});
   status.group = std::string(group);
   status.name = std::string(name);
   return status;
@@ -24,9 +25,10 @@ std::vector<LockSummary> Client::list(std::string_view group) const {
   // Engines page in their own order; the promise is sorted by name, once each.
   std::sort(locks.begin(), locks.end(),
             [](const LockSummary& a, const LockSummary& b) { return a.name < b.name; });
-  locks.erase(std::unique(locks.begin(), locks.end(),
-                          [](const LockSummary& a, const LockSummary& b) { return a.name == b.name; }),
-              locks.end());
+  locks.erase(
+      std::unique(locks.begin(), locks.end(),
+                  [](const LockSummary& a, const LockSummary& b) { return a.name == b.name; }),
+      locks.end());
   return locks;
 }
 

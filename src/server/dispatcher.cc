@@ -19,6 +19,8 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kMinTtlMs = 10;
 constexpr std::uint64_t kMaxTtlMs = 7ULL * 24 * 3600 * 1000;
 constexpr std::uint64_t kMaxDelayMs = 3600ULL * 1000;
+// LIST's page: names per reply at most, so one reply stays small.
+constexpr std::size_t kListPage = 1000;
 
 // Thrown inside a command and turned into one error reply; it never leaves the
 // dispatcher.
@@ -37,8 +39,8 @@ std::uint64_t parse_u64(std::string_view text, const char* what) {
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    throw Reject{"INVALID", std::string(what) + " '" + std::string(text) +
-                                "' is not a non-negative integer"};
+    throw Reject{"INVALID",
+                 std::string(what) + " '" + std::string(text) + "' is not a non-negative integer"};
   }
   return value;
 }
@@ -221,6 +223,10 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       inspect(key, now, reply);
       return Outcome::replied;
     }
+    if (cmd == "LIST") {
+      list(args, now, reply);
+      return Outcome::replied;
+    }
     if (cmd == "INFO") {
       arity(args, 1, 2);
       table_.advance(now);
@@ -284,8 +290,8 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   }
 
   if (const auto left = guard_->embargo_ms(now); left > 0) {
-    throw Reject{"STARTING", "restarted recently; no grants for another " +
-                                 std::to_string(left) + " ms"};
+    throw Reject{"STARTING",
+                 "restarted recently; no grants for another " + std::to_string(left) + " ms"};
   }
   // The limits count what is there now: leases and waits that ran out are gone first.
   table_.advance(now);
@@ -407,7 +413,9 @@ void Dispatcher::info(Time now, std::string& reply) const {
   text += "expirations:" + std::to_string(s.expirations) + "\r\n";
   text += "errors:" + std::to_string(s.errors) + "\r\n";
   text += "last_token:" + std::to_string(tokens_->last()) + "\r\n";
-  text += "uptime_ms:" + std::to_string(std::max<std::int64_t>(0, ms_between(config_.started, now))) + "\r\n";
+  text +=
+      "uptime_ms:" + std::to_string(std::max<std::int64_t>(0, ms_between(config_.started, now))) +
+      "\r\n";
   text += "rss_bytes:" + std::to_string(rss_bytes()) + "\r\n";
   resp::bulk(reply, text);
 }
@@ -431,7 +439,59 @@ void Dispatcher::inspect(std::string_view key, Time now, std::string& reply) con
     resp::integer(reply, w.deadline == Time::max() ? -1 : ms_between(now, w.deadline));
   }
   resp::bulk(reply, "delayed_ms");
-  resp::integer(reply, info.delayed_until ? std::max<std::int64_t>(0, ms_between(now, *info.delayed_until)) : 0);
+  resp::integer(reply, info.delayed_until
+                           ? std::max<std::int64_t>(0, ms_between(now, *info.delayed_until))
+                           : 0);
+}
+
+// LIST group [cursor] [COUNT n]: one page of the group's locks after `cursor` (the last
+// name of the previous page; "" or absent: the first page).
+void Dispatcher::list(std::span<const std::string_view> args, Time now, std::string& reply) {
+  arity(args, 2, 5);
+  const std::string_view group = args[1];
+  try {
+    core::validate_group(group);
+  } catch (const Error& e) {
+    throw Reject{"INVALID", e.what()};
+  }
+  std::string_view cursor;
+  std::size_t count = kListPage;
+  std::size_t i = 2;
+  if (args.size() == 3 || args.size() == 5) cursor = args[i++];
+  if (i < args.size()) {
+    if (args.size() - i != 2 || upper(args[i]) != "COUNT") {
+      throw Reject{"ERR", "syntax error: LIST group [cursor] [COUNT n]"};
+    }
+    const std::uint64_t n = parse_u64(args[i + 1], "count");
+    if (n < 1 || n > kListPage) {
+      throw Reject{"INVALID", "count must be 1.." + std::to_string(kListPage)};
+    }
+    count = static_cast<std::size_t>(n);
+  }
+  if (!cursor.empty()) {
+    try {
+      core::validate_name(cursor);
+    } catch (const Error& e) {
+      throw Reject{"INVALID", std::string("cursor: ") + e.what()};
+    }
+  }
+  table_.advance(now);
+  collect(now);
+  const std::string prefix = std::string(group) + '/';
+  // Every key of the group sorts after the bare prefix (names are never empty).
+  const std::string after = prefix + std::string(cursor);
+  const auto page = table_.list(prefix, after, count);
+  resp::array(reply, 2);
+  // A full page may have more after it; a short one is the last ("" ends the listing).
+  resp::bulk(reply, page.size() == count ? std::string_view(page.back().key).substr(prefix.size())
+                                         : std::string_view());
+  resp::array(reply, page.size());
+  for (const auto& k : page) {
+    resp::array(reply, 3);
+    resp::bulk(reply, std::string_view(k.key).substr(prefix.size()));
+    resp::integer(reply, static_cast<std::int64_t>(k.holders));
+    resp::integer(reply, static_cast<std::int64_t>(k.waiters));
+  }
 }
 
 }  // namespace warden::server

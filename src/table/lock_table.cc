@@ -307,8 +307,8 @@ struct LockTable::Impl {
         KeyState& k = node->second;
         std::size_t i = find_waiter(k, t.ref);
         const Entry& e = k.entries[i];
-        events.push_back(
-            Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{}, e.session, e.lock_delay}});
+        events.push_back(Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{},
+                                                             e.session, e.lock_delay}});
         remove_waiter(k, i);
         mark_dirty(k.slot);
         return;
