@@ -5,15 +5,9 @@
 // holders may have released and waiters may have been granted. It is for people and
 // monitoring, never for deciding who holds a lock (hold a Lease, or check a Sequencer).
 //
-// What each engine knows (docs/status.md):
-//
-//   engine     holders: ttl_left            waiters: queue order, deadline_left
-//   mem://     yes                          yes, yes
-//   warden://  yes                          yes, yes
-//   redis://   yes                          yes (fair queue, then others), no
-//   redlock:// yes (from a quorum)          no queue at all
-//   etcd://    the lease's time to live     yes, no
-//   zk://      no (the session's)           yes, no
+// Engines that answer (docs/status.md): mem:// and warden:// (holders with the time
+// left on their leases, waiters in queue order with their deadlines, lock-delay).
+// Others throw Error(unsupported) until they implement Engine::inspect / list.
 #pragma once
 
 #include <chrono>
@@ -40,7 +34,7 @@ struct HolderStatus {
 struct WaiterStatus {
   Mode mode = Mode::exclusive;
   // Time until the waiter gives up; nullopt when it waits without a deadline, or the
-  // backend does not record waiters' deadlines (every engine but mem:// and warden://).
+  // backend does not record waiters' deadlines.
   std::optional<std::chrono::milliseconds> deadline_left;
 };
 
