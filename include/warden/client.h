@@ -17,10 +17,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "warden/lock.h"
 #include "warden/options.h"
 #include "warden/sequencer.h"
+#include "warden/status.h"
 #include "warden/types.h"
 
 namespace warden {
@@ -46,6 +48,22 @@ class Client {
   // unsupported if the engine cannot check, unavailable if it cannot be asked.
   bool check(const Sequencer& sequencer) const;
   bool check(std::string_view sequencer) const;
+
+  // The lock (group, name) as the backend sees it now: its holders (mode, token, time
+  // left on the lease) and its waiters in queue order (warden/status.h says what each
+  // engine knows). One read of the backend, bounded by ClientOptions::op_timeout; never
+  // waits for the lock and changes nothing. A lock nobody holds or waits for has empty
+  // lists. Throws Error(invalid_argument) for a bad group or name, before any I/O;
+  // unsupported if the engine cannot be asked; unavailable / deadline_exceeded if the
+  // backend does not answer; permission_denied if it refuses us.
+  LockStatus inspect(std::string_view group, std::string_view name) const;
+
+  // Every lock of `group` the backend knows now (held, waited for, or in a lock-delay),
+  // sorted by name, with holder and waiter counts. Pages through the backend's key
+  // space (a SCAN, a range, a children list, or wardend's LIST), one round trip per page
+  // of at most 1000 locks, so it blocks longer for large groups; locks that come or go
+  // meanwhile may or may not be listed. Throws like inspect.
+  std::vector<LockSummary> list(std::string_view group) const;
 
   Capabilities capabilities() const;
   const std::string& uri() const;

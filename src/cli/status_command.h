@@ -1,13 +1,14 @@
-// cli/status_command.h — `warden status`: what a lock server says about itself or one
-// lock.
+// cli/status_command.h — `warden status`: what a lock backend says about one lock, a
+// group's locks, or (wardend) itself.
 //
-//   warden status --url warden://H:P [--json]                        server INFO
-//   warden status --url warden://H:P --group G --name N [--json]     INSPECT G/N
+//   warden status --url URL --group G --name N [--json]      one lock: holders, waiters
+//   warden status --url URL --group G [--json]               the group's locks
+//   warden status --url warden://H:P [--json]                server INFO
 //
-// warden:// only for now: other engines have no status query yet and get a usage
-// error (exit 64). Listing every lock of a group is not in wardend's protocol yet.
+// Every engine answers the first two through Client::inspect / Client::list.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -18,11 +19,11 @@ namespace warden::cli {
 struct StatusOptions {
   std::string url;  // empty: $WARDEN_URL
   std::string group;
-  std::string name;
+  std::optional<std::string> name;  // given (maybe empty: an error) or not
   bool json = false;
 };
 
-// Validates `options` (Failure(kUsage) before any I/O), asks the server and prints
+// Validates `options` (Failure(kUsage) before any I/O), asks the backend and prints
 // the answer on stdout. Returns 0; throws Failure for anything else (69 unreachable,
 // 77 refused credentials, 71 an unexpected reply).
 int status(const StatusOptions& options);

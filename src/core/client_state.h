@@ -42,6 +42,9 @@ class ClientState {
 
   bool check(const Sequencer& sequencer);
 
+  // The engine, for calls that need nothing of the client's own state (status).
+  core::Engine& engine() const { return *engine_; }
+
   // Constant after construction.
   const std::string uri;
   const ClientOptions options;

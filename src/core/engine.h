@@ -14,11 +14,13 @@
 #include <span>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "warden/error.h"
 #include "warden/options.h"
 #include "warden/sequencer.h"
+#include "warden/status.h"
 #include "warden/types.h"
 
 namespace warden::core {
@@ -96,6 +98,22 @@ class Engine {
 
   // true iff the backend still holds the grant `sequencer` names.
   virtual bool check(const Sequencer& sequencer) = 0;
+
+  // What the backend says about one lock now: holders, waiters in queue order, a
+  // running lock-delay (warden/status.h). One read, no waiting; never changes the lock.
+  // Throws Error (unavailable, deadline_exceeded, permission_denied); the default
+  // throws unsupported, for an engine that cannot be asked.
+  virtual LockStatus inspect(const LockKey& /*key*/) {
+    throw Error(Errc::unsupported, "this engine cannot show a lock's status");
+  }
+
+  // Every lock of `group` the backend knows now (held, waited for, or delaying), with
+  // its holder and waiter counts, sorted by name (bytewise). Reads the backend's key
+  // space page by page (no single huge reply); blocks for as many round trips as that
+  // takes. Throws like inspect.
+  virtual std::vector<LockSummary> list(std::string_view /*group*/) {
+    throw Error(Errc::unsupported, "this engine cannot list a group's locks");
+  }
 
   // Engines that learn of lost grants asynchronously (a session expired) report them
   // through this sink; the core then fires the lost signal at once. Set once, before

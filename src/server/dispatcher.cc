@@ -20,6 +20,8 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kMinTtlMs = 10;
 constexpr std::uint64_t kMaxTtlMs = 7ULL * 24 * 3600 * 1000;
 constexpr std::uint64_t kMaxDelayMs = 3600ULL * 1000;
+// LIST's page: names per reply at most, so one reply stays small.
+constexpr std::size_t kListPage = 1000;
 
 // Thrown inside a command and turned into one error reply; it never leaves the
 // dispatcher.
@@ -222,6 +224,10 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       table_.advance(now);
       collect(now);
       inspect(key, now, reply);
+      return Outcome::replied;
+    }
+    if (cmd == "LIST") {
+      list(args, now, reply);
       return Outcome::replied;
     }
     if (cmd == "INFO") {
@@ -439,6 +445,56 @@ void Dispatcher::inspect(std::string_view key, Time now, std::string& reply) con
   resp::integer(reply, info.delayed_until
                            ? std::max<std::int64_t>(0, ms_between(now, *info.delayed_until))
                            : 0);
+}
+
+// LIST group [cursor] [COUNT n]: one page of the group's locks after `cursor` (the last
+// name of the previous page; "" or absent: the first page).
+void Dispatcher::list(std::span<const std::string_view> args, Time now, std::string& reply) {
+  arity(args, 2, 5);
+  const std::string_view group = args[1];
+  try {
+    core::validate_group(group);
+  } catch (const Error& e) {
+    throw Reject{"INVALID", e.what()};
+  }
+  std::string_view cursor;
+  std::size_t count = kListPage;
+  std::size_t i = 2;
+  if (args.size() == 3 || args.size() == 5) cursor = args[i++];
+  if (i < args.size()) {
+    if (args.size() - i != 2 || upper(args[i]) != "COUNT") {
+      throw Reject{"ERR", "syntax error: LIST group [cursor] [COUNT n]"};
+    }
+    const std::uint64_t n = parse_u64(args[i + 1], "count");
+    if (n < 1 || n > kListPage) {
+      throw Reject{"INVALID", "count must be 1.." + std::to_string(kListPage)};
+    }
+    count = static_cast<std::size_t>(n);
+  }
+  if (!cursor.empty()) {
+    try {
+      core::validate_name(cursor);
+    } catch (const Error& e) {
+      throw Reject{"INVALID", std::string("cursor: ") + e.what()};
+    }
+  }
+  table_.advance(now);
+  collect(now);
+  const std::string prefix = std::string(group) + '/';
+  // Every key of the group sorts after the bare prefix (names are never empty).
+  const std::string after = prefix + std::string(cursor);
+  const auto page = table_.list(prefix, after, count);
+  resp::array(reply, 2);
+  // A full page may have more after it; a short one is the last ("" ends the listing).
+  resp::bulk(reply, page.size() == count ? std::string_view(page.back().key).substr(prefix.size())
+                                         : std::string_view());
+  resp::array(reply, page.size());
+  for (const auto& k : page) {
+    resp::array(reply, 3);
+    resp::bulk(reply, std::string_view(k.key).substr(prefix.size()));
+    resp::integer(reply, static_cast<std::int64_t>(k.holders));
+    resp::integer(reply, static_cast<std::int64_t>(k.waiters));
+  }
 }
 
 }  // namespace warden::server

@@ -115,6 +115,7 @@ class Dispatcher {
                   std::string& reply);
   void info(Time now, std::string& reply) const;
   void inspect(std::string_view key, Time now, std::string& reply) const;
+  void list(std::span<const std::string_view> args, Time now, std::string& reply);
   // Turns the table's events into wakeups; `now` is when they happened.
   void collect(Time now);
   // Runs a table call made outside any command (timers, disconnects). Granting a queued

@@ -307,8 +307,8 @@ struct LockTable::Impl {
         KeyState& k = node->second;
         std::size_t i = find_waiter(k, t.ref);
         const Entry& e = k.entries[i];
-        events.push_back(
-            Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{}, e.session, e.lock_delay}});
+        events.push_back(Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{},
+                                                             e.session, e.lock_delay}});
         remove_waiter(k, i);
         mark_dirty(k.slot);
         return;
@@ -539,6 +539,26 @@ KeyInfo LockTable::inspect(std::string_view key) const {
   }
   if (k.delayed_until != kNoDelay) info.delayed_until = k.delayed_until;
   return info;
+}
+
+std::vector<KeySummary> LockTable::list(std::string_view prefix, std::string_view after,
+                                        std::size_t limit) const {
+  std::vector<KeySummary> page;
+  if (limit == 0) return page;
+  const auto by_key = [](const KeySummary& a, const KeySummary& b) { return a.key < b.key; };
+  // A max-heap of the `limit` smallest matching keys seen so far.
+  for (const auto& [key, state] : impl_->keys) {
+    if (!key.starts_with(prefix) || std::string_view(key) <= after) continue;
+    if (page.size() == limit && !(key < page.front().key)) continue;
+    page.push_back(KeySummary{key, state.holders, state.entries.size() - state.holders});
+    std::push_heap(page.begin(), page.end(), by_key);
+    if (page.size() > limit) {
+      std::pop_heap(page.begin(), page.end(), by_key);
+      page.pop_back();
+    }
+  }
+  std::sort_heap(page.begin(), page.end(), by_key);
+  return page;
 }
 
 TableStats LockTable::stats() const {

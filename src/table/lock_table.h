@@ -62,10 +62,10 @@ class CountingTokenSource final : public TokenSource {
 };
 
 struct Request {
-  std::string key;              // opaque; the core uses "group/name"
+  std::string key;  // opaque; the core uses "group/name"
   Mode mode = Mode::exclusive;
-  milliseconds ttl{30'000};     // lease length, > 0
-  milliseconds lock_delay{0};   // applied if this grant's lease expires
+  milliseconds ttl{30'000};    // lease length, > 0
+  milliseconds lock_delay{0};  // applied if this grant's lease expires
   bool fair = true;
   Time deadline = Time::max();  // wait limit; <= now: try once, never queue
   std::uint64_t session = 0;    // caller's tag (e.g. a connection); echoed in events
@@ -120,9 +120,16 @@ struct WaiterInfo {
 };
 
 struct KeyInfo {
-  std::vector<HolderInfo> holders;  // in grant order
-  std::vector<WaiterInfo> waiters;  // in queue order
+  std::vector<HolderInfo> holders;    // in grant order
+  std::vector<WaiterInfo> waiters;    // in queue order
   std::optional<Time> delayed_until;  // a running lock-delay
+};
+
+// One key in LockTable::list.
+struct KeySummary {
+  std::string key;
+  std::size_t holders = 0;
+  std::size_t waiters = 0;
 };
 
 struct TableStats {
@@ -151,8 +158,7 @@ class LockTable {
   std::size_t cancel_session(std::uint64_t session, Time now);
   // Extends the lease of the grant (key, token) to now + ttl. nullopt if that grant is
   // not held (released, expired, never existed).
-  std::optional<Time> renew(std::string_view key, std::uint64_t token, milliseconds ttl,
-                            Time now);
+  std::optional<Time> renew(std::string_view key, std::uint64_t token, milliseconds ttl, Time now);
   // Releases the grant (key, token). false if it was not held.
   bool release(std::string_view key, std::uint64_t token, Time now);
   // Expires leases, times out waiters, ends lock-delays and grants whatever became
@@ -163,6 +169,12 @@ class LockTable {
   bool holds(std::string_view key, std::uint64_t token) const;
   std::optional<Grant> find(std::string_view key, std::uint64_t token) const;
   KeyInfo inspect(std::string_view key) const;
+  // The keys that start with `prefix` and sort (bytewise) after `after`, in order, at
+  // most `limit` of them: one page of a listing whose next page starts after the last
+  // key returned. A key is listed while it has holders, waiters or a running lock-delay.
+  // Looks at every key (the table keeps no order), so it costs O(keys) per page.
+  std::vector<KeySummary> list(std::string_view prefix, std::string_view after,
+                               std::size_t limit) const;
   TableStats stats() const;
   bool empty() const;
   // The earliest time at which advance() would change something, if any.

@@ -153,7 +153,27 @@ class MemEngine final : public core::Engine {
     return grant && grant->mode == sequencer.mode;
   }
 
+  LockStatus inspect(const core::LockKey& key) override {
+    std::lock_guard guard(shared_->mu);
+    const auto now = fresh();
+    return status_of(shared_->table, key, now);
+  }
+
+  std::vector<LockSummary> list(std::string_view group) override {
+    std::lock_guard guard(shared_->mu);
+    fresh();
+    return summaries_of(shared_->table, group);
+  }
+
  private:
+  // Brings the table to now, so that status shows no lapsed lease. Requires mu.
+  Clock::time_point fresh() {
+    const auto now = Clock::now();
+    shared_->table.advance(now);
+    shared_->deliver();
+    return now;
+  }
+
   static Granted to_granted(const AcquireRequest& request, const table::Grant& grant) {
     return Granted{GrantRef{request.key, grant.mode, grant.token, request.options.ttl, {}},
                    grant.expires};

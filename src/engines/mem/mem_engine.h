@@ -13,11 +13,17 @@
 
 #include "core/engine.h"
 #include "core/uri.h"
+#include "table/lock_table.h"
 #include "warden/options.h"
 
 namespace warden::engines::mem {
 
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+// mem_inspect.cc: one lock of `table` as a status (times left measured from `now`), and
+// every lock of `group` in it. The caller holds the table's lock and advanced it to now.
+LockStatus status_of(const table::LockTable& table, const core::LockKey& key, table::Time now);
+std::vector<LockSummary> summaries_of(const table::LockTable& table, std::string_view group);
 
 // Test hook: makes table NAME forget every grant of `key` ("group/name") as if its
 // leases had ended, without telling the holders. false if no such table is open.

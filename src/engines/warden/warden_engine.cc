@@ -136,6 +136,14 @@ class WardenEngine final : public core::Engine {
     return parse_flag(result.replies.at(0), "CHECK on " + connector_->endpoint());
   }
 
+  LockStatus inspect(const core::LockKey& key) override {
+    return inspect_on(control_, key, connector_->endpoint());
+  }
+
+  std::vector<LockSummary> list(std::string_view group) override {
+    return list_on(control_, group, connector_->endpoint());
+  }
+
  private:
   // Releases a grant that arrived after its acquire was cancelled. If that fails, the
   // grant ends by its TTL (nobody renews it); there is nobody to report the error to.

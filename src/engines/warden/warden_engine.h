@@ -29,9 +29,13 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/engine.h"
 #include "core/uri.h"
+#include "engines/resp_client/pipeline.h"
 #include "warden/options.h"
 
 namespace warden::engines::wardend {
@@ -39,5 +43,12 @@ namespace warden::engines::wardend {
 // Throws Error(invalid_argument) for a bad URI; unavailable / deadline_exceeded /
 // permission_denied if wardend cannot be reached or refuses us.
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+// warden_inspect.cc: INSPECT one lock, and LIST a group page by page until the server
+// says the listing is complete. Throw like every control-connection call.
+LockStatus inspect_on(resp_client::Pipeline& control, const core::LockKey& key,
+                      const std::string& endpoint);
+std::vector<LockSummary> list_on(resp_client::Pipeline& control, std::string_view group,
+                                 const std::string& endpoint);
 
 }  // namespace warden::engines::wardend

@@ -1,0 +1,59 @@
+// warden/status.h — what a backend says about one lock, or about a group's locks:
+// the answers of Client::inspect and Client::list (`warden status`).
+//
+// A status is a snapshot taken by one read of the backend: by the time it is shown,
+// holders may have released and waiters may have been granted. It is for people and
+// monitoring, never for deciding who holds a lock (hold a Lease, or check a Sequencer).
+//
+// Engines that answer (docs/status.md): mem:// and warden:// (holders with the time
+// left on their leases, waiters in queue order with their deadlines, lock-delay).
+// Others throw Error(unsupported) until they implement Engine::inspect / list.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "warden/types.h"
+
+namespace warden {
+
+// One grant held now.
+struct HolderStatus {
+  Mode mode = Mode::exclusive;
+  std::uint64_t token = 0;  // the grant's fencing token
+  // Time until the lease runs out unless renewed (0 if it is running out now);
+  // nullopt when the backend ties leases to something else (a ZooKeeper session).
+  std::optional<std::chrono::milliseconds> ttl_left;
+};
+
+// One request waiting for the lock.
+struct WaiterStatus {
+  Mode mode = Mode::exclusive;
+  // Time until the waiter gives up; nullopt when it waits without a deadline, or the
+  // backend does not record waiters' deadlines.
+  std::optional<std::chrono::milliseconds> deadline_left;
+};
+
+// One lock as the backend sees it. A lock nobody holds or waits for is "free": both
+// lists empty (backends forget such locks, so free and never-used look the same).
+struct LockStatus {
+  std::string group;
+  std::string name;
+  std::vector<HolderStatus> holders;  // in grant order where the backend knows it
+  std::vector<WaiterStatus> waiters;  // in queue order: the next to be granted first
+  // Time before an expired lock may be granted again (lock-delay); 0 when none runs.
+  std::chrono::milliseconds lock_delay_left{0};
+};
+
+// One lock of a group, in Client::list.
+struct LockSummary {
+  std::string name;
+  std::size_t holders = 0;
+  std::size_t waiters = 0;
+};
+
+}  // namespace warden
