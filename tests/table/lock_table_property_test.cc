@@ -3,11 +3,14 @@
 //
 // Every sequence is generated from (seed, index) alone, so a failure names both and
 // can be rerun on its own:
-//   WARDEN_TABLE_SEED=<seed> WARDEN_TABLE_SEQUENCE=<index> warden_table_tests
+//   WARDEN_SEED=<seed> WARDEN_TABLE_SEQUENCE=<index> warden_table_tests
 //       --gtest_filter='*RandomSequences*'
+// (WARDEN_SEED is every randomized test's seed variable; WARDEN_TABLE_SEED, its older
+// name here, still works.)
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -476,7 +479,10 @@ class Sequence {
 class LockTableProperty : public ::testing::TestWithParam<int> {};
 
 TEST_P(LockTableProperty, RandomSequencesAgreeWithTheReferenceModel) {
-  const std::uint64_t seed = env_or("WARDEN_TABLE_SEED", kDefaultSeed);
+  const std::uint64_t seed = env_or("WARDEN_SEED", env_or("WARDEN_TABLE_SEED", kDefaultSeed));
+  if (GetParam() == 0)
+    std::fprintf(stderr, "seed %llu (WARDEN_SEED)\n", static_cast<unsigned long long>(seed));
+  RecordProperty("seed", std::to_string(seed));
   const std::uint64_t per_shard = env_or("WARDEN_TABLE_SEQUENCES_PER_SHARD", kSequencesPerShard);
   std::uint64_t first = static_cast<std::uint64_t>(GetParam()) * per_shard;
   std::uint64_t last = first + per_shard;
@@ -488,9 +494,8 @@ TEST_P(LockTableProperty, RandomSequencesAgreeWithTheReferenceModel) {
     Sequence s(seed, i);
     s.run();
     if (::testing::Test::HasFailure()) {
-      ADD_FAILURE() << "seed=" << seed << " sequence=" << i
-                    << " (rerun with WARDEN_TABLE_SEED=" << seed << " WARDEN_TABLE_SEQUENCE=" << i
-                    << ")\ncalls:\n"
+      ADD_FAILURE() << "seed=" << seed << " sequence=" << i << " (rerun with WARDEN_SEED=" << seed
+                    << " WARDEN_TABLE_SEQUENCE=" << i << ")\ncalls:\n"
                     << s.log();
       return;
     }

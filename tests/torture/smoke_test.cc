@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -30,10 +31,15 @@ struct Outcome {
 // status and stdout (the summary).
 Outcome torture(const std::string& url, const std::string& nemesis, const std::string& epsilon) {
   TempDir out("warden-torture-smoke");
-  const std::string command = std::string(WARDEN_CLI_PATH) + " torture --url '" + url +
-                              "' --clients 3 --duration 3s --ttl 1s --epsilon " + epsilon +
-                              " --nemesis " + nemesis + " --out " + out.path().string() +
-                              " 2>/dev/null";
+  // The run's random choices (which client the nemesis hits, hold times) come from one
+  // seed: WARDEN_SEED reruns a failure's; the summary names the seed used.
+  const char* seed_env = std::getenv("WARDEN_SEED");
+  const std::string seed = seed_env != nullptr ? seed_env : "1";
+  std::fprintf(stderr, "seed %s (WARDEN_SEED)\n", seed.c_str());
+  const std::string command =
+      std::string(WARDEN_CLI_PATH) + " torture --url '" + url + "' --seed " + seed +
+      " --clients 3 --duration 3s --ttl 1s --epsilon " + epsilon + " --nemesis " + nemesis +
+      " --out " + out.path().string() + " 2>/dev/null";
   Outcome outcome;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return outcome;

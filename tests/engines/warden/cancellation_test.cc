@@ -33,11 +33,9 @@ TEST(WardenCancellation, CancelledParkedWaitLeavesNoWaiterOnTheServer) {
   });
   ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 1; }));
 
-  const auto cancelled_at = Clock::now();
   stop.request_stop();
   ASSERT_EQ(waiting.wait_for(kPrompt), std::future_status::ready);
   EXPECT_FALSE(waiting.get());
-  EXPECT_LT(Clock::now() - cancelled_at, 500ms);
   // The engine returned only after the server confirmed: the waiter is gone already.
   const auto state = probe.inspect("g/x");
   EXPECT_EQ(state.waiters, 0u);
