@@ -198,12 +198,14 @@ TEST(WardenStatus, ShowsServerInfoAndOneLocksHolders) {
   EXPECT_NE(table.out.find(std::to_string(lease.token())), std::string::npos) << table.out;
 }
 
-TEST(WardenStatus, OtherEnginesAndMissingNamesAreUsageErrors) {
+TEST(WardenStatus, InfoOfOtherEnginesAndANameWithoutGroupAreUsageErrors) {
+  // INFO (no --group) is wardend's; every engine answers --group [--name].
   const auto mem = warden({"status", "--url", "mem://"});
   EXPECT_EQ(mem.status, 64);
   EXPECT_NE(mem.err.find("warden://"), std::string::npos) << mem.err;
-  EXPECT_EQ(warden({"status", "--url", "warden://127.0.0.1:1", "--group", "g"}).status, 64);
   EXPECT_EQ(warden({"status", "--url", "warden://127.0.0.1:1", "--name", "n"}).status, 64);
+  // --group alone lists the group: a valid request, so an unreachable server is 69.
+  EXPECT_EQ(warden({"status", "--url", "warden://127.0.0.1:1", "--group", "g"}).status, 69);
 }
 
 TEST(WardenStatus, UnreachableServerExits69) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 
@@ -159,7 +160,8 @@ std::vector<std::optional<std::uint64_t>> RedisMasters::fences(std::string_view 
   return values;
 }
 
-std::vector<std::string> RedisMasters::grant_keys(int db) {
+std::vector<std::string> RedisMasters::keys_where(
+    int db, const std::function<bool(const std::string&)>& wanted) {
   std::vector<std::string> keys;
   for (int i = 0; i < size(); ++i) {
     if (!up(i)) continue;
@@ -172,35 +174,24 @@ std::vector<std::string> RedisMasters::grant_keys(int db) {
       throw;
     }
     for (const auto& k : names) {
-      if (k.find("{warden:") != std::string::npos && ends_with(k, ":rl")) {
-        keys.push_back("m" + std::to_string(i) + " " + k);
-      }
+      if (wanted(k)) keys.push_back("m" + std::to_string(i) + " " + k);
     }
   }
   std::sort(keys.begin(), keys.end());
   return keys;
 }
 
+std::vector<std::string> RedisMasters::grant_keys(int db) {
+  return keys_where(db, [](const std::string& k) {
+    return k.find("{warden:") != std::string::npos && ends_with(k, ":rl");
+  });
+}
+
 std::vector<std::string> RedisMasters::lock_keys(std::string_view group, std::string_view name,
                                                  int db) {
   const std::string tag = redlock_tag(group, name);
-  std::vector<std::string> keys;
-  for (int i = 0; i < size(); ++i) {
-    if (!up(i)) continue;
-    std::vector<std::string> names;
-    try {
-      names = probe(i)->keys(db);
-    } catch (const std::runtime_error&) {
-      forget_probe(i);
-      if (!up(i)) continue;
-      throw;
-    }
-    for (const auto& k : names) {
-      if (k.compare(0, tag.size(), tag) == 0) keys.push_back("m" + std::to_string(i) + " " + k);
-    }
-  }
-  std::sort(keys.begin(), keys.end());
-  return keys;
+  return keys_where(db,
+                    [&tag](const std::string& k) { return k.compare(0, tag.size(), tag) == 0; });
 }
 
 int RedisMasters::drop(std::string_view group, std::string_view name, int db) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,10 @@ class RedisMasters {
   std::string command(int i, const std::vector<std::string>& args, int db = 0);
 
  private:
+  // "mN KEY" for every key of db on every master that is up and for which `wanted` holds,
+  // sorted.
+  std::vector<std::string> keys_where(int db,
+                                      const std::function<bool(const std::string&)>& wanted);
   // A probe of master i, made on first use; nullptr if it cannot be reached.
   RedisProbe* probe(int i);
   void forget_probe(int i);
