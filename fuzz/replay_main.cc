@@ -7,7 +7,7 @@
 // no coverage feedback. When the target aborts or a sanitizer stops it, the input that
 // did it is written to ./replay-crash.
 //
-//   resp_fuzz_replay [--seconds=2] [--mutations=1000000] [--seed=1] [--max-len=4096]
+//   <target>_replay [--seconds=2] [--mutations=1000000] [--seed=1] [--max-len=4096]
 //                    DIR_OR_FILE...
 #include <fcntl.h>
 #include <unistd.h>
@@ -36,6 +36,9 @@ namespace {
 namespace fs = std::filesystem;
 using Bytes = std::string;
 
+// The program's name for messages ("uri_fuzz_replay"), set first thing in main.
+std::string g_name = "fuzz_replay";
+
 struct Options {
   double seconds = 2;
   std::uint64_t mutations = 1'000'000;
@@ -46,9 +49,9 @@ struct Options {
 
 [[noreturn]] void usage(const char* message) {
   std::fprintf(stderr,
-               "resp_fuzz_replay: %s\nusage: resp_fuzz_replay [--seconds=S] [--mutations=N] "
-               "[--seed=N] [--max-len=N] DIR_OR_FILE...\n",
-               message);
+               "%s: %s\nusage: %s [--seconds=S] [--mutations=N] [--seed=N] [--max-len=N] "
+               "DIR_OR_FILE...\n",
+               g_name.c_str(), message, g_name.c_str());
   std::exit(2);
 }
 
@@ -92,7 +95,7 @@ std::vector<Bytes> load_corpus(const std::vector<fs::path>& inputs) {
     } else if (fs::is_regular_file(input)) {
       files.push_back(input);
     } else {
-      std::fprintf(stderr, "resp_fuzz_replay: no such file or directory: %s\n",
+      std::fprintf(stderr, "%s: no such file or directory: %s\n", g_name.c_str(),
                    input.string().c_str());
       std::exit(2);
     }
@@ -105,6 +108,7 @@ std::vector<Bytes> load_corpus(const std::vector<fs::path>& inputs) {
 
 // The input being run, written to ./replay-crash if the run dies.
 const Bytes* g_current = nullptr;
+std::string g_note;  // what save_current says, built in main
 
 void save_current() {
   if (g_current == nullptr) return;
@@ -117,8 +121,8 @@ void save_current() {
     done += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  constexpr std::string_view kNote = "resp_fuzz_replay: failing input written to replay-crash\n";
-  [[maybe_unused]] const ssize_t ignored = ::write(2, kNote.data(), kNote.size());
+  // Built beforehand: this runs in a signal handler.
+  [[maybe_unused]] const ssize_t ignored = ::write(2, g_note.data(), g_note.size());
 }
 
 void on_abort(int sig) {
@@ -233,6 +237,8 @@ class Mutator {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 0) g_name = fs::path(argv[0]).filename().string();
+  g_note = g_name + ": failing input written to replay-crash\n";
   const Options options = parse_options(argc, argv);
   const std::vector<Bytes> corpus = load_corpus(options.inputs);
   const auto start = std::chrono::steady_clock::now();
@@ -250,9 +256,8 @@ int main(int argc, char** argv) {
     run(mutator.mutate(corpus));
     ++done;
   }
-  std::printf(
-      "resp_fuzz_replay: %zu corpus inputs, %llu mutations (seed %llu) in %.2f s, no failure\n",
-      corpus.size(), static_cast<unsigned long long>(done),
-      static_cast<unsigned long long>(options.seed), elapsed());
+  std::printf("%s: %zu corpus inputs, %llu mutations (seed %llu) in %.2f s, no failure\n",
+              g_name.c_str(), corpus.size(), static_cast<unsigned long long>(done),
+              static_cast<unsigned long long>(options.seed), elapsed());
   return 0;
 }

@@ -95,6 +95,13 @@ Uri Uri::parse(std::string_view text) {
   }
   std::string_view rest = text.substr(sep + 3);
 
+  // The user info ends at the last '@' before the first '/' or '?'. An '@' after them
+  // means a user or password held an unescaped '/' or '?', and its pieces would land in
+  // the host, path or query, whose errors quote them: refuse it without quoting.
+  if (const auto end = rest.find_first_of("/?");
+      end != std::string_view::npos && rest.find('@', end) != std::string_view::npos) {
+    invalid("'@' after the host; a user or password holding '/', '?' or '@' must be %-escaped");
+  }
   // Query.
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
     std::string_view query = rest.substr(q + 1);

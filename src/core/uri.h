@@ -1,6 +1,7 @@
 // core/uri.h — parsing of engine URIs:
 //   scheme://[user[:password]@]host[:port][,host[:port]...][/path][?key=value&...]
-// Percent-escapes (%XX) are decoded in user, password, path and query values.
+// Percent-escapes (%XX) are decoded in user, password, path and query values. '@' may
+// appear only in the user info: in a path or query it is written %40.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
@@ -67,8 +68,23 @@ class LineReader {
 
   std::int64_t integer(const char* name) const {
     const nlohmann::json& value = field(name);
-    if (!value.is_number_integer()) throw std::runtime_error(bad(name, "an integer"));
+    // An unsigned literal above INT64_MAX would come back negative.
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() &&
+         value.get<std::uint64_t>() > std::uint64_t{std::numeric_limits<std::int64_t>::max()})) {
+      throw std::runtime_error(bad(name, "a 64-bit integer"));
+    }
     return value.get<std::int64_t>();
+  }
+
+  // A client's number. Negative numbers are rejected: write_event leaves a fault's
+  // client out when it is negative, so one would not read back the same.
+  int client(const char* name) const {
+    const std::int64_t value = integer(name);
+    if (value < 0 || value > std::numeric_limits<int>::max()) {
+      throw std::runtime_error(bad(name, "a client number (0..2147483647)"));
+    }
+    return static_cast<int>(value);
   }
 
   std::uint64_t token(const char* name) const {
@@ -128,7 +144,7 @@ Event parse_event(std::string_view line) {
   event.time = in.integer("time");
   const Fields fields = fields_of(*kind);
   if (fields.client || (event.kind == EventKind::fault && in.has("client"))) {
-    event.client = static_cast<int>(in.integer("client"));
+    event.client = in.client("client");
   }
   if (fields.token) event.token = in.token("token");
   if (fields.span) {

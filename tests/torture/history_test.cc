@@ -114,6 +114,28 @@ TEST(History, MalformedLineIsNamedByItsNumber) {
   EXPECT_EQ(message, "history line 1: not a JSON object");
 }
 
+// Found by fuzz/history_fuzz.cc: values the reader used to accept but could not give
+// back — a fault's negative client was left out when written (so it read back as -1),
+// and integers beyond 64-bit or int range came back wrapped.
+TEST(History, ValuesThatWouldNotReadBackAreRejected) {
+  std::string message = read_error(
+      "{\"kind\":\"fault\",\"time\":1,\"client\":-5,\"start\":1,\"end\":2,"
+      "\"nemesis\":\"n\",\"target\":\"t\"}\n");
+  EXPECT_EQ(message, "history line 1: field \"client\" must be a client number (0..2147483647)");
+
+  message = read_error("{\"kind\":\"request\",\"time\":1,\"client\":4294967296}\n");
+  EXPECT_EQ(message, "history line 1: field \"client\" must be a client number (0..2147483647)");
+
+  message = read_error("{\"kind\":\"death\",\"time\":18446744073709551615,\"client\":0}\n");
+  EXPECT_EQ(message, "history line 1: field \"time\" must be a 64-bit integer");
+
+  // The extremes that do fit still round-trip.
+  Event extreme = request(0, 1);
+  extreme.client = 2'147'483'647;
+  extreme.time = -9'223'372'036'854'775'807 - 1;
+  EXPECT_EQ(read(written({extreme})), std::vector<Event>{extreme});
+}
+
 TEST(History, SortedByTimeKeepsEqualTimesInOrder) {
   const std::vector<Event> events = {grant(1, 5, 2), release(0, 5, 1), request(2, 1),
                                      lost(0, 5, 1)};

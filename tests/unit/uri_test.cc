@@ -66,5 +66,28 @@ TEST(Uri, ErrorsDoNotEchoThePassword) {
   }
 }
 
+// Found by fuzz/uri_fuzz.cc: a password holding an unescaped '/' or '?' split into the
+// port and the path or query, and their errors quoted the pieces ("port 'pa' is not a
+// number", "database='ss@h' is not a number", "unknown parameter 'ss'").
+TEST(Uri, PasswordWithUnescapedSlashOrQuestionMarkIsRefusedUnquoted) {
+  for (const char* text : {"redis://u:pa/ss@h", "redis://u:123/ss@h", "redis://u:12?ss=1@h",
+                           "etcd://u:x@h/p@q", "zk://h?k=a@b"}) {
+    try {
+      Uri::parse(text);
+      ADD_FAILURE() << "expected an error for " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << text;
+      const std::string message = e.what();
+      EXPECT_NE(message.find("must be %-escaped"), std::string::npos) << message;
+      for (const char* piece : {"pa", "ss", "123", "@h", "p@q", "a@b"}) {
+        EXPECT_EQ(message.find(std::string("'") + piece), std::string::npos) << message;
+      }
+    }
+  }
+  // Escaped, the same password parses.
+  EXPECT_EQ(Uri::parse("redis://u:123%2Fss@h").password, "123/ss");
+  EXPECT_EQ(Uri::parse("zk://h/pre%40fix").path, "pre@fix");
+}
+
 }  // namespace
 }  // namespace warden::core

@@ -12,6 +12,7 @@
 #include "engines/redis/lock_keys.h"
 #include "engines/redis/redis_config.h"
 #include "engines/redis/script_call.h"
+#include "engines/redis/script_replies.h"
 #include "engines/redis/scripts.h"
 #include "engines/redis/subscriber.h"
 #include "engines/resp_client/backoff.h"
@@ -35,36 +36,6 @@ using resp_client::Reply;
 // Grants per renew.lua call: a watchdog round holding more sends several calls, all in
 // one pipelined round trip, so no single script runs long enough to stall Redis.
 constexpr std::size_t kRenewChunk = 256;
-
-std::int64_t integer_of(const Reply& reply, std::string_view context) {
-  if (reply.is_error()) throw resp_client::reply_error(reply, context);
-  if (!reply.is_integer()) throw resp_client::unexpected_reply(reply, context);
-  return reply.integer;
-}
-
-// acquire.lua's answer.
-struct Attempt {
-  bool granted = false;
-  std::uint64_t token = 0;     // when granted
-  std::int64_t retry_ms = -1;  // when not: until something runs out by itself; -1 none
-};
-
-Attempt attempt_of(const Reply& reply, std::string_view context) {
-  if (reply.is_error()) throw resp_client::reply_error(reply, context);
-  if (!reply.is_array() || reply.elements.size() != 2 || !reply.elements[0].is_integer() ||
-      !reply.elements[1].is_integer()) {
-    throw resp_client::unexpected_reply(reply, context);
-  }
-  Attempt attempt;
-  if (reply.elements[0].integer == 1) {
-    if (reply.elements[1].integer <= 0) throw resp_client::unexpected_reply(reply, context);
-    attempt.granted = true;
-    attempt.token = static_cast<std::uint64_t>(reply.elements[1].integer);
-  } else {
-    attempt.retry_ms = reply.elements[1].integer;
-  }
-  return attempt;
-}
 
 std::vector<std::string> all_keys(const LockKeys& keys) {
   return {keys.holders, keys.info, keys.queue, keys.waiters, keys.pending};

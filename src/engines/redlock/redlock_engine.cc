@@ -18,6 +18,7 @@
 #include "engines/redlock/masters.h"
 #include "engines/redlock/quorum.h"
 #include "engines/redlock/redlock_config.h"
+#include "engines/redlock/script_replies.h"
 #include "engines/resp_client/errors.h"
 #include "engines/resp_client/script.h"
 #include "warden/error.h"
@@ -84,21 +85,6 @@ GrantIdentity parse_identity(const std::string& identity) {
   const std::string mask = identity.substr(bar + 1);
   std::from_chars(mask.data(), mask.data() + mask.size(), parsed.may_hold, 16);
   return parsed;
-}
-
-std::optional<std::uint64_t> parse_u64(const Reply& reply) {
-  if (reply.type != Reply::Type::bulk) return std::nullopt;
-  std::uint64_t value = 0;
-  const std::string& text = reply.text;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-// An integer reply 1 or 0 (yes or no); nullopt for anything else (a failed vote).
-std::optional<bool> yes_or_no(const Reply& reply) {
-  if (!reply.is_integer() || (reply.integer != 0 && reply.integer != 1)) return std::nullopt;
-  return reply.integer == 1;
 }
 
 // What one attempt to acquire came to.
@@ -444,17 +430,7 @@ class RedlockEngine final : public core::Engine {
   // another", or our read of the token.
   static std::optional<std::optional<TokenRead>> token_read(const Leg& leg) {
     if (!leg.ok()) return std::nullopt;
-    const Reply& reply = leg.replies[0];
-    if (!reply.is_array() || reply.elements.empty() || !reply.elements[0].is_integer()) {
-      return std::nullopt;
-    }
-    if (reply.elements[0].integer == 0) return std::optional<TokenRead>();
-    if (reply.elements[0].integer != 1 || reply.elements.size() != 4) return std::nullopt;
-    const auto last = parse_u64(reply.elements[1]);
-    const auto seconds = parse_u64(reply.elements[2]);
-    const auto micros = parse_u64(reply.elements[3]);
-    if (!last || !seconds || !micros) return std::nullopt;
-    return std::optional<TokenRead>(TokenRead{*last, *seconds * 1'000'000 + *micros});
+    return token_read_of(leg.replies[0]);
   }
 
   // Uniform in [delay, delay + jitter]; after split votes in a row, that many times

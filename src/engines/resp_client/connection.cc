@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "engines/resp_client/hiredis_reply.h"
+
 namespace warden::engines::resp_client {
 namespace {
 
@@ -56,27 +58,6 @@ void encode(std::string& out, std::string_view arg) {
   out += "\r\n";
   out.append(arg);
   out += "\r\n";
-}
-
-Reply convert(const redisReply& r) {
-  switch (r.type) {
-    case REDIS_REPLY_STATUS:
-      return status_reply(std::string(r.str, r.len));
-    case REDIS_REPLY_ERROR:
-      return error_reply(std::string(r.str, r.len));
-    case REDIS_REPLY_INTEGER:
-      return integer_reply(r.integer);
-    case REDIS_REPLY_STRING:
-      return bulk_reply(std::string(r.str, r.len));
-    case REDIS_REPLY_ARRAY: {
-      std::vector<Reply> elements;
-      elements.reserve(r.elements);
-      for (std::size_t i = 0; i < r.elements; ++i) elements.push_back(convert(*r.element[i]));
-      return array_reply(std::move(elements));
-    }
-    default:
-      return nil_reply();
-  }
 }
 
 struct FreeReply {
@@ -192,7 +173,7 @@ std::optional<Reply> Connection::poll_reply(Clock::time_point until, int wake_fd
     }
     if (raw != nullptr) {
       const std::unique_ptr<void, FreeReply> owned(raw);
-      return convert(*static_cast<const redisReply*>(raw));
+      return from_hiredis(*static_cast<const redisReply*>(raw));
     }
     switch (wait_for(fd(), POLLIN, until, wake_fd)) {
       case Ready::timeout:
