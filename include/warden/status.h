@@ -6,8 +6,10 @@
 // monitoring, never for deciding who holds a lock (hold a Lease, or check a Sequencer).
 //
 // Engines that answer (docs/status.md): mem:// and warden:// (holders with the time
-// left on their leases, waiters in queue order with their deadlines, lock-delay).
-// Others throw Error(unsupported) until they implement Engine::inspect / list.
+// left on their leases, waiters in queue order with their deadlines, lock-delay);
+// redis:// (the same, but waiters' deadlines unknown); etcd:// and zk:// (holders and
+// waiters by the engine's queue rule; lease time and waiters' deadlines unknown: they
+// live in the session and the waiting client). redlock:// throws Error(unsupported).
 #pragma once
 
 #include <chrono>

@@ -10,8 +10,11 @@
 #include <vector>
 
 #include "process.h"
+#include "support/etcd_server.h"
+#include "support/redis_server.h"
 #include "support/server_process.h"
 #include "support/waiting.h"
+#include "support/zookeeper_server.h"
 #include "warden/client.h"
 
 namespace warden::cli::testing {
@@ -160,6 +163,39 @@ TEST(Status, AFreshMemTableIsEmpty) {
   const Outcome all = status({"--url", "mem://", "--group", "g"});
   ASSERT_EQ(all.status, 0) << all.err;
   EXPECT_NE(all.out.find("group g: 0 locks"), std::string::npos) << all.out;
+}
+
+// One exclusive holder, shown by `warden status --json` on an engine other than wardend.
+void expect_one_holder(const std::string& uri) {
+  Client client = Client::open(uri);
+  Lease lease = client.lock("billing", "invoice-7").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  const Outcome out = status({"--url", uri, "--group", "billing", "--name", "invoice-7", "--json"});
+  ASSERT_EQ(out.status, 0) << out.err;
+  const json j = json::parse(out.out);
+  ASSERT_EQ(j["holders"].size(), 1u) << out.out;
+  EXPECT_EQ(j["holders"][0]["mode"], "exclusive");
+  EXPECT_EQ(j["holders"][0]["token"], lease.token());
+  EXPECT_TRUE(j["waiters"].empty());
+  const Outcome group = status({"--url", uri, "--group", "billing", "--json"});
+  ASSERT_EQ(group.status, 0) << group.err;
+  EXPECT_EQ(json::parse(group.out)["locks"],
+            json::array({{{"name", "invoice-7"}, {"holders", 1}, {"waiters", 0}}}));
+}
+
+TEST(StatusOnOtherEngines, Redis) {
+  warden::testing::RedisServer server;
+  expect_one_holder(server.uri());
+}
+
+TEST(StatusOnOtherEngines, Etcd) {
+  warden::testing::EtcdCluster cluster;
+  expect_one_holder(cluster.uri());
+}
+
+TEST(StatusOnOtherEngines, ZooKeeper) {
+  warden::testing::ZooKeeperEnsemble zk;
+  expect_one_holder(zk.uri());
 }
 
 }  // namespace

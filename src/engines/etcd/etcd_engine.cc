@@ -240,6 +240,14 @@ class EtcdEngine final : public core::Engine {
     return rpc_->range(request).kvs_size() == 1;
   }
 
+  LockStatus inspect(const core::LockKey& key) override {
+    return inspect_on(*rpc_, config_.prefix, key);
+  }
+
+  std::vector<LockSummary> list(std::string_view group) override {
+    return list_on(*rpc_, config_.prefix, group);
+  }
+
  private:
   struct Created {
     std::int64_t revision = 0;  // the key's create_revision: the token if granted

@@ -15,6 +15,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/engine.h"
 #include "core/uri.h"
@@ -25,5 +28,13 @@ namespace warden::engines::etcd {
 // Throws Error(invalid_argument) for a bad URI; unavailable / deadline_exceeded /
 // permission_denied if no member can be reached or the credentials are refused.
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+class EtcdRpc;
+
+// etcd_inspect.cc: one lock's status from one range over its keys (holders and waiters
+// by the engine's own rule, tokens = create_revision, no ttl_left), and a group's locks
+// from a keys-only range over the group, paged. Write nothing. Throw like EtcdRpc.
+LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockKey& key);
+std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, std::string_view group);
 
 }  // namespace warden::engines::etcd

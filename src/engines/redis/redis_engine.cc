@@ -183,6 +183,14 @@ class RedisEngine final : public core::Engine {
     return integer_of(result.replies.at(0), context("check")) == 1;
   }
 
+  LockStatus inspect(const core::LockKey& key) override {
+    return inspect_on(pipeline(), key, connector_->endpoint());
+  }
+
+  std::vector<LockSummary> list(std::string_view group) override {
+    return list_on(pipeline(), group, connector_->endpoint());
+  }
+
  private:
   Pipeline& pipeline() {
     const std::size_t n = next_pipeline_.fetch_add(1, std::memory_order_relaxed);

@@ -23,9 +23,13 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/engine.h"
 #include "core/uri.h"
+#include "engines/resp_client/pipeline.h"
 #include "warden/options.h"
 
 namespace warden::engines::redis {
@@ -33,5 +37,13 @@ namespace warden::engines::redis {
 // Throws Error(invalid_argument) for a bad URI; unavailable / deadline_exceeded /
 // permission_denied if Redis cannot be reached or refuses us.
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+// redis_inspect.cc: one lock's status from one MULTI of reads (holders, admitted and
+// queued waiters, lock-delay, measured on Redis' TIME), and a group's locks by SCAN.
+// Write nothing. Throw like every pipelined call.
+LockStatus inspect_on(resp_client::Pipeline& pipeline, const core::LockKey& key,
+                      const std::string& endpoint);
+std::vector<LockSummary> list_on(resp_client::Pipeline& pipeline, std::string_view group,
+                                 const std::string& endpoint);
 
 }  // namespace warden::engines::redis

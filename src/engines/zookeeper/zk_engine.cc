@@ -206,6 +206,14 @@ class ZkEngine final : public core::Engine, public SessionListener {
     return found;
   }
 
+  LockStatus inspect(const core::LockKey& key) override {
+    return inspect_on(*current_session(), config_.prefix, key);
+  }
+
+  std::vector<LockSummary> list(std::string_view group) override {
+    return list_on(*current_session(), config_.prefix, group);
+  }
+
   // SessionListener: from the C client's completion thread; never blocks.
   void on_state(const ZkSession& session, SessionState state) override {
     {

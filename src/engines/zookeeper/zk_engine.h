@@ -14,6 +14,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/engine.h"
 #include "core/uri.h"
@@ -24,5 +27,15 @@ namespace warden::engines::zookeeper {
 // Throws Error(invalid_argument) for a bad URI; unavailable / deadline_exceeded /
 // permission_denied if no server answers or the credentials are refused.
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+class ZkSession;
+
+// zk_inspect.cc: one lock's status from its node's children (holders by the engine's
+// rule with their czxids as tokens, no ttl_left: leases are session-bound), and a
+// group's locks from the children of the group's node. Write nothing. Throw like
+// ZkSession calls.
+LockStatus inspect_on(ZkSession& session, const std::string& prefix, const core::LockKey& key);
+std::vector<LockSummary> list_on(ZkSession& session, const std::string& prefix,
+                                 std::string_view group);
 
 }  // namespace warden::engines::zookeeper
