@@ -9,7 +9,8 @@
 // left on their leases, waiters in queue order with their deadlines, lock-delay);
 // redis:// (the same, but waiters' deadlines unknown); etcd:// and zk:// (holders and
 // waiters by the engine's queue rule; lease time and waiters' deadlines unknown: they
-// live in the session and the waiting client). redlock:// throws Error(unsupported).
+// live in the session and the waiting client); redlock:// (the holder a quorum of
+// masters agrees on; no queue).
 #pragma once
 
 #include <chrono>

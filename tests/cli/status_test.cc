@@ -11,6 +11,7 @@
 
 #include "process.h"
 #include "support/etcd_server.h"
+#include "support/redis_masters.h"
 #include "support/redis_server.h"
 #include "support/server_process.h"
 #include "support/waiting.h"
@@ -191,6 +192,11 @@ TEST(StatusOnOtherEngines, Redis) {
 TEST(StatusOnOtherEngines, Etcd) {
   warden::testing::EtcdCluster cluster;
   expect_one_holder(cluster.uri());
+}
+
+TEST(StatusOnOtherEngines, Redlock) {
+  warden::testing::RedisMasters masters(3);
+  expect_one_holder(masters.uri());
 }
 
 TEST(StatusOnOtherEngines, ZooKeeper) {

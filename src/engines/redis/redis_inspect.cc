@@ -16,6 +16,7 @@
 #include "engines/redis/lock_keys.h"
 #include "engines/redis/redis_engine.h"
 #include "engines/resp_client/errors.h"
+#include "engines/resp_client/glob.h"
 
 namespace warden::engines::redis {
 namespace {
@@ -194,16 +195,6 @@ std::vector<LockStatus> read_locks(resp_client::Pipeline& pipeline,
   return out;
 }
 
-// `text` with the glob specials of SCAN MATCH escaped, so it matches itself only.
-std::string glob_escaped(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 // The lock name in a key of `prefix` ("{warden:GROUP/"), or nullopt for a key that is
 // not one of a redis:// lock's (another engine's keys can share the tag).
 std::optional<std::string> name_in(std::string_view key, std::string_view prefix) {
@@ -228,7 +219,7 @@ std::vector<LockSummary> list_on(resp_client::Pipeline& pipeline, std::string_vi
   // Every key of the group's locks starts with "{warden:GROUP/" (lock_keys.h); a name
   // is the raw bytes between that and the key's fixed suffix "}:X".
   const std::string prefix = "{warden:" + std::string(group) + '/';
-  const std::string pattern = glob_escaped(prefix) + '*';
+  const std::string pattern = resp_client::glob_escaped(prefix) + '*';
   const std::string context = "SCAN on " + endpoint;
   std::set<std::string> names;  // SCAN may return a key more than once
   std::string cursor = "0";

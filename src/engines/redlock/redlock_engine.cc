@@ -18,6 +18,7 @@
 #include "engines/redlock/masters.h"
 #include "engines/redlock/quorum.h"
 #include "engines/redlock/redlock_config.h"
+#include "engines/redlock/redlock_inspect.h"
 #include "engines/redlock/script_replies.h"
 #include "engines/resp_client/errors.h"
 #include "engines/resp_client/script.h"
@@ -267,7 +268,21 @@ class RedlockEngine final : public core::Engine {
     return false;
   }
 
+  // A status read is no lease's business: it may take longer than a vote (at least 1 s
+  // per round), so a loaded master still answers it.
+  LockStatus inspect(const core::LockKey& key) override {
+    return inspect_on(masters_, key, status_timeout());
+  }
+
+  std::vector<LockSummary> list(std::string_view group) override {
+    return list_on(masters_, group, status_timeout());
+  }
+
  private:
+  std::chrono::milliseconds status_timeout() const {
+    return std::max(config_.node_timeout, std::chrono::milliseconds(1000));
+  }
+
   static void count(Tally& tally, std::optional<bool> vote) {
     if (!vote) {
       ++tally.failed;
