@@ -1,13 +1,9 @@
-// etcd:// Client::inspect and Client::list: one range over the lock's keys shows the
-// holders by the engine's rule (tokens = create_revision, equal to the leases'), the
-// waiters in create_revision order, and nothing once released; a group lists every
-// lock, whatever bytes its name holds ('/' and '%' are escaped in keys); reading
-// changes nothing.
+// etcd:// Client::inspect and Client::list beyond the conformance clauses
+// (tests/conformance/status_test.cc): a cluster that is down is unavailable, and reading
+// changes no key or revision.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stop_token>
-#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -17,102 +13,10 @@
 namespace warden::testing {
 namespace {
 
-// Waits on `name` in `mode` on its own thread until the test ends, then gives up.
-class Waiter {
- public:
-  Waiter(Client& client, const std::string& name, Mode mode)
-      : thread_([&client, name, mode](std::stop_token stop) {
-          auto lease = client.lock("g", name).acquire(mode, Wait::forever(), stop);
-        }) {}
-
- private:
-  std::jthread thread_;
-};
-
-bool shows_waiters(const Client& client, const std::string& name, std::size_t n) {
-  return eventually([&] { return client.inspect("g", name).waiters.size() == n; });
-}
-
 class EtcdInspect : public ::testing::Test {
  protected:
   EtcdCluster cluster_;
 };
-
-TEST_F(EtcdInspect, ShowsTheHolderAndTheWaitersInQueueOrder) {
-  Client client = Client::open(cluster_.uri());
-  Lease held = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
-  Waiter reader(client, "n", Mode::shared);
-  ASSERT_TRUE(shows_waiters(client, "n", 1));
-  Waiter writer(client, "n", Mode::exclusive);
-  ASSERT_TRUE(shows_waiters(client, "n", 2));
-
-  const LockStatus s = client.inspect("g", "n");
-  EXPECT_EQ(s.group, "g");
-  EXPECT_EQ(s.name, "n");
-  ASSERT_EQ(s.holders.size(), 1u);
-  EXPECT_EQ(s.holders[0].mode, Mode::exclusive);
-  EXPECT_EQ(s.holders[0].token, held.token());
-  EXPECT_FALSE(s.holders[0].ttl_left);  // the session lease's, not in a range
-  ASSERT_EQ(s.waiters.size(), 2u);
-  EXPECT_EQ(s.waiters[0].mode, Mode::shared);
-  EXPECT_EQ(s.waiters[1].mode, Mode::exclusive);
-  EXPECT_FALSE(s.waiters[0].deadline_left);
-  EXPECT_EQ(s.lock_delay_left.count(), 0);
-}
-
-TEST_F(EtcdInspect, ShowsASharedRunWithEachHoldersToken) {
-  Client client = Client::open(cluster_.uri());
-  Client other = Client::open(cluster_.uri());
-  Lease first = client.lock("g", "n").acquire(Mode::shared, Wait::none());
-  Lease second = other.lock("g", "n").acquire(Mode::shared, Wait::none());
-  ASSERT_TRUE(first && second);
-  Waiter writer(client, "n", Mode::exclusive);
-  ASSERT_TRUE(shows_waiters(client, "n", 1));
-  const LockStatus s = client.inspect("g", "n");
-  ASSERT_EQ(s.holders.size(), 2u);
-  EXPECT_EQ(s.holders[0].mode, Mode::shared);
-  EXPECT_EQ(s.holders[1].mode, Mode::shared);
-  EXPECT_EQ(s.holders[0].token, first.token());
-  EXPECT_EQ(s.holders[1].token, second.token());
-  ASSERT_EQ(s.waiters.size(), 1u);
-  EXPECT_EQ(s.waiters[0].mode, Mode::exclusive);
-}
-
-TEST_F(EtcdInspect, AReleasedLockIsFree) {
-  Client client = Client::open(cluster_.uri());
-  Lease held = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
-  held.release();
-  const LockStatus s = client.inspect("g", "n");
-  EXPECT_TRUE(s.holders.empty());
-  EXPECT_TRUE(s.waiters.empty());
-  EXPECT_TRUE(client.list("g").empty());
-}
-
-TEST_F(EtcdInspect, ListsEveryLockOfTheGroupWhateverItsName) {
-  Client client = Client::open(cluster_.uri());
-  const std::vector<std::string> names{"a*b",   "q?",   "[x]",     "{brace}", "a/w",
-                                       "a%2Fw", "100%", "a:b/c d", "/",       "plain"};
-  std::vector<Lease> leases;
-  for (const auto& name : names) {
-    leases.push_back(client.lock("g", name).acquire(Mode::exclusive, Wait::none()));
-    ASSERT_TRUE(leases.back()) << name;
-  }
-  leases.push_back(client.lock("g2", "not-g").acquire(Mode::exclusive, Wait::none()));
-  Waiter waiter(client, "plain", Mode::shared);
-  ASSERT_TRUE(shows_waiters(client, "plain", 1));
-
-  std::vector<std::string> want = names;
-  std::sort(want.begin(), want.end());
-  std::vector<std::string> got;
-  for (const auto& l : client.list("g")) {
-    got.push_back(l.name);
-    EXPECT_EQ(l.holders, 1u) << l.name;
-    EXPECT_EQ(l.waiters, l.name == "plain" ? 1u : 0u) << l.name;
-  }
-  EXPECT_EQ(got, want);
-}
 
 TEST_F(EtcdInspect, ADownClusterIsUnavailable) {
   Client client = Client::open(cluster_.uri());
