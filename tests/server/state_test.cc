@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -263,22 +264,30 @@ TEST(DurableTokensTest, FailedReservationThrowsAndHandsOutNothing) {
   EXPECT_EQ(on_disk(dir).reserved_upto, 10u);
 }
 
+// The uid of "nobody" on Debian: a user permission bits apply to.
+constexpr uid_t kNobody = 65534;
+
 TEST(DurableTokensTest, ReadOnlyDirectoryMakesNextThrow) {
   TempDir dir;
   auto tokens = open_tokens(dir, 5);
   fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
   {
-    // Root ignores permission bits; the test above covers failures for root.
+    // Permission bits do not stop root, so as root this thread's file accesses are
+    // checked as "nobody" (setfsuid: this thread's filesystem uid only) while the
+    // writes are tried; the test then runs whoever runs it.
+    const bool as_root = ::geteuid() == 0;
+    if (as_root) ::setfsuid(kNobody);
     const fs::path probe = dir.path() / "probe";
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT, 0644);
     if (fd >= 0) {
       ::close(fd);
       ::unlink(probe.c_str());
-      GTEST_SKIP() << "permission bits do not stop this user from writing";
     }
+    expect_error([&] { tokens.next(); }, Errc::unavailable, {"state.tmp"});
+    expect_error([&] { tokens.note_hold(milliseconds(60'000)); }, Errc::unavailable, {});
+    if (as_root) ::setfsuid(0);
+    ASSERT_LT(fd, 0) << "the directory was writable: the test tested nothing";
   }
-  expect_error([&] { tokens.next(); }, Errc::unavailable, {"state.tmp"});
-  expect_error([&] { tokens.note_hold(milliseconds(60'000)); }, Errc::unavailable, {});
   EXPECT_EQ(tokens.last(), 0u);
   EXPECT_EQ(tokens.durable(), StateRecord{});
   EXPECT_EQ(on_disk(dir), StateRecord{});
