@@ -10,7 +10,11 @@
 //                 0..3  execute the RESP request that follows (resp::parse_request; a
 //                       framing error closes the slot, as the shell does, and skips to
 //                       the next LF); a parked slot's request is dropped, since the
-//                       shell does not read it until the parked one is answered
+//                       shell does not read it until the parked one is answered. In
+//                       RENEW and RELEASE, a secret "@" stands for the owner secret the
+//                       grant with that token got (the harness remembers them from the
+//                       grant replies), so the input reaches the holder's paths; any
+//                       other secret is a stranger's guess
 //                 4     advance(now) by the next byte squared in ms
 //                 5     disconnect the slot, then connect it again as a new connection
 //                 6     cancel_parked (the client half-closed)
@@ -21,8 +25,10 @@
 //   - a wakeup goes only to a slot that is parked, and resolves it (never two per
 //     parked request); cancel_parked on a parked slot resolves it in the same step; a
 //     disconnected connection gets no wakeup;
-//   - grant replies carry tokens never seen before; a wakeup's waited_us is between 0
-//     and the time since its request was read; an immediate grant waited 0;
+//   - grant replies carry tokens never seen before and a secret of 32 lower-case hex
+//     characters never seen before; a wakeup's waited_us is between 0 and the time
+//     since its request was read; an immediate grant waited 0;
+//   - RENEW and RELEASE answer :1 only with the secret of that token's grant;
 //   - the dispatcher's counts match: parked == the table's waiters == slots parked;
 //     connections == slots connected; the table's keys, holders and waiters equal the
 //     sums of inspect() over every key the input named; limits are never exceeded;
@@ -31,11 +37,13 @@
 // A failed check prints what failed and aborts, which libFuzzer reports as a crash.
 // See CMakeLists.txt here for running it.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -109,9 +117,10 @@ std::size_t value_end(std::string_view b, std::size_t pos, int depth = 0) {
 
 bool one_value(std::string_view reply) { return value_end(reply, 0) == reply.size(); }
 
-// [token, waited_us] from a grant reply; false for anything else.
-bool parse_grant(std::string_view reply, std::int64_t& token, std::int64_t& waited) {
-  if (!reply.starts_with("*2\r\n:")) return false;
+// [token, waited_us, secret] from a grant reply; false for anything else.
+bool parse_grant(std::string_view reply, std::int64_t& token, std::int64_t& waited,
+                 std::string& secret) {
+  if (!reply.starts_with("*3\r\n:")) return false;
   const auto read = [](std::string_view s, std::size_t& pos, std::int64_t& out) {
     out = 0;
     bool negative = pos < s.size() && s[pos] == '-';
@@ -125,6 +134,11 @@ bool parse_grant(std::string_view reply, std::int64_t& token, std::int64_t& wait
   WARDEN_FUZZ_CHECK(reply.substr(pos, 1) == ":");
   ++pos;
   read(reply, pos, waited);
+  WARDEN_FUZZ_CHECK(reply.substr(pos, 5) == "$32\r\n");
+  secret = std::string(reply.substr(pos + 5, 32));
+  WARDEN_FUZZ_CHECK(secret.size() == 32 &&
+                    secret.find_first_not_of("0123456789abcdef") == std::string::npos);
+  WARDEN_FUZZ_CHECK(reply.size() == pos + 5 + 32 + 2);
   return true;
 }
 
@@ -245,10 +259,19 @@ class Run {
       return true;
     }
     WARDEN_FUZZ_CHECK(parsed.consumed > 0 && parsed.consumed <= in_.size());
-    const std::vector<std::string> args(parsed.args.begin(), parsed.args.end());
+    std::vector<std::string> args(parsed.args.begin(), parsed.args.end());
     in_.remove_prefix(parsed.consumed);
     if (!slot.connected || slot.parked || args.empty()) return true;
     if (args.size() >= 2) keys_.insert(args[1]);
+    // RENEW/RELEASE key token secret ...: "@" is the holder's secret for that token.
+    std::string upper_cmd = args[0];
+    for (char& ch : upper_cmd) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const bool by_owner = upper_cmd == "RENEW" || upper_cmd == "RELEASE";
+    if (by_owner && args.size() >= 4 && args[3] == "@") {
+      if (const auto it = owners_.find(args[2]); it != owners_.end()) args[3] = it->second;
+    }
+    const bool rightful =
+        by_owner && args.size() >= 4 && owners_.contains(args[2]) && owners_[args[2]] == args[3];
 
     std::vector<std::string_view> views(args.begin(), args.end());
     std::string reply;
@@ -262,10 +285,13 @@ class Run {
       case Dispatcher::Outcome::replied:
       case Dispatcher::Outcome::close: {
         WARDEN_FUZZ_CHECK(one_value(reply));
+        // Only the holder's secret renews or releases.
+        if (by_owner && !rightful) WARDEN_FUZZ_CHECK(reply != ":1\r\n");
         std::int64_t token = 0, waited = 0;
-        if (parse_grant(reply, token, waited)) {
+        std::string secret;
+        if (parse_grant(reply, token, waited, secret)) {
           WARDEN_FUZZ_CHECK(waited == 0);
-          WARDEN_FUZZ_CHECK(token > 0 && tokens_.insert(token).second);
+          remember(token, secret);
         }
         if (outcome == Dispatcher::Outcome::close) {
           d_->disconnect(slot.id, now_);
@@ -290,8 +316,9 @@ class Run {
       slot->parked = false;
       WARDEN_FUZZ_CHECK(one_value(w.reply));
       std::int64_t token = 0, waited = 0;
-      if (parse_grant(w.reply, token, waited)) {
-        WARDEN_FUZZ_CHECK(token > 0 && tokens_.insert(token).second);
+      std::string secret;
+      if (parse_grant(w.reply, token, waited, secret)) {
+        remember(token, secret);
         const auto since =
             std::chrono::duration_cast<std::chrono::microseconds>(now_ - slot->parked_at).count();
         WARDEN_FUZZ_CHECK(waited >= 0 && waited <= since);
@@ -299,6 +326,13 @@ class Run {
         WARDEN_FUZZ_CHECK(w.reply == "$-1\r\n");
       }
     }
+  }
+
+  // A new grant: its token and its secret were never handed out before.
+  void remember(std::int64_t token, const std::string& secret) {
+    WARDEN_FUZZ_CHECK(token > 0 && tokens_.insert(token).second);
+    WARDEN_FUZZ_CHECK(secrets_.insert(secret).second);
+    owners_[std::to_string(token)] = secret;
   }
 
   void check_counts() {
@@ -341,6 +375,8 @@ class Run {
   std::set<ConnId> gone_;
   std::set<std::string> keys_;
   std::set<std::int64_t> tokens_;
+  std::set<std::string> secrets_;
+  std::map<std::string, std::string> owners_;  // token (as text) → its grant's secret
 };
 
 }  // namespace

@@ -114,6 +114,7 @@ HoldLocksResult hold_locks(const std::string& url, std::uint64_t locks, std::siz
   r.rss_before = info_number(info(conn), "rss_bytes", where);
 
   std::vector<std::uint64_t> tokens(locks, 0);  // 0: not held
+  std::vector<std::string> secrets(locks);      // each grant's owner secret, for RELEASE
   // Releases what was acquired so far, pipelined; false if a reply said "not held".
   auto release_all = [&]() {
     bool all = true;
@@ -124,13 +125,16 @@ HoldLocksResult hold_locks(const std::string& url, std::uint64_t locks, std::siz
         if (tokens[i] == 0) continue;
         const std::string key = std::string(kMemGroup) + padded(i + 1, name_bytes);
         const std::string token = std::to_string(tokens[i]);
-        conn.append({"RELEASE", key, token});
+        conn.append({"RELEASE", key, token, secrets[i]});
         ++sent;
       }
       for (std::uint64_t k = 0; k < sent; ++k) {
         if (expect_integer(*conn.read(), "RELEASE on " + where) != 1) all = false;
       }
-      for (std::uint64_t i = first; i < last; ++i) tokens[i] = 0;
+      for (std::uint64_t i = first; i < last; ++i) {
+        tokens[i] = 0;
+        secrets[i].clear();
+      }
     }
     return all;
   };
@@ -146,9 +150,12 @@ HoldLocksResult hold_locks(const std::string& url, std::uint64_t locks, std::siz
       std::optional<Error> refused;
       for (std::uint64_t i = first; i < last; ++i) {
         ReplyPtr reply = conn.read();
-        if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-            reply->element[0]->type == REDIS_REPLY_INTEGER) {
+        // [token, waited_us, secret] (docs/protocol.md)
+        if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+            reply->element[0]->type == REDIS_REPLY_INTEGER &&
+            reply->element[2]->type == REDIS_REPLY_STRING) {
           tokens[i] = static_cast<std::uint64_t>(reply->element[0]->integer);
+          secrets[i].assign(reply->element[2]->str, reply->element[2]->len);
         } else if (!refused) {
           const std::string key = std::string(kMemGroup) + padded(i + 1, name_bytes);
           if (reply->type == REDIS_REPLY_NIL) {

@@ -1,5 +1,7 @@
 #include "server/dispatcher.h"
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,11 +100,52 @@ std::int64_t ms_between(Time from, Time to) {
   return std::chrono::duration_cast<milliseconds>(to - from).count();
 }
 
-void grant_reply(std::string& out, std::uint64_t token, Time received, Time granted) {
-  resp::array(out, 2);
+using Secret = std::array<unsigned char, 16>;
+constexpr char kHex[] = "0123456789abcdef";
+
+// A fresh owner secret. Drawn before anything changes, so a failing CSPRNG (it never
+// fails once seeded) refuses the ACQUIRE and leaves the table as it was.
+Secret new_secret() {
+  Secret s{};
+  if (RAND_bytes(s.data(), static_cast<int>(s.size())) != 1) {
+    throw Error(Errc::internal, "the system's random number generator failed");
+  }
+  return s;
+}
+
+// 32 lower-case hex characters, or INVALID. Only the form is checked here, before any
+// lookup, so the reply says nothing about the grant.
+Secret parse_secret(std::string_view text) {
+  Secret s{};
+  const auto nibble = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  bool ok = text.size() == 2 * s.size();
+  for (std::size_t i = 0; ok && i < s.size(); ++i) {
+    const int hi = nibble(text[2 * i]);
+    const int lo = nibble(text[2 * i + 1]);
+    ok = hi >= 0 && lo >= 0;
+    s[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  if (!ok) throw Reject{"INVALID", "secret must be 32 lower-case hex characters"};
+  return s;
+}
+
+void grant_reply(std::string& out, std::uint64_t token, const Secret& secret, Time received,
+                 Time granted) {
+  resp::array(out, 3);
   resp::integer(out, static_cast<std::int64_t>(token));
   const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(granted - received);
   resp::integer(out, std::max<std::int64_t>(0, waited.count()));
+  std::string hex;
+  hex.reserve(2 * secret.size());
+  for (const unsigned char b : secret) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  resp::bulk(out, hex);
 }
 
 }  // namespace
@@ -188,22 +231,35 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
     }
     if (cmd == "ACQUIRE") return acquire(c, conn, args, now, reply);
     if (cmd == "RENEW") {
-      arity(args, 4, 4);
+      arity(args, 5, 5);
       const auto key = parse_key(args[1]);
       const auto token = parse_u64(args[2], "token");
-      const auto ttl = parse_ms(args[3], "ttl", kMinTtlMs, kMaxTtlMs);
-      // The renewed lease, and the lock-delay after it, must fit in the restart embargo.
-      if (const auto grant = table_.find(key, token)) guard_->note_hold(ttl + grant->lock_delay);
-      const bool ok = table_.renew(key, token, ttl, now).has_value();
-      collect(now);
+      const Secret secret = parse_secret(args[3]);
+      const auto ttl = parse_ms(args[4], "ttl", kMinTtlMs, kMaxTtlMs);
+      // A stranger's RENEW is "not held" and changes nothing, not even the clock.
+      bool ok = false;
+      if (owns(key, token, secret)) {
+        // The renewed lease, and the lock-delay after it, must fit in the restart embargo.
+        if (const auto grant = table_.find(key, token)) guard_->note_hold(ttl + grant->lock_delay);
+        ok = table_.renew(key, token, ttl, now).has_value();
+        collect(now);
+      }
       resp::integer(reply, ok ? 1 : 0);
       return Outcome::replied;
     }
     if (cmd == "RELEASE") {
-      arity(args, 3, 3);
+      arity(args, 4, 4);
       const auto key = parse_key(args[1]);
-      const bool ok = table_.release(key, parse_u64(args[2], "token"), now);
-      collect(now);
+      const auto token = parse_u64(args[2], "token");
+      const Secret secret = parse_secret(args[3]);
+      bool ok = false;
+      if (owns(key, token, secret)) {
+        const auto id = table_.find(key, token)->id;
+        ok = table_.release(key, token, now);
+        // Released, or expired while applying `now` (collect drops that one's secret).
+        if (ok) secrets_.erase(id);
+        collect(now);
+      }
       resp::integer(reply, ok ? 1 : 0);
       return Outcome::replied;
     }
@@ -244,7 +300,8 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       resp::bulk(reply, "version");
       resp::bulk(reply, config_.version);
       resp::bulk(reply, "proto");
-      resp::integer(reply, 1);
+      // 2: grants carry owner secrets (ACQUIRE replies with one, RENEW/RELEASE need it).
+      resp::integer(reply, 2);
       resp::bulk(reply, "capabilities");
       resp::bulk(reply, "shared fair unfair lock-delay fencing durable-tokens check");
       return Outcome::replied;
@@ -309,20 +366,22 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
     throw Reject{"LIMIT", "too many waiters on this key"};
   }
   guard_->note_hold(request.ttl + request.lock_delay);
+  const Secret secret = new_secret();
 
   const auto result = table_.acquire(request, now);
   collect(now);
   switch (result.status) {
     case table::AcquireStatus::granted:
       ++stats_.grants;
-      grant_reply(reply, result.grant.token, now, now);
+      secrets_[result.grant.id] = secret;
+      grant_reply(reply, result.grant.token, secret, now, now);
       return Outcome::replied;
     case table::AcquireStatus::busy:
       resp::nil(reply);
       return Outcome::replied;
     case table::AcquireStatus::queued:
       c.parked = result.id;
-      parked_[result.id] = Parked{conn, now};
+      parked_[result.id] = Parked{conn, now, secret};
       return Outcome::parked;
   }
   return Outcome::replied;
@@ -345,6 +404,16 @@ void Dispatcher::survive(Time now, const std::function<void()>& call) {
   }
 }
 
+bool Dispatcher::owns(std::string_view key, std::uint64_t token, const Secret& secret) const {
+  const auto grant = table_.find(key, token);
+  const auto it = grant ? secrets_.find(grant->id) : secrets_.end();
+  // Compared against a dummy when there is no grant, so both answers cost the same.
+  static constexpr Secret kNone{};
+  const Secret& expected = it != secrets_.end() ? it->second : kNone;
+  const bool same = CRYPTO_memcmp(expected.data(), secret.data(), secret.size()) == 0;
+  return it != secrets_.end() && same;
+}
+
 std::optional<Time> Dispatcher::next_wakeup() const {
   auto next = table_.next_wakeup();
   if (retry_at_ && (!next || *retry_at_ < *next)) next = retry_at_;
@@ -358,6 +427,7 @@ void Dispatcher::collect(Time now) {
     for (const auto& event : events) {
       if (event.kind == table::Event::Kind::expired) {
         ++stats_.expirations;
+        secrets_.erase(event.grant.id);
         continue;
       }
       auto it = parked_.find(event.grant.id);
@@ -378,7 +448,8 @@ void Dispatcher::collect(Time now) {
       Wakeup w{p.conn, {}};
       if (event.kind == table::Event::Kind::granted) {
         ++stats_.grants;
-        grant_reply(w.reply, event.grant.token, p.received, now);
+        secrets_[event.grant.id] = p.secret;
+        grant_reply(w.reply, event.grant.token, p.secret, p.received, now);
       } else {
         ++stats_.timeouts;
         resp::nil(w.reply);

@@ -6,8 +6,15 @@
 // from a connection while one of its requests is parked (a blocking ACQUIRE), exactly
 // like a Redis client blocked in BLPOP. Replies for parked requests that are resolved
 // later (granted, timed out) come back from take_wakeups().
+//
+// Owner secrets: every grant gets 128 random bits (the OS CSPRNG) that only its ACQUIRE
+// reply carries. RENEW and RELEASE must present them; a wrong secret is answered exactly
+// like a grant that is not held. The table knows grants by token, which is sequential and
+// public (sequencers, INSPECT), so the secret is what makes a grant its holder's alone.
+// Secrets live here, beside the table, and never appear in INSPECT, LIST, INFO or stats.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -106,13 +113,19 @@ class Dispatcher {
     bool authenticated = false;
     std::optional<table::RequestId> parked;
   };
+  // 128 bits from the OS CSPRNG; sent as 32 lower-case hex characters.
+  using Secret = std::array<unsigned char, 16>;
   struct Parked {
     ConnId conn;
     Time received;
+    Secret secret;  // drawn when the request arrived; the grant's, should it be granted
   };
 
   Outcome acquire(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
                   std::string& reply);
+  // RENEW and RELEASE: does `secret` (as sent) belong to the grant (key, token)? false
+  // for a grant that is not held and for a wrong secret alike, in constant time per byte.
+  bool owns(std::string_view key, std::uint64_t token, const Secret& secret) const;
   void info(Time now, std::string& reply) const;
   void inspect(std::string_view key, Time now, std::string& reply) const;
   void list(std::span<const std::string_view> args, Time now, std::string& reply);
@@ -133,6 +146,8 @@ class Dispatcher {
   table::LockTable table_;
   std::unordered_map<ConnId, Connection> connections_;
   std::unordered_map<table::RequestId, Parked> parked_;
+  // The owner secret of every grant held, by grant id; dropped on release and expiry.
+  std::unordered_map<table::RequestId, Secret> secrets_;
   std::vector<Wakeup> wakeups_;
   std::optional<Time> retry_at_;  // set after a failed grant; see survive()
   DispatcherStats stats_;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,9 +25,15 @@ using Outcome = Dispatcher::Outcome;
 // Milliseconds after an arbitrary origin, far from the clock's epoch.
 Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + milliseconds(ms); }
 
-// The reply to a granted ACQUIRE: [token, waited_us].
+// Stands for the owner secret in replies and requests: the Harness takes each grant's
+// secret out of its reply (after checking its form) and puts it back into RENEW and
+// RELEASE requests that name the same token, so expectations can be written as bytes.
+const std::string kOwner = "<owner>";
+
+// The reply to a granted ACQUIRE: [token, waited_us, secret], its secret as kOwner.
 std::string grant(std::uint64_t token, std::int64_t waited_us = 0) {
-  return "*2\r\n:" + std::to_string(token) + "\r\n:" + std::to_string(waited_us) + "\r\n";
+  return "*3\r\n:" + std::to_string(token) + "\r\n:" + std::to_string(waited_us) + "\r\n$32\r\n" +
+         kOwner + "\r\n";
 }
 
 const std::string kNil = "$-1\r\n";
@@ -34,10 +41,14 @@ const std::string kOne = ":1\r\n";
 const std::string kZero = ":0\r\n";
 const std::string kOk = "+OK\r\n";
 
-// The token in a grant reply ("*2\r\n:<token>\r\n:<waited>\r\n"); 0 if it is none.
+// The token in a grant reply ("*3\r\n:<token>\r\n..."); 0 if it is none.
 std::uint64_t token_of(const std::string& reply) {
-  if (!reply.starts_with("*2\r\n:")) return 0;
+  if (!reply.starts_with("*3\r\n:")) return 0;
   return std::stoull(reply.substr(5));
+}
+
+bool is_secret(std::string_view s) {
+  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
 // INSPECT's reply, built from its parts.
@@ -117,9 +128,29 @@ class Harness {
     for (ConnId c : conns) ASSERT_TRUE(d.connect(c)) << "connection " << c;
   }
 
-  Outcome execute(ConnId conn, const std::vector<std::string>& args, Time now, std::string& reply) {
+  Outcome execute(ConnId conn, std::vector<std::string> args, Time now, std::string& reply) {
+    // RENEW/RELEASE key token kOwner ...: the secret the grant with that token got.
+    if (args.size() >= 4 && args[3] == kOwner) {
+      const auto it = secrets.find(args[2]);
+      args[3] = it != secrets.end() ? it->second : std::string(32, '0');
+    }
     std::vector<std::string_view> views(args.begin(), args.end());
-    return d.execute(conn, views, now, reply);
+    const Outcome outcome = d.execute(conn, views, now, reply);
+    reply = take_secret(reply);
+    return outcome;
+  }
+
+  // A grant reply with its secret (checked: 32 lower-case hex) replaced by kOwner and
+  // remembered by token; any other reply as it is.
+  std::string take_secret(const std::string& reply) {
+    const std::uint64_t token = token_of(reply);
+    const auto at = reply.find("$32\r\n");
+    if (token == 0 || at == std::string::npos) return reply;
+    const std::string secret = reply.substr(at + 5, 32);
+    EXPECT_TRUE(is_secret(secret)) << reply;
+    EXPECT_EQ(reply.size(), at + 5 + 32 + 2) << reply;
+    secrets[std::to_string(token)] = secret;
+    return reply.substr(0, at + 5) + kOwner + "\r\n";
   }
 
   // Runs a request that must be answered at once; returns the reply.
@@ -140,13 +171,14 @@ class Harness {
   // The wakeups since the last call, as (connection, reply).
   std::vector<std::pair<ConnId, std::string>> wakeups() {
     std::vector<std::pair<ConnId, std::string>> out;
-    for (auto& w : d.take_wakeups()) out.emplace_back(w.conn, std::move(w.reply));
+    for (auto& w : d.take_wakeups()) out.emplace_back(w.conn, take_secret(w.reply));
     return out;
   }
 
   std::string inspect(const std::string& key, Time now) { return call(99, {"INSPECT", key}, now); }
 
   Dispatcher d;
+  std::map<std::string, std::string> secrets;  // token → the secret its grant reply carried
 };
 
 using Wakeups = std::vector<std::pair<ConnId, std::string>>;
@@ -177,7 +209,7 @@ TEST_F(DispatcherTest, CommandNamesAndModesAreCaseInsensitive) {
   EXPECT_EQ(call(1, {"ACQUIRE", "g/c", "s", "1000", "unfair"}), grant(3));
   EXPECT_EQ(call(1, {"ACQUIRE", "g/c", "Shared", "1000", "Delay", "5"}), grant(4));
   EXPECT_EQ(call(1, {"check", "g/c", "SHARED", "3"}), kOne);
-  EXPECT_EQ(call(1, {"release", "g/c", "3"}), kOne);
+  EXPECT_EQ(call(1, {"release", "g/c", "3", kOwner}), kOne);
 }
 
 TEST_F(DispatcherTest, EmptyRequestIsSkippedWithoutAReply) {
@@ -205,9 +237,11 @@ TEST_F(DispatcherTest, WrongNumberOfArgumentsIsAnError) {
       {"ACQUIRE"},
       {"ACQUIRE", "g/k", "x"},
       {"RENEW", "g/k", "1"},
-      {"RENEW", "g/k", "1", "1000", "extra"},
+      {"RENEW", "g/k", "1", "1000"},  // no secret
+      {"RENEW", "g/k", "1", kOwner, "1000", "extra"},
       {"RELEASE", "g/k"},
-      {"RELEASE", "g/k", "1", "2"},
+      {"RELEASE", "g/k", "1"},  // no secret
+      {"RELEASE", "g/k", "1", kOwner, "2"},
       {"CHECK", "g/k", "x"},
       {"CHECK", "g/k", "x", "1", "2"},
       {"INSPECT"},
@@ -342,10 +376,10 @@ TEST_F(DispatcherTest, ForeverWaitsUntilGranted) {
   EXPECT_EQ(h_.inspect("g/k", at(0)), inspect_reply({{"exclusive", 1, 1000}}, {{"exclusive", -1}}));
   // Renewed for an hour; the waiter stays.
   for (int t = 500; t < 3'600'000; t += 500) {
-    ASSERT_EQ(call(1, {"RENEW", "g/k", "1", "1000"}, at(t)), kOne);
+    ASSERT_EQ(call(1, {"RENEW", "g/k", "1", kOwner, "1000"}, at(t)), kOne);
   }
   EXPECT_TRUE(h_.wakeups().empty());
-  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1"}, at(3'600'000)), kOne);
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1", kOwner}, at(3'600'000)), kOne);
   EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 3'600'000'000)}}));
 }
 
@@ -354,7 +388,7 @@ TEST_F(DispatcherTest, ReleaseFromAnotherConnectionWakesTheParkedAcquireWithItsW
   h_.park(2, {"ACQUIRE", "g/k", "x", "30000", "WAIT", "5000"}, at(10));
   EXPECT_TRUE(h_.wakeups().empty());
 
-  EXPECT_EQ(call(3, {"RELEASE", "g/k", "1"}, at(250)), kOne);
+  EXPECT_EQ(call(3, {"RELEASE", "g/k", "1", kOwner}, at(250)), kOne);
   // Waited from reading the request (10 ms) to the grant (250 ms).
   EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 240'000)}}));
   EXPECT_EQ(call(4, {"CHECK", "g/k", "x", "2"}, at(251)), kOne);
@@ -369,7 +403,7 @@ TEST_F(DispatcherTest, LeaseExpiryWakesTheParkedAcquire) {
   h_.d.advance(at(100));
   EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 80'000)}}));
   EXPECT_EQ(h_.d.stats().expirations, 1u);
-  EXPECT_EQ(call(1, {"RENEW", "g/k", "1", "1000"}, at(101)), kZero);  // too late
+  EXPECT_EQ(call(1, {"RENEW", "g/k", "1", kOwner, "1000"}, at(101)), kZero);  // too late
 }
 
 TEST_F(DispatcherTest, SharedWaitersBehindAReleasedWriterAreWokenTogether) {
@@ -377,7 +411,7 @@ TEST_F(DispatcherTest, SharedWaitersBehindAReleasedWriterAreWokenTogether) {
   h_.park(2, {"ACQUIRE", "g/k", "s", "1000", "FOREVER"}, at(0));
   h_.park(3, {"ACQUIRE", "g/k", "s", "1000", "FOREVER"}, at(0));
   h_.park(4, {"ACQUIRE", "g/k", "x", "1000", "FOREVER"}, at(0));
-  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1"}, at(7)), kOne);
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1", kOwner}, at(7)), kOne);
   EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 7000)}, {3, grant(3, 7000)}}));
   EXPECT_EQ(h_.d.stats().parked, 1u);
 }
@@ -407,7 +441,7 @@ TEST_F(DispatcherTest, DisconnectOfAWaiterInTheMiddleLetsTheOneBehindMoveUp) {
   h_.d.disconnect(2, at(1));
   EXPECT_TRUE(h_.wakeups().empty());
   EXPECT_EQ(h_.inspect("g/k", at(1)), inspect_reply({{"exclusive", 1, 999}}, {{"exclusive", 899}}));
-  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1"}, at(2)), kOne);
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1", kOwner}, at(2)), kOne);
   EXPECT_EQ(h_.wakeups(), (Wakeups{{3, grant(2, 2000)}}));
 }
 
@@ -415,8 +449,8 @@ TEST_F(DispatcherTest, DisconnectKeepsTheConnectionsGrants) {
   EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "1000"}), grant(1));
   h_.d.disconnect(1, at(1));
   EXPECT_EQ(call(2, {"CHECK", "g/k", "exclusive", "1"}, at(2)), kOne);
-  EXPECT_EQ(call(2, {"RENEW", "g/k", "1", "1000"}, at(3)), kOne);
-  EXPECT_EQ(call(2, {"RELEASE", "g/k", "1"}, at(4)), kOne);
+  EXPECT_EQ(call(2, {"RENEW", "g/k", "1", kOwner, "1000"}, at(3)), kOne);
+  EXPECT_EQ(call(2, {"RELEASE", "g/k", "1", kOwner}, at(4)), kOne);
   EXPECT_TRUE(h_.d.table().empty());
 }
 
@@ -453,7 +487,8 @@ TEST_F(DispatcherTest, CancelParkedAnswersNilAndLeavesNoTrace) {
 TEST_F(DispatcherTest, CancelParkedAfterTheGrantLeavesTheGrantWakeup) {
   EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "1000"}), grant(1));
   h_.park(2, {"ACQUIRE", "g/k", "x", "1000", "FOREVER"}, at(0));
-  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1"}, at(5)), kOne);  // granted, wakeup not yet taken
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1", kOwner}, at(5)),
+            kOne);  // granted, wakeup not yet taken
   h_.d.cancel_parked(2, at(6));
   EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 5000)}}));
   EXPECT_EQ(call(3, {"CHECK", "g/k", "x", "2"}, at(7)), kOne);
@@ -476,25 +511,114 @@ TEST_F(DispatcherTest, RenewReleaseAndCheckWorkByTokenFromAnyConnection) {
   EXPECT_EQ(call(2, {"CHECK", "g/k", "shared", "1"}, at(1)), kZero);
   EXPECT_EQ(call(2, {"CHECK", "g/k", "x", "2"}, at(1)), kZero);
   EXPECT_EQ(call(2, {"CHECK", "g/other", "x", "1"}, at(1)), kZero);
-  EXPECT_EQ(call(3, {"RENEW", "g/k", "1", "5000"}, at(900)), kOne);
-  EXPECT_EQ(call(3, {"RENEW", "g/k", "2", "5000"}, at(900)), kZero);
-  EXPECT_EQ(call(3, {"RENEW", "g/other", "1", "5000"}, at(900)), kZero);
+  EXPECT_EQ(call(3, {"RENEW", "g/k", "1", kOwner, "5000"}, at(900)), kOne);
+  EXPECT_EQ(call(3, {"RENEW", "g/k", "2", kOwner, "5000"}, at(900)), kZero);
+  EXPECT_EQ(call(3, {"RENEW", "g/other", "1", kOwner, "5000"}, at(900)), kZero);
   EXPECT_EQ(h_.inspect("g/k", at(1000)), inspect_reply({{"exclusive", 1, 4900}}, {}));
-  EXPECT_EQ(call(4, {"RELEASE", "g/k", "2"}, at(1001)), kZero);
-  EXPECT_EQ(call(4, {"RELEASE", "g/k", "1"}, at(1001)), kOne);
-  EXPECT_EQ(call(4, {"RELEASE", "g/k", "1"}, at(1002)), kZero);  // idempotent
-  EXPECT_EQ(call(1, {"RENEW", "g/k", "1", "5000"}, at(1003)), kZero);
+  EXPECT_EQ(call(4, {"RELEASE", "g/k", "2", kOwner}, at(1001)), kZero);
+  EXPECT_EQ(call(4, {"RELEASE", "g/k", "1", kOwner}, at(1001)), kOne);
+  EXPECT_EQ(call(4, {"RELEASE", "g/k", "1", kOwner}, at(1002)), kZero);  // idempotent
+  EXPECT_EQ(call(1, {"RENEW", "g/k", "1", kOwner, "5000"}, at(1003)), kZero);
   EXPECT_EQ(call(1, {"CHECK", "g/k", "x", "1"}, at(1003)), kZero);
   EXPECT_TRUE(h_.d.table().empty());
 }
 
+// --- owner secrets: only the holder renews or releases
+
+TEST_F(DispatcherTest, EachGrantCarriesItsOwnRandomSecretOf32HexCharacters) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(call(1, {"ACQUIRE", "g/s", "s", "1000"}), grant(i + 1));
+    const std::string secret = h_.secrets.at(std::to_string(i + 1));
+    EXPECT_TRUE(is_secret(secret)) << secret;
+    EXPECT_TRUE(seen.insert(secret).second) << "secret repeated: " << secret;
+  }
+  // A queued request gets its secret when it is granted.
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/q", "x", "1000"}), grant(51));
+  h_.park(2, {"ACQUIRE", "g/q", "x", "1000", "FOREVER"}, at(0));
+  EXPECT_EQ(call(1, {"RELEASE", "g/q", "51", kOwner}, at(1)), kOne);
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(52, 1000)}}));
+  EXPECT_TRUE(seen.insert(h_.secrets.at("52")).second);
+  EXPECT_EQ(call(2, {"RENEW", "g/q", "52", kOwner, "1000"}, at(2)), kOne);
+}
+
+TEST_F(DispatcherTest, WrongSecretIsAnsweredLikeAGrantNotHeldAndChangesNothing) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "1000"}, at(0)), grant(1));
+  const std::string right = h_.secrets.at("1");
+  std::string wrong = right;
+  wrong[31] = wrong[31] == '0' ? '1' : '0';  // one bit of difference is enough
+  const std::string before = h_.inspect("g/k", at(10));
+  for (const std::string& secret : {wrong, std::string(32, '0'), std::string(32, 'f')}) {
+    EXPECT_EQ(call(2, {"RENEW", "g/k", "1", secret, "60000"}, at(10)), kZero) << secret;
+    EXPECT_EQ(call(2, {"RELEASE", "g/k", "1", secret}, at(10)), kZero) << secret;
+    // Exactly the answer for a token that has no grant: nothing tells them apart.
+    EXPECT_EQ(call(2, {"RENEW", "g/k", "2", secret, "60000"}, at(10)), kZero);
+    EXPECT_EQ(call(2, {"RELEASE", "g/k", "2", secret}, at(10)), kZero);
+  }
+  EXPECT_EQ(h_.inspect("g/k", at(10)), before);  // not renewed, not released
+  EXPECT_EQ(call(3, {"CHECK", "g/k", "x", "1"}, at(10)), kOne);
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/k", "x", "1000"}, at(10)), kNil);
+  // The holder's secret works, from any connection.
+  EXPECT_EQ(call(3, {"RENEW", "g/k", "1", right, "5000"}, at(20)), kOne);
+  EXPECT_EQ(h_.inspect("g/k", at(20)), inspect_reply({{"exclusive", 1, 5000}}, {}));
+  EXPECT_EQ(call(4, {"RELEASE", "g/k", "1", right}, at(30)), kOne);
+  EXPECT_TRUE(h_.d.table().empty());
+}
+
+TEST_F(DispatcherTest, SecretOfOneGrantDoesNotOpenAnother) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "s", "1000"}), grant(1));
+  EXPECT_EQ(call(2, {"ACQUIRE", "g/k", "s", "1000"}), grant(2));
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/j", "x", "1000"}), grant(3));
+  const std::string first = h_.secrets.at("1");
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "2", first}), kZero);
+  EXPECT_EQ(call(1, {"RELEASE", "g/j", "3", first}), kZero);
+  EXPECT_EQ(call(1, {"RENEW", "g/j", "3", first, "5000"}), kZero);
+  EXPECT_EQ(h_.d.table().stats().holders, 3u);
+}
+
+TEST_F(DispatcherTest, MalformedSecretIsInvalidWhetherOrNotTheGrantExists) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "1000"}), grant(1));
+  const std::string upper_case(32, 'A');
+  for (const std::string& bad : {std::string(), std::string("abc"), std::string(31, 'a'),
+                                 std::string(33, 'a'), upper_case, std::string(32, 'g')}) {
+    for (const char* token : {"1", "2"}) {
+      const std::string invalid = "-INVALID secret must be 32 lower-case hex characters\r\n";
+      EXPECT_EQ(call(2, {"RENEW", "g/k", token, bad, "1000"}), invalid) << bad;
+      EXPECT_EQ(call(2, {"RELEASE", "g/k", token, bad}), invalid) << bad;
+    }
+  }
+  EXPECT_EQ(call(3, {"CHECK", "g/k", "x", "1"}), kOne);
+}
+
+TEST_F(DispatcherTest, SecretsNeverAppearInInspectListOrInfo) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "1000"}), grant(1));
+  EXPECT_EQ(call(2, {"ACQUIRE", "g/j", "s", "1000"}), grant(2));
+  std::vector<std::string> outputs = {h_.inspect("g/k", at(1)), h_.inspect("g/j", at(1)),
+                                      call(3, {"LIST", "g"}, at(1)), call(3, {"INFO"}, at(1)),
+                                      call(3, {"HELLO"}, at(1))};
+  for (const auto& [token, secret] : h_.secrets) {
+    for (const auto& out : outputs) EXPECT_EQ(out.find(secret), std::string::npos) << out;
+  }
+}
+
+TEST_F(DispatcherTest, SecretOfAnExpiredGrantIsForgotten) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "100"}, at(0)), grant(1));
+  const std::string secret = h_.secrets.at("1");
+  h_.d.advance(at(200));
+  EXPECT_EQ(call(1, {"RENEW", "g/k", "1", secret, "1000"}, at(200)), kZero);
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1", secret}, at(200)), kZero);
+  EXPECT_EQ(call(2, {"ACQUIRE", "g/k", "x", "100"}, at(200)), grant(2));
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "2", secret}, at(201)), kZero);
+  EXPECT_EQ(call(2, {"CHECK", "g/k", "x", "2"}, at(201)), kOne);
+}
+
 TEST_F(DispatcherTest, BadTokenTtlOrKeyInRenewReleaseCheckIsInvalid) {
   EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "1000"}), grant(1));
-  EXPECT_TRUE(call(1, {"RENEW", "g/k", "one", "1000"}).starts_with("-INVALID token 'one'"));
-  EXPECT_TRUE(call(1, {"RENEW", "g/k", "1", "5"}).starts_with("-INVALID ttl 5 is outside"));
-  EXPECT_TRUE(call(1, {"RENEW", "nokey", "1", "1000"}).starts_with("-INVALID key"));
-  EXPECT_TRUE(call(1, {"RELEASE", "g/k", "-1"}).starts_with("-INVALID token '-1'"));
-  EXPECT_TRUE(call(1, {"RELEASE", "g/", "1"}).starts_with("-INVALID "));
+  EXPECT_TRUE(call(1, {"RENEW", "g/k", "one", kOwner, "1000"}).starts_with("-INVALID token 'one'"));
+  EXPECT_TRUE(call(1, {"RENEW", "g/k", "1", kOwner, "5"}).starts_with("-INVALID ttl 5 is outside"));
+  EXPECT_TRUE(call(1, {"RENEW", "nokey", "1", kOwner, "1000"}).starts_with("-INVALID key"));
+  EXPECT_TRUE(call(1, {"RELEASE", "g/k", "-1", kOwner}).starts_with("-INVALID token '-1'"));
+  EXPECT_TRUE(call(1, {"RELEASE", "g/", "1", kOwner}).starts_with("-INVALID "));
   EXPECT_TRUE(call(1, {"CHECK", "g/k", "rw", "1"}).starts_with("-INVALID mode"));
   EXPECT_TRUE(call(1, {"CHECK", "g/k", "x", "1.0"}).starts_with("-INVALID token"));
   EXPECT_TRUE(call(1, {"INSPECT", "k"}).starts_with("-INVALID key"));
@@ -535,7 +659,7 @@ TEST_F(DispatcherTest, ExpiredLeaseWithLockDelayBlocksTheKeyForTheDelay) {
 
 TEST_F(DispatcherTest, ReleasedLeaseStartsNoLockDelay) {
   EXPECT_EQ(call(1, {"ACQUIRE", "g/k", "x", "100", "DELAY", "500"}, at(0)), grant(1));
-  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1"}, at(50)), kOne);
+  EXPECT_EQ(call(1, {"RELEASE", "g/k", "1", kOwner}, at(50)), kOne);
   EXPECT_EQ(call(2, {"ACQUIRE", "g/k", "x", "100"}, at(50)), grant(2));
 }
 
@@ -571,7 +695,7 @@ TEST(DispatcherLimitsTest, KeyLimitRefusesNewKeysButNotKnownOnes) {
   EXPECT_EQ(h.call(2, {"ACQUIRE", "g/a", "x", "1000"}, at(1)), kNil);
   h.park(2, {"ACQUIRE", "g/a", "x", "1000", "FOREVER"}, at(1));
   // Once a key is gone there is room again; no token was spent on the refusals.
-  EXPECT_EQ(h.call(1, {"RELEASE", "g/b", "2"}, at(2)), kOne);
+  EXPECT_EQ(h.call(1, {"RELEASE", "g/b", "2", kOwner}, at(2)), kOne);
   EXPECT_EQ(h.call(1, {"ACQUIRE", "g/c", "x", "1000"}, at(2)), grant(3));
 }
 
@@ -619,7 +743,7 @@ TEST(DispatcherGuardTest, EmbargoAnswersStartingAndGrantsNothing) {
   EXPECT_TRUE(guard.holds.empty());
   // Everything else works meanwhile.
   EXPECT_EQ(h.call(1, {"PING"}, at(0)), "+PONG\r\n");
-  EXPECT_EQ(h.call(1, {"RELEASE", "g/k", "1"}, at(0)), kZero);
+  EXPECT_EQ(h.call(1, {"RELEASE", "g/k", "1", kOwner}, at(0)), kZero);
   EXPECT_EQ(h.call(1, {"CHECK", "g/k", "x", "1"}, at(0)), kZero);
   // Once it ends, the first grant gets the first token: none was spent before.
   guard.embargo = 0;
@@ -645,7 +769,7 @@ TEST(DispatcherGuardTest, RenewNotesItsTtlPlusTheGrantsLockDelay) {
   Harness h(config(), &guard);
   h.open({1});
   EXPECT_EQ(h.call(1, {"ACQUIRE", "g/k", "x", "1000", "DELAY", "500"}, at(0)), grant(1));
-  EXPECT_EQ(h.call(1, {"RENEW", "g/k", "1", "3000"}, at(10)), kOne);
+  EXPECT_EQ(h.call(1, {"RENEW", "g/k", "1", kOwner, "3000"}, at(10)), kOne);
   EXPECT_GE(guard.longest_hold(), 3500);
 }
 
@@ -659,7 +783,7 @@ TEST(DispatcherGuardTest, FailureToMakeAHoldDurableIsAnErrorAndGrantsOrQueuesNot
   EXPECT_EQ(h.call(2, {"ACQUIRE", "g/j", "x", "1000"}, at(1)), error);
   EXPECT_EQ(h.call(2, {"ACQUIRE", "g/k", "x", "1000", "FOREVER"}, at(1)), error);
   EXPECT_EQ(h.call(2, {"ACQUIRE", "g/k", "s", "1000", "WAIT", "100"}, at(1)), error);
-  EXPECT_EQ(h.call(1, {"RENEW", "g/k", "1", "5000"}, at(500)), error);
+  EXPECT_EQ(h.call(1, {"RENEW", "g/k", "1", kOwner, "5000"}, at(500)), error);
   EXPECT_EQ(h.d.table().stats().keys, 1u);
   EXPECT_EQ(h.d.table().stats().holders, 1u);
   EXPECT_EQ(h.d.table().stats().waiters, 0u);
@@ -679,7 +803,7 @@ TEST(DispatcherAuthTest, PasswordIsRequiredBeforeAnythingElse) {
   const std::string noauth = "-NOAUTH authentication required\r\n";
   EXPECT_EQ(h.call(1, {"PING"}, at(0)), noauth);
   EXPECT_EQ(h.call(1, {"ACQUIRE", "g/k", "x", "1000"}, at(0)), noauth);
-  EXPECT_EQ(h.call(1, {"RELEASE", "g/k", "1"}, at(0)), noauth);
+  EXPECT_EQ(h.call(1, {"RELEASE", "g/k", "1", kOwner}, at(0)), noauth);
   EXPECT_EQ(h.call(1, {"INFO"}, at(0)), noauth);
   EXPECT_EQ(h.call(1, {"HELLO"}, at(0)), noauth);
   EXPECT_EQ(h.call(1, {"NOSUCHCOMMAND"}, at(0)), noauth);
@@ -694,7 +818,7 @@ TEST(DispatcherAuthTest, PasswordIsRequiredBeforeAnythingElse) {
   // Authentication belongs to the connection; Redis 6 clients send a user name too.
   EXPECT_EQ(h.call(2, {"PING"}, at(0)), noauth);
   EXPECT_EQ(h.call(2, {"AUTH", "default", "s3cret"}, at(0)), kOk);
-  EXPECT_EQ(h.call(2, {"RELEASE", "g/k", "1"}, at(0)), kOne);
+  EXPECT_EQ(h.call(2, {"RELEASE", "g/k", "1", kOwner}, at(0)), kOne);
 }
 
 TEST(DispatcherAuthTest, QuitNeedsNoPassword) {
@@ -716,7 +840,7 @@ TEST_F(DispatcherTest, HelloDescribesTheServer) {
   const std::string caps = "shared fair unfair lock-delay fencing durable-tokens check";
   EXPECT_EQ(call(1, {"HELLO"}),
             "*8\r\n$6\r\nserver\r\n$7\r\nwardend\r\n$7\r\nversion\r\n"
-            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:1\r\n$12\r\ncapabilities\r\n" +
+            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:2\r\n$12\r\ncapabilities\r\n" +
                 bulk(caps));
 }
 
@@ -766,9 +890,9 @@ TEST_F(DispatcherTest, InfoHasTheFieldsTheProtocolDocumentPromises) {
   // docs/protocol.md lists the INFO fields.
   EXPECT_EQ(call(1, {"ACQUIRE", "g/a", "x", "1000"}, at(0)), grant(1));
   const auto f = info_fields(call(1, {"INFO"}, at(2000)));
-  for (const char* field : {"server", "version", "connections", "keys", "holders", "waiters",
-                            "commands", "grants", "timeouts", "expirations", "errors",
-                            "rss_bytes", "last_token", "uptime_ms"}) {
+  for (const char* field :
+       {"server", "version", "connections", "keys", "holders", "waiters", "commands", "grants",
+        "timeouts", "expirations", "errors", "rss_bytes", "last_token", "uptime_ms"}) {
     EXPECT_TRUE(f.contains(field)) << "no '" << field << "' line in INFO";
   }
 }

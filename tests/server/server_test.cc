@@ -79,10 +79,32 @@ std::string command(const std::vector<std::string>& args) {
   return out;
 }
 
-// The token of a grant reply "*2\r\n:<token>\r\n:<waited_us>\r\n"; 0 for anything else.
+// The owner secret each token's grant reply carried, as token_of() last saw it. Every
+// test starts its own server, whose tokens start again at 1: a new grant's reply
+// replaces the entry before a RENEW or RELEASE of that token is sent.
+std::map<std::uint64_t, std::string>& secrets() {
+  static std::map<std::uint64_t, std::string> by_token;
+  return by_token;
+}
+
+// The token of a grant reply "*3\r\n:<token>\r\n:<waited_us>\r\n$32\r\n<secret>\r\n"
+// (remembering its secret for owner()); 0 for anything else.
 std::uint64_t token_of(const std::string& reply) {
-  if (!reply.starts_with("*2\r\n:")) return 0;
-  return std::stoull(reply.substr(5));
+  if (!reply.starts_with("*3\r\n:")) return 0;
+  const std::uint64_t token = std::stoull(reply.substr(5));
+  const auto at = reply.find("$32\r\n");
+  if (at != std::string::npos && reply.size() == at + 5 + 32 + 2) {
+    secrets()[token] = reply.substr(at + 5, 32);
+  }
+  return token;
+}
+
+// The owner secret of the grant with this token (its holder's, for RENEW and RELEASE).
+std::string owner(std::uint64_t token) {
+  const auto it = secrets().find(token);
+  if (it == secrets().end())
+    throw std::runtime_error("no grant reply seen for token " + std::to_string(token));
+  return it->second;
 }
 
 // INFO's (or /metrics') "name<sep>value" lines.
@@ -481,19 +503,28 @@ TEST(WardendTest, PipelinedRequestsAreAnsweredInOrder) {
            {"ACQUIRE", "t/p", "x", "30000"},
            {"ACQUIRE", "t/p", "x", "30000"},
            {"CHECK", "t/p", "x", "1"},
-           {"RENEW", "t/p", "1", "30000"},
-           {"RELEASE", "t/p", "1"},
-           {"RELEASE", "t/p", "1"},
+       }) {
+    batch += command(args);
+  }
+  ASSERT_TRUE(c.send(batch));
+  EXPECT_EQ(c.reply(), "+PONG\r\n");
+  const std::string granted = c.reply();
+  EXPECT_TRUE(granted.starts_with("*3\r\n:1\r\n:0\r\n$32\r\n")) << granted;
+  EXPECT_EQ(token_of(granted), 1u);
+  EXPECT_EQ(c.reply(), kNil);
+  EXPECT_EQ(c.reply(), ":1\r\n");
+  // The second batch carries the secret the grant reply gave.
+  batch.clear();
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"RENEW", "t/p", "1", owner(1), "30000"},
+           {"RELEASE", "t/p", "1", owner(1)},
+           {"RELEASE", "t/p", "1", owner(1)},
            {"PING", "done"},
        }) {
     batch += command(args);
   }
   batch += "PING inline\r\n";
   ASSERT_TRUE(c.send(batch));
-  EXPECT_EQ(c.reply(), "+PONG\r\n");
-  EXPECT_EQ(c.reply(), "*2\r\n:1\r\n:0\r\n");
-  EXPECT_EQ(c.reply(), kNil);
-  EXPECT_EQ(c.reply(), ":1\r\n");
   EXPECT_EQ(c.reply(), ":1\r\n");
   EXPECT_EQ(c.reply(), ":1\r\n");
   EXPECT_EQ(c.reply(), ":0\r\n");
@@ -511,7 +542,7 @@ TEST(WardendTest, RequestsPipelinedBehindAParkedAcquireAreAnsweredAfterIt) {
   ASSERT_TRUE(waiter.send(command({"ACQUIRE", "t/q", "x", "30000", "WAIT", "10000"}) +
                           command({"PING", "after"}) + command({"CHECK", "t/q", "x", "2"})));
   EXPECT_TRUE(waiter.silent_for(200ms));  // PING waits for the ACQUIRE in front of it
-  EXPECT_EQ(holder.call({"RELEASE", "t/q", "1"}), ":1\r\n");
+  EXPECT_EQ(holder.call({"RELEASE", "t/q", "1", owner(1)}), ":1\r\n");
   const std::string granted = waiter.reply();
   EXPECT_EQ(token_of(granted), 2u) << granted;
   EXPECT_EQ(waiter.reply(), "$5\r\nafter\r\n");
@@ -538,7 +569,7 @@ TEST(WardendTest, WaiterThatHalfClosesIsAnsweredNilAndLeavesTheQueue) {
   EXPECT_TRUE(waiter.closed_by_server(2s));
   EXPECT_EQ(waiter.unread(), kNil);
   EXPECT_EQ(info(server.port()).at("waiters"), "0");
-  EXPECT_EQ(holder.call({"RELEASE", "t/k", "1"}), ":1\r\n");
+  EXPECT_EQ(holder.call({"RELEASE", "t/k", "1", owner(1)}), ":1\r\n");
   EXPECT_EQ(info(server.port()).at("keys"), "0");
 }
 
@@ -553,7 +584,7 @@ TEST(WardendTest, ParkedConnectionThatKeepsSendingIsServedInOrderAfterTheGrant) 
   for (int i = 0; i < kPings; ++i) pings += "PING\r\n";
   std::thread sender([&] { waiter.send(pings); });
   EXPECT_TRUE(waiter.silent_for(300ms));
-  EXPECT_EQ(holder.call({"RELEASE", "t/k", "1"}), ":1\r\n");
+  EXPECT_EQ(holder.call({"RELEASE", "t/k", "1", owner(1)}), ":1\r\n");
   EXPECT_EQ(token_of(waiter.reply()), 2u);
   int pongs = 0;
   while (pongs < kPings && waiter.reply() == "+PONG\r\n") ++pongs;
@@ -586,7 +617,7 @@ TEST(WardendTest, AThousandParkedWaitersAreAllServedAndAClosedWaiterLeavesAtOnce
 
   {  // Meanwhile, on a key of its own: the head waiter's connection closes.
     Client solo(port);
-    ASSERT_EQ(solo.call({"ACQUIRE", "t/solo", "x", "30000"}).substr(0, 5), "*2\r\n:");
+    ASSERT_NE(token_of(solo.call({"ACQUIRE", "t/solo", "x", "30000"})), 0u);
     Client first(port), second(port), third(port);
     ASSERT_TRUE(first.send({"ACQUIRE", "t/solo", "x", "30000", "FOREVER"}));
     ASSERT_TRUE(info_reaches(port, "waiters", std::to_string(kWaiters + 1)));
@@ -603,15 +634,18 @@ TEST(WardendTest, AThousandParkedWaitersAreAllServedAndAClosedWaiterLeavesAtOnce
     EXPECT_TRUE(deadlines[0] > 10'000 && deadlines[0] <= 20'000) << view;
     EXPECT_TRUE(deadlines[1] > 30'000 && deadlines[1] <= 40'000) << view;
     // The holder lets go: the second gets it, not the closed first.
-    EXPECT_EQ(solo.call({"RELEASE", "t/solo", std::to_string(holder_token(view))}), ":1\r\n");
-    EXPECT_EQ(second.reply().substr(0, 5), "*2\r\n:");
+    const std::uint64_t solo_token = holder_token(view);
+    EXPECT_EQ(solo.call({"RELEASE", "t/solo", std::to_string(solo_token), owner(solo_token)}),
+              ":1\r\n");
+    EXPECT_NE(token_of(second.reply()), 0u);
     EXPECT_TRUE(third.silent_for(50ms));
   }
 
   // The holders let go; each waiter releases as soon as it is granted.
   for (std::size_t k = 0; k < keys.size(); ++k) {
     const std::uint64_t token = holder_token(inspect(port, keys[k]));
-    EXPECT_EQ(holders[k]->call({"RELEASE", keys[k], std::to_string(token)}), ":1\r\n");
+    EXPECT_EQ(holders[k]->call({"RELEASE", keys[k], std::to_string(token), owner(token)}),
+              ":1\r\n");
   }
   std::vector<int> grants(kWaiters, 0);
   std::map<std::string, std::uint64_t> last_token;
@@ -634,7 +668,7 @@ TEST(WardendTest, AThousandParkedWaitersAreAllServedAndAClosedWaiterLeavesAtOnce
           ++granted;
           EXPECT_GT(token, last_token[key]) << "tokens of one key increase";
           last_token[key] = token;
-          w.send({"RELEASE", key, std::to_string(token)});
+          w.send({"RELEASE", key, std::to_string(token), owner(token)});
         } else {
           EXPECT_EQ(r, ":1\r\n") << "waiter " << i;
           ++released;
@@ -650,6 +684,64 @@ TEST(WardendTest, AThousandParkedWaitersAreAllServedAndAClosedWaiterLeavesAtOnce
   EXPECT_EQ(end.at("holders"), "1");  // t/solo's second waiter: a grant outlives its connection
 }
 
+// --- owner secrets: a stranger cannot renew or release another's grant
+
+TEST(WardendTest, StrangerCannotRenewOrReleaseAGrantWhateverTokenAndSecretItTries) {
+  Wardend server;
+  Client holder(server.port());
+  // Other grants around the victim's token, so the stranger's guesses hit real tokens:
+  // 300 released ones before it, a shared holder beside it, and the stranger's own.
+  for (int i = 0; i < 300; ++i) {
+    const std::uint64_t t = token_of(holder.call({"ACQUIRE", "t/burn", "x", "30000"}));
+    ASSERT_EQ(holder.call({"RELEASE", "t/burn", std::to_string(t), owner(t)}), ":1\r\n");
+  }
+  const std::uint64_t victim = token_of(holder.call({"ACQUIRE", "t/v", "s", "30000"}));
+  ASSERT_NE(victim, 0u);
+  const std::string right = owner(victim);
+  const std::uint64_t neighbour = token_of(holder.call({"ACQUIRE", "t/v", "s", "30000"}));
+  Client stranger(server.port());
+  const std::uint64_t own = token_of(stranger.call({"ACQUIRE", "t/own", "x", "30000"}));
+  ASSERT_NE(own, 0u);
+
+  // Every token within 1000 of the victim's, with a guessed secret and with the
+  // stranger's own (a real secret, of another grant); then the victim's token with
+  // wrong secrets: all zeros, its own grant's, and the right one with each character
+  // changed. Pipelined, answered in order.
+  std::vector<std::string> secrets_tried = {std::string(32, '0'), owner(own)};
+  std::string batch;
+  std::size_t sent = 0;
+  const auto send_both = [&](std::uint64_t token, const std::string& secret) {
+    batch += command({"RENEW", "t/v", std::to_string(token), secret, "600000"});
+    batch += command({"RELEASE", "t/v", std::to_string(token), secret});
+    sent += 2;
+  };
+  for (std::uint64_t t = victim > 1000 ? victim - 1000 : 1; t <= victim + 1000; ++t) {
+    for (const auto& secret : secrets_tried) send_both(t, secret);
+  }
+  for (std::size_t i = 0; i < right.size(); ++i) {
+    std::string wrong = right;
+    wrong[i] = wrong[i] == 'a' ? 'b' : 'a';
+    send_both(victim, wrong);
+  }
+  ASSERT_TRUE(stranger.send(batch));
+  for (std::size_t i = 0; i < sent; ++i) {
+    ASSERT_EQ(stranger.reply(5s), ":0\r\n") << "reply " << i;
+  }
+
+  // The grant survives, unrenewed; so does its neighbour; nobody else gets it exclusive.
+  Client third(server.port());
+  EXPECT_EQ(third.call({"CHECK", "t/v", "shared", std::to_string(victim)}), ":1\r\n");
+  EXPECT_EQ(third.call({"CHECK", "t/v", "shared", std::to_string(neighbour)}), ":1\r\n");
+  EXPECT_EQ(third.call({"ACQUIRE", "t/v", "x", "30000"}), kNil);
+  const std::string view = inspect(server.port(), "t/v");
+  EXPECT_EQ(view.find("60000"), std::string::npos) << "renewed by a stranger: " << view;
+  EXPECT_EQ(view.find(right), std::string::npos) << "INSPECT shows the secret: " << view;
+  // The holder's own secret works, from any connection.
+  EXPECT_EQ(third.call({"RENEW", "t/v", std::to_string(victim), right, "30000"}), ":1\r\n");
+  EXPECT_EQ(third.call({"RELEASE", "t/v", std::to_string(victim), right}), ":1\r\n");
+  EXPECT_EQ(third.call({"CHECK", "t/v", "shared", std::to_string(victim)}), ":0\r\n");
+}
+
 // --- access and limits
 
 TEST(WardendTest, RequirepassAsksForAuthFirst) {
@@ -661,11 +753,13 @@ TEST(WardendTest, RequirepassAsksForAuthFirst) {
   EXPECT_EQ(redis({"PING"}), "-NOAUTH authentication required");
   EXPECT_EQ(redis({"AUTH", "s3cret"}), "+OK");
   EXPECT_EQ(redis({"PING"}), "+PONG");
-  EXPECT_EQ(redis({"ACQUIRE", "t/k", "x", "30000"}), "[:1, :0]");
+  const std::string acquired = redis({"ACQUIRE", "t/k", "x", "30000"});
+  ASSERT_TRUE(acquired.starts_with("[:1, :0, $")) << acquired;  // [token, waited_us, secret]
+  const std::string secret = acquired.substr(10, 32);
   Redis other(server.port());
   EXPECT_EQ(other({"INSPECT", "t/k"}), "-NOAUTH authentication required");
   EXPECT_EQ(other({"AUTH", "default", "s3cret"}), "+OK");
-  EXPECT_EQ(other({"RELEASE", "t/k", "1"}), ":1");
+  EXPECT_EQ(other({"RELEASE", "t/k", "1", secret}), ":1");
 }
 
 TEST(WardendTest, ConnectionOverTheLimitGetsLimitAndIsClosed) {
@@ -687,7 +781,7 @@ TEST(WardendTest, ConnectionOverTheLimitGetsLimitAndIsClosed) {
   Client sixth(server.port());
   EXPECT_TRUE(sixth.closed_by_server());
   EXPECT_EQ(sixth.unread(), "-LIMIT too many connections\r\n");
-  EXPECT_EQ(clients[0]->call({"ACQUIRE", "t/k", "x", "30000"}), "*2\r\n:1\r\n:0\r\n");
+  EXPECT_EQ(token_of(clients[0]->call({"ACQUIRE", "t/k", "x", "30000"})), 1u);
 
   clients[4]->close();
   const auto deadline = SteadyClock::now() + 5s;
@@ -737,7 +831,7 @@ TEST(WardendTest, MetricsEndpointServesPrometheusTextMatchingTheState) {
   EXPECT_EQ(m["wardend_waiters"], "1");
   EXPECT_EQ(m["wardend_grants_total"], "3");
 
-  EXPECT_EQ(holder.call({"RELEASE", "t/b", "3"}), ":1\r\n");
+  EXPECT_EQ(holder.call({"RELEASE", "t/b", "3", owner(3)}), ":1\r\n");
   EXPECT_EQ(token_of(waiter.reply()), 4u);
   m = fields(http.Get("/metrics")->body, ' ');
   EXPECT_EQ(m["wardend_held_grants"], "3");
@@ -860,7 +954,7 @@ TEST(WardendDurabilityTest, NoGrantWhileALeaseFromBeforeTheCrashMayBeAlive) {
     // for the restarted server to be reached within it, even on a loaded machine).
     ASSERT_EQ(token_of(c.call({"ACQUIRE", "t/long", "x", "500", "DELAY", "1500"})), 1u);
     ASSERT_EQ(token_of(c.call({"ACQUIRE", "t/short", "x", "100"})), 2u);
-    ASSERT_EQ(c.call({"RENEW", "t/long", "1", "500"}), ":1\r\n");
+    ASSERT_EQ(c.call({"RENEW", "t/long", "1", owner(1), "500"}), ":1\r\n");
   }
   server.process().kill9();
   const auto restart = SteadyClock::now();
@@ -875,8 +969,8 @@ TEST(WardendDurabilityTest, NoGrantWhileALeaseFromBeforeTheCrashMayBeAlive) {
     // A waiting request is refused too, not parked.
     EXPECT_TRUE(
         c.call({"ACQUIRE", "t/other", "x", "300", "WAIT", "5000"}).starts_with("-STARTING"));
-    EXPECT_EQ(c.call({"PING"}), "+PONG\r\n");                 // the rest works
-    EXPECT_EQ(c.call({"RELEASE", "t/long", "1"}), ":0\r\n");  // nothing from before
+    EXPECT_EQ(c.call({"PING"}), "+PONG\r\n");                           // the rest works
+    EXPECT_EQ(c.call({"RELEASE", "t/long", "1", owner(1)}), ":0\r\n");  // nothing from before
   }
   std::uint64_t token = 0;
   const auto granted = acquire_when_allowed(server.port(), "t/long", token);

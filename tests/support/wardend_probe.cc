@@ -80,9 +80,10 @@ std::int64_t WardendProbe::info(const std::string& field) const {
   throw std::runtime_error("wardend probe: INFO has no field " + field);
 }
 
-bool WardendProbe::release(const std::string& key, std::uint64_t token) const {
+bool WardendProbe::release(const std::string& key, std::uint64_t token,
+                           const std::string& secret) const {
   const ContextPtr c = connect(port_, password_);
-  return command(c.get(), {"RELEASE", key, std::to_string(token)})->integer == 1;
+  return command(c.get(), {"RELEASE", key, std::to_string(token), secret})->integer == 1;
 }
 
 }  // namespace warden::testing

@@ -21,8 +21,8 @@ class WardendProbe {
   LockState inspect(const std::string& key) const;
   // A numeric field of INFO ("connections", "waiters", ...).
   std::int64_t info(const std::string& field) const;
-  // RELEASE key token: true if it was held.
-  bool release(const std::string& key, std::uint64_t token) const;
+  // RELEASE key token secret: true if it was held (and the secret was its owner's).
+  bool release(const std::string& key, std::uint64_t token, const std::string& secret) const;
 
  private:
   std::uint16_t port_;

@@ -39,12 +39,12 @@ AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_
 }
 
 Command renew_command(const core::GrantRef& grant) {
-  return {"RENEW", grant.key.joined(), std::to_string(grant.token),
+  return {"RENEW", grant.key.joined(), std::to_string(grant.token), grant.owner,
           std::to_string(grant.ttl.count())};
 }
 
 Command release_command(const core::GrantRef& grant) {
-  return {"RELEASE", grant.key.joined(), std::to_string(grant.token)};
+  return {"RELEASE", grant.key.joined(), std::to_string(grant.token), grant.owner};
 }
 
 Command check_command(const Sequencer& sequencer) {
@@ -59,13 +59,14 @@ bool is_starting(const Reply& reply) { return reply.error_code() == "STARTING"; 
 std::optional<GrantReply> parse_acquire(const Reply& reply, std::string_view context) {
   if (reply.is_nil()) return std::nullopt;
   if (reply.is_error()) throw resp_client::reply_error(reply, context);
-  if (!reply.is_array() || reply.elements.size() != 2 || !reply.elements[0].is_integer() ||
+  if (!reply.is_array() || reply.elements.size() != 3 || !reply.elements[0].is_integer() ||
       !reply.elements[1].is_integer() || reply.elements[0].integer <= 0 ||
-      reply.elements[1].integer < 0) {
+      reply.elements[1].integer < 0 || reply.elements[2].type != Reply::Type::bulk ||
+      reply.elements[2].text.size() != 32) {
     throw resp_client::unexpected_reply(reply, context);
   }
   return GrantReply{static_cast<std::uint64_t>(reply.elements[0].integer),
-                    std::chrono::microseconds(reply.elements[1].integer)};
+                    std::chrono::microseconds(reply.elements[1].integer), reply.elements[2].text};
 }
 
 bool parse_flag(const Reply& reply, std::string_view context) {
@@ -96,9 +97,12 @@ void check_hello(const Reply& reply, std::string_view endpoint) {
     throw Error(Errc::invalid_argument,
                 where + " is not a wardend server: HELLO answered " + reply.describe());
   }
-  if (proto != 1) {
-    throw Error(Errc::invalid_argument, "wardend at " + where + " speaks protocol " +
-                                            std::to_string(proto) + "; this client speaks 1");
+  if (proto < kProto) {
+    throw Error(Errc::unsupported,
+                "wardend at " + where + " speaks protocol " + std::to_string(proto) +
+                    ", which has no owner secrets (anyone could renew or release a grant); "
+                    "this client needs protocol " +
+                    std::to_string(kProto) + ": upgrade the server");
   }
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/engine.h"
@@ -30,20 +31,26 @@ struct AcquireCommand {
 // `now` makes a try; Clock::time_point::max() waits FOREVER; otherwise WAIT is the time
 // left, rounded up to whole milliseconds.
 AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now);
-// RENEW key token ttl
+// RENEW key token secret ttl (the secret is grant.owner, from the ACQUIRE reply)
 Command renew_command(const core::GrantRef& grant);
-// RELEASE key token
+// RELEASE key token secret
 Command release_command(const core::GrantRef& grant);
 // CHECK key mode token
 Command check_command(const Sequencer& sequencer);
 // HELLO
 Command hello_command();
 
-// A granted ACQUIRE: [token, waited_us].
+// The protocol version this client speaks: 2 = grants carry owner secrets.
+inline constexpr std::int64_t kProto = 2;
+
+// A granted ACQUIRE: [token, waited_us, secret].
 struct GrantReply {
   std::uint64_t token = 0;
   // Server time between reading the request and granting it.
   std::chrono::microseconds waited{0};
+  // The grant's owner secret (32 lower-case hex characters): RENEW and RELEASE must
+  // send it. Kept in GrantRef::owner.
+  std::string secret;
 };
 
 // true for wardend's restart-embargo error (STARTING): "no grants yet, try later".
@@ -57,9 +64,11 @@ std::optional<GrantReply> parse_acquire(const Reply& reply, std::string_view con
 // The :1 / :0 reply of RENEW, RELEASE and CHECK. Throws like parse_acquire.
 bool parse_flag(const Reply& reply, std::string_view context);
 
-// Checks a HELLO reply names server "wardend" with protocol 1. Throws
+// Checks a HELLO reply names server "wardend" with protocol 2 or later. Throws
 // Error(permission_denied) for NOAUTH (a password is needed), Error(invalid_argument)
-// when something else answers (e.g. Redis on the port).
+// when something else answers (e.g. Redis on the port), Error(unsupported) for an
+// older wardend (protocol 1 has no owner secrets: anyone could release our grants,
+// and retrying cannot help until the server is upgraded).
 void check_hello(const Reply& reply, std::string_view endpoint);
 
 }  // namespace warden::engines::wardend

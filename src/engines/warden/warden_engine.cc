@@ -85,15 +85,16 @@ class WardenEngine final : public core::Engine {
       switch (out.kind) {
         case AcquireOutcome::Kind::granted: {
           const Clock::time_point expires = out.sent + out.grant.waited + request.options.ttl;
-          return Granted{
-              GrantRef{request.key, request.mode, out.grant.token, request.options.ttl, {}},
-              expires};
+          return Granted{GrantRef{request.key, request.mode, out.grant.token, request.options.ttl,
+                                  out.grant.secret},
+                         expires};
         }
         case AcquireOutcome::Kind::not_granted:
         case AcquireOutcome::Kind::withdrawn:
           return std::nullopt;
         case AcquireOutcome::Kind::withdrawn_granted:
-          give_back(GrantRef{request.key, request.mode, out.grant.token, request.options.ttl, {}});
+          give_back(GrantRef{request.key, request.mode, out.grant.token, request.options.ttl,
+                             out.grant.secret});
           return std::nullopt;
         case AcquireOutcome::Kind::starting:
           break;

@@ -8,6 +8,8 @@
 #include <memory>
 #include <stop_token>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "support/server_process.h"
 #include "support/waiting.h"
@@ -69,12 +71,30 @@ class RawConnection {
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;
 
-  void send(const std::string& a, const std::string& b, const std::string& c) {
-    const char* argv[] = {a.c_str(), b.c_str(), c.c_str()};
-    const std::size_t lens[] = {a.size(), b.size(), c.size()};
-    redisAppendCommandArgv(c_, 3, argv, lens);
+  void send(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.c_str());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(c_, static_cast<int>(args.size()), argv.data(), lens.data());
     int done = 0;
     while (done == 0) redisBufferWrite(c_, &done);
+  }
+  // Reads an ACQUIRE's grant reply: its token and owner secret.
+  std::pair<std::uint64_t, std::string> read_grant() {
+    void* raw = nullptr;
+    if (redisGetReply(c_, &raw) != REDIS_OK) throw std::runtime_error("no ACQUIRE reply");
+    const auto* r = static_cast<redisReply*>(raw);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+      freeReplyObject(raw);
+      throw std::runtime_error("ACQUIRE was not granted");
+    }
+    std::pair<std::uint64_t, std::string> out{static_cast<std::uint64_t>(r->element[0]->integer),
+                                              std::string(r->element[2]->str, r->element[2]->len)};
+    freeReplyObject(raw);
+    return out;
   }
   long long read_integer() {
     void* reply = nullptr;
@@ -95,13 +115,12 @@ TEST(WardenCancellation, GrantThatWinsTheRaceWithTheCancellationIsGivenBack) {
   // grant and release it.
   Wardend server;
   const WardendProbe probe(server.port());
-  Client holder = Client::open(server.uri());
   Client waiter = Client::open(server.uri());
   Client later = Client::open(server.uri());
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
-  const std::uint64_t held_token = held.token();
+  // The holder is a raw connection, so the test knows its owner secret for RELEASE.
   RawConnection releaser(server.port());
+  releaser.send({"ACQUIRE", "g/x", "exclusive", "30000"});
+  const auto [held_token, held_secret] = releaser.read_grant();
 
   std::stop_source stop;
   auto waiting = std::async(std::launch::async, [&] {
@@ -110,7 +129,7 @@ TEST(WardenCancellation, GrantThatWinsTheRaceWithTheCancellationIsGivenBack) {
   ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 1; }));
 
   server.process().signal(SIGSTOP);
-  releaser.send("RELEASE", "g/x", std::to_string(held_token));
+  releaser.send({"RELEASE", "g/x", std::to_string(held_token), held_secret});
   std::this_thread::sleep_for(50ms);
   stop.request_stop();
   std::this_thread::sleep_for(50ms);
@@ -129,7 +148,9 @@ TEST(WardenCancellation, GrantThatWinsTheRaceWithTheCancellationIsGivenBack) {
   ASSERT_TRUE(next);
   EXPECT_GE(next.token(), held_token + 2) << "the race was not exercised: the server "
                                              "cancelled the waiter before granting it";
-  held.release();  // already released behind its back; must not free `next`
+  // Released already; a second RELEASE must not free `next`.
+  releaser.send({"RELEASE", "g/x", std::to_string(held_token), held_secret});
+  EXPECT_EQ(releaser.read_integer(), 0);
   EXPECT_EQ(probe.inspect("g/x").holder_tokens, std::vector<std::uint64_t>{next.token()});
 }
 

@@ -40,7 +40,7 @@ TEST(WardenControl, RenewBatchAnswersEachGrantInOrder) {
   }
   // Every third grant disappears behind the engine's back.
   for (int i = 0; i < kGrants; i += 3) {
-    ASSERT_TRUE(probe.release("g/n" + std::to_string(i), grants[i].token));
+    ASSERT_TRUE(probe.release("g/n" + std::to_string(i), grants[i].token, grants[i].owner));
   }
 
   const auto before = Clock::now();

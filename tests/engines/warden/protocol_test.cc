@@ -72,24 +72,32 @@ TEST(WardendProtocol, SharedUnfairAndDelayAreSpelledOut) {
       (Command{"ACQUIRE", "billing/invoice/7 x", "shared", "30000", "UNFAIR", "DELAY", "250"}));
 }
 
-TEST(WardendProtocol, RenewReleaseCheckAreByToken) {
-  core::GrantRef g{core::LockKey{"g", "n"}, Mode::shared, 42, 900ms, {}};
-  EXPECT_EQ(renew_command(g), (Command{"RENEW", "g/n", "42", "900"}));
-  EXPECT_EQ(release_command(g), (Command{"RELEASE", "g/n", "42"}));
+TEST(WardendProtocol, RenewAndReleaseCarryTheOwnerSecretCheckIsByToken) {
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  core::GrantRef g{core::LockKey{"g", "n"}, Mode::shared, 42, 900ms, secret};
+  EXPECT_EQ(renew_command(g), (Command{"RENEW", "g/n", "42", secret, "900"}));
+  EXPECT_EQ(release_command(g), (Command{"RELEASE", "g/n", "42", secret}));
   EXPECT_EQ(check_command(Sequencer{"g", "n", Mode::shared, 42}),
             (Command{"CHECK", "g/n", "shared", "42"}));
 }
 
-TEST(WardendProtocol, AcquireRepliesAreGrantsOrNil) {
-  const auto grant = parse_acquire(array_reply({integer_reply(41), integer_reply(1875)}), "T");
+TEST(WardendProtocol, AcquireRepliesAreGrantsWithSecretsOrNil) {
+  const std::string secret = "00112233445566778899aabbccddeeff";
+  const auto grant =
+      parse_acquire(array_reply({integer_reply(41), integer_reply(1875), bulk_reply(secret)}), "T");
   ASSERT_TRUE(grant);
   EXPECT_EQ(grant->token, 41u);
   EXPECT_EQ(grant->waited, 1875us);
+  EXPECT_EQ(grant->secret, secret);
   EXPECT_FALSE(parse_acquire(nil_reply(), "T"));
-  for (const Reply& bad : {array_reply({integer_reply(41)}), integer_reply(1),
-                           array_reply({bulk_reply("41"), integer_reply(0)}),
-                           array_reply({integer_reply(0), integer_reply(0)}),
-                           array_reply({integer_reply(3), integer_reply(-1)})}) {
+  for (const Reply& bad :
+       {array_reply({integer_reply(41)}), integer_reply(1),
+        array_reply({integer_reply(41), integer_reply(0)}),  // protocol 1: no secret
+        array_reply({bulk_reply("41"), integer_reply(0), bulk_reply(secret)}),
+        array_reply({integer_reply(0), integer_reply(0), bulk_reply(secret)}),
+        array_reply({integer_reply(3), integer_reply(-1), bulk_reply(secret)}),
+        array_reply({integer_reply(3), integer_reply(0), bulk_reply("abc")}),
+        array_reply({integer_reply(3), integer_reply(0), integer_reply(7)})}) {
     try {
       (void)parse_acquire(bad, "T");
       ADD_FAILURE() << "accepted " << bad.describe();
@@ -122,7 +130,7 @@ TEST(WardendProtocol, FlagsAndErrorCodesMapInOnePlace) {
 TEST(WardendProtocol, HelloMustComeFromWardend) {
   const Reply wardend = array_reply(
       {bulk_reply("server"), bulk_reply("wardend"), bulk_reply("version"), bulk_reply("0.1.0"),
-       bulk_reply("proto"), integer_reply(1), bulk_reply("capabilities"), bulk_reply("shared")});
+       bulk_reply("proto"), integer_reply(2), bulk_reply("capabilities"), bulk_reply("shared")});
   EXPECT_NO_THROW(check_hello(wardend, "h:1"));
 
   const auto code = [](const Reply& r) {
@@ -138,9 +146,14 @@ TEST(WardendProtocol, HelloMustComeFromWardend) {
   EXPECT_EQ(code(array_reply({bulk_reply("server"), bulk_reply("redis"), bulk_reply("proto"),
                               integer_reply(2)})),
             Errc::invalid_argument);
+  // A later protocol is fine; an older one has no owner secrets and is refused.
+  EXPECT_NO_THROW(check_hello(array_reply({bulk_reply("server"), bulk_reply("wardend"),
+                                           bulk_reply("proto"), integer_reply(3)}),
+                              "h:1"));
   EXPECT_EQ(code(array_reply({bulk_reply("server"), bulk_reply("wardend"), bulk_reply("proto"),
-                              integer_reply(2)})),
-            Errc::invalid_argument);
+                              integer_reply(1)})),
+            Errc::unsupported);
+  EXPECT_EQ(code(array_reply({bulk_reply("server"), bulk_reply("wardend")})), Errc::unsupported);
 }
 
 }  // namespace
