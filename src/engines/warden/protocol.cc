@@ -10,6 +10,17 @@ namespace {
 
 std::string mode_word(Mode mode) { return std::string(to_string(mode)); }
 
+// The grant's owner secret, as wardend checks it; see renew_command.
+const std::string& secret_of(const core::GrantRef& grant) {
+  const std::string& s = grant.owner;
+  if (s.size() != 32 || s.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw Error(Errc::not_owner,
+                "not a grant of a warden:// client: its owner is not a "
+                "wardend owner secret");
+  }
+  return s;
+}
+
 }  // namespace
 
 AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now) {
@@ -39,12 +50,12 @@ AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_
 }
 
 Command renew_command(const core::GrantRef& grant) {
-  return {"RENEW", grant.key.joined(), std::to_string(grant.token), grant.owner,
+  return {"RENEW", grant.key.joined(), std::to_string(grant.token), secret_of(grant),
           std::to_string(grant.ttl.count())};
 }
 
 Command release_command(const core::GrantRef& grant) {
-  return {"RELEASE", grant.key.joined(), std::to_string(grant.token), grant.owner};
+  return {"RELEASE", grant.key.joined(), std::to_string(grant.token), secret_of(grant)};
 }
 
 Command check_command(const Sequencer& sequencer) {

@@ -31,7 +31,9 @@ struct AcquireCommand {
 // `now` makes a try; Clock::time_point::max() waits FOREVER; otherwise WAIT is the time
 // left, rounded up to whole milliseconds.
 AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now);
-// RENEW key token secret ttl (the secret is grant.owner, from the ACQUIRE reply)
+// RENEW key token secret ttl (the secret is grant.owner, from the ACQUIRE reply). Both
+// throw Error(not_owner), before any I/O, for an owner that is not a wardend secret (32
+// lower-case hex characters): not a grant of a warden:// client.
 Command renew_command(const core::GrantRef& grant);
 // RELEASE key token secret
 Command release_command(const core::GrantRef& grant);

@@ -77,6 +77,17 @@ TEST(WardendProtocol, RenewAndReleaseCarryTheOwnerSecretCheckIsByToken) {
   core::GrantRef g{core::LockKey{"g", "n"}, Mode::shared, 42, 900ms, secret};
   EXPECT_EQ(renew_command(g), (Command{"RENEW", "g/n", "42", secret, "900"}));
   EXPECT_EQ(release_command(g), (Command{"RELEASE", "g/n", "42", secret}));
+  // Anything else is not a grant of this engine: refused before any I/O.
+  for (const std::string bad : {"", "intruder-7", "0123456789ABCDEF0123456789ABCDEF"}) {
+    g.owner = bad;
+    EXPECT_THROW(renew_command(g), Error) << bad;
+    try {
+      (void)release_command(g);
+      ADD_FAILURE() << "accepted owner '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::not_owner);
+    }
+  }
   EXPECT_EQ(check_command(Sequencer{"g", "n", Mode::shared, 42}),
             (Command{"CHECK", "g/n", "shared", "42"}));
 }
