@@ -55,8 +55,8 @@ Owner parse_owner(const std::string& owner) {
   const auto id = out.key.rfind('/');
   const auto dash = out.key.rfind('-');
   if (id == std::string::npos || id < 2 || dash == std::string::npos || dash < id ||
-      std::from_chars(out.key.data() + dash + 1, out.key.data() + out.key.size(), out.slot)
-              .ec != std::errc()) {
+      std::from_chars(out.key.data() + dash + 1, out.key.data() + out.key.size(), out.slot).ec !=
+          std::errc()) {
     throw Error(Errc::not_owner, "not a grant of an etcd:// client: '" + owner + "'");
   }
   out.lock = out.key.substr(0, id - 1);
@@ -67,8 +67,8 @@ Owner parse_owner(const std::string& owner) {
 // key of `scope`).
 void add_blocker_read(TxnRequest& request, const std::string& scope, std::int64_t revision,
                       bool to_success = true) {
-  RangeRequest* range = (to_success ? request.add_success() : request.add_failure())
-                            ->mutable_request_range();
+  RangeRequest* range =
+      (to_success ? request.add_success() : request.add_failure())->mutable_request_range();
   range->set_key(scope);
   range->set_range_end(prefix_end(scope));
   range->set_limit(1);
@@ -83,8 +83,8 @@ void add_blocker_read(TxnRequest& request, const std::string& scope, std::int64_
 }
 
 void add_key_read(TxnRequest& request, const std::string& key, bool to_success) {
-  RangeRequest* range = (to_success ? request.add_success() : request.add_failure())
-                            ->mutable_request_range();
+  RangeRequest* range =
+      (to_success ? request.add_success() : request.add_failure())->mutable_request_range();
   range->set_key(key);
   range->set_keys_only(true);
 }
@@ -92,8 +92,8 @@ void add_key_read(TxnRequest& request, const std::string& key, bool to_success) 
 const etcdserverpb::RangeResponse& range_at(const TxnResponse& response, int index,
                                             const char* what) {
   if (index >= response.responses_size() || !response.responses(index).has_response_range()) {
-    throw Error(Errc::internal, std::string("etcd answered a ") + what +
-                                    " Txn without the range it was asked for");
+    throw Error(Errc::internal,
+                std::string("etcd answered a ") + what + " Txn without the range it was asked for");
   }
   return response.responses(index).response_range();
 }
@@ -112,8 +112,8 @@ class EtcdEngine final : public core::Engine {
     Capabilities caps;
     caps.shared = true;
     caps.fair = true;
-    caps.non_fair = false;   // the revision queue has no place for barging
-    caps.lock_delay = false; // see docs/engines/etcd.md
+    caps.non_fair = false;    // the revision queue has no place for barging
+    caps.lock_delay = false;  // see docs/engines/etcd.md
     caps.fencing = true;
     caps.durable_tokens = true;  // revisions survive restarts and leader changes
     caps.check = true;
@@ -151,8 +151,7 @@ class EtcdEngine final : public core::Engine {
       bool session_lost = false;
       try {
         granted = created.free ? grant(request, key, created.revision, *session, session_lost)
-                               : wait(request, keys, key, created.revision, *session,
-                                      session_lost);
+                               : wait(request, keys, key, created.revision, *session, session_lost);
       } catch (const Error&) {
         withdraw(key);
         throw;
@@ -171,8 +170,10 @@ class EtcdEngine final : public core::Engine {
       withdraw(key);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
       if (attempt >= kSessionRetries) {
-        throw Error(Errc::unavailable, "etcd: every session of this client was lost while "
-                                       "acquiring " + request.key.joined());
+        throw Error(Errc::unavailable,
+                    "etcd: every session of this client was lost while "
+                    "acquiring " +
+                        request.key.joined());
       }
     }
   }
@@ -197,14 +198,26 @@ class EtcdEngine final : public core::Engine {
       for (std::size_t i = first; i < last; ++i) {
         const Owner& owner = owners[i - first];
         const auto& range = range_at(response, static_cast<int>(i - first), "renew");
-        const bool held =
-            range.kvs_size() == 1 &&
-            range.kvs(0).create_revision() == static_cast<std::int64_t>(grants[i].token);
+        const bool held = range.kvs_size() == 1 && range.kvs(0).create_revision() ==
+                                                       static_cast<std::int64_t>(grants[i].token);
         // The session's keep-alives extend every key on it; the renewal confirms that
         // this key is still one of them.
-        auto expires = held ? sessions_.expires(owner.lease) : std::nullopt;
-        if (expires && !sessions_.renewed(owner.lease, owner.key, *expires)) expires.reset();
-        out.push_back(Renewed{expires});
+        const auto expires = held ? sessions_.expires(owner.lease) : std::nullopt;
+        if (!expires) {
+          out.push_back(Renewed::lost());
+          continue;
+        }
+        switch (sessions_.renewed(owner.lease, owner.key, *expires)) {
+          case Sessions::Renewal::advanced:
+            out.push_back(Renewed::until(*expires));
+            break;
+          case Sessions::Renewal::stale:
+            out.push_back(Renewed::unknown());
+            break;
+          case Sessions::Renewal::gone:
+            out.push_back(Renewed::lost());
+            break;
+        }
       }
     }
     return out;
@@ -212,14 +225,31 @@ class EtcdEngine final : public core::Engine {
 
   void release(const GrantRef& grant) override {
     const Owner owner = parse_owner(grant.owner);
-    // Guarded by our create_revision: a key of the same name created since (it cannot
-    // be, names are unique per request, but the guard costs nothing) is left alone.
+    // Only a grant this client made, on one of its own sessions, is released: the key,
+    // the token and the lease id are all readable by anyone who can range the prefix, so
+    // another client that builds our GrantRef must not delete our key.
+    if (!owner.key.ends_with(client_id_ + '-' + std::to_string(owner.slot))) return;
+    // A session this client no longer has ended with its lease, and the key with it:
+    // nothing to delete.
+    if (!sessions_.expires(owner.lease)) {
+      sessions_.released(owner.lease, owner.key);
+      slots_.give_back(owner.lock, owner.slot);
+      return;
+    }
+    // Guarded by our create_revision and our lease: a key of the same name created since
+    // (it cannot be, names are unique per request, but the guard costs nothing) is left
+    // alone.
     TxnRequest request;
     auto* compare = request.add_compare();
     compare->set_key(owner.key);
     compare->set_target(etcdserverpb::Compare::CREATE);
     compare->set_result(etcdserverpb::Compare::EQUAL);
     compare->set_create_revision(static_cast<std::int64_t>(grant.token));
+    auto* lease = request.add_compare();
+    lease->set_key(owner.key);
+    lease->set_target(etcdserverpb::Compare::LEASE);
+    lease->set_result(etcdserverpb::Compare::EQUAL);
+    lease->set_lease(owner.lease);
     request.add_success()->mutable_request_delete_range()->set_key(owner.key);
     rpc_->txn(request);
     sessions_.released(owner.lease, owner.key);
@@ -287,8 +317,7 @@ class EtcdEngine final : public core::Engine {
   }
 
   std::optional<Granted> grant(const AcquireRequest& request, const std::string& key,
-                               std::int64_t revision, const Session& session,
-                               bool& session_lost) {
+                               std::int64_t revision, const Session& session, bool& session_lost) {
     const auto expires = sessions_.expires(session.lease);
     // Gone, or its keep-alives failed past its expiry: the key may be gone too.
     if (!expires || *expires <= Clock::now()) {
@@ -303,8 +332,8 @@ class EtcdEngine final : public core::Engine {
   // Waits until no earlier request blocks `key`: the grant, or nullopt for a timed-out
   // or cancelled wait, or when the key vanished with its session (`session_lost`).
   std::optional<Granted> wait(const AcquireRequest& request, const LockKeys& keys,
-                              const std::string& key, std::int64_t revision,
-                              const Session& session, bool& session_lost) {
+                              const std::string& key, std::int64_t revision, const Session& session,
+                              bool& session_lost) {
     const std::string& scope = keys.blockers(request.mode);
     resp_client::Backoff poll(config_.retry);
     while (true) {

@@ -11,7 +11,9 @@ namespace {
 using std::chrono::milliseconds;
 
 // Whole seconds, rounded up: etcd's lease TTL unit.
-std::int64_t lease_seconds(milliseconds ttl) { return std::max<std::int64_t>(1, (ttl.count() + 999) / 1000); }
+std::int64_t lease_seconds(milliseconds ttl) {
+  return std::max<std::int64_t>(1, (ttl.count() + 999) / 1000);
+}
 
 // How soon a failed keep-alive round is tried again.
 milliseconds retry_delay(milliseconds ttl) {
@@ -82,8 +84,8 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
   return session;
 }
 
-bool Sessions::granted(const Session& session, const std::string& key,
-                       const core::GrantRef& grant, Clock::time_point expires) {
+bool Sessions::granted(const Session& session, const std::string& key, const core::GrantRef& grant,
+                       Clock::time_point expires) {
   std::lock_guard lock(mu_);
   const auto entry = entries_.find(session.lease);
   if (entry == entries_.end()) return false;
@@ -92,14 +94,16 @@ bool Sessions::granted(const Session& session, const std::string& key,
   return true;
 }
 
-bool Sessions::renewed(std::int64_t lease, const std::string& key, Clock::time_point expires) {
+Sessions::Renewal Sessions::renewed(std::int64_t lease, const std::string& key,
+                                    Clock::time_point expires) {
   std::lock_guard lock(mu_);
   const auto entry = entries_.find(lease);
-  if (entry == entries_.end()) return false;
+  if (entry == entries_.end()) return Renewal::gone;
   const auto holding = entry->second.holders.find(key);
-  if (holding == entry->second.holders.end()) return false;
-  holding->second.reported = std::max(holding->second.reported, expires);
-  return true;
+  if (holding == entry->second.holders.end()) return Renewal::gone;
+  if (expires <= holding->second.reported) return Renewal::stale;
+  holding->second.reported = expires;
+  return Renewal::advanced;
 }
 
 void Sessions::lose(std::int64_t lease) {

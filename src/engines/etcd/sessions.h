@@ -66,9 +66,13 @@ class Sessions {
   bool granted(const Session& session, const std::string& key, const core::GrantRef& grant,
                Clock::time_point expires);
   // A renewal is about to tell the core that the grant with `key` expires at
-  // `expires`. false if the grant was dropped meanwhile (see above): the renewal must
-  // report it lost instead.
-  bool renewed(std::int64_t lease, const std::string& key, Clock::time_point expires);
+  // `expires`. `gone` if the grant was dropped meanwhile (see above): the renewal must
+  // report it lost instead. `stale` if `expires` is no later than what the core already
+  // knows — the keeper has not confirmed the lease since (a member froze and it is failing
+  // over): the renewal is undecided, so the core asks again soon instead of a whole
+  // interval later, when the lease may have lapsed locally.
+  enum class Renewal { advanced, stale, gone };
+  Renewal renewed(std::int64_t lease, const std::string& key, Clock::time_point expires);
   // The lease is gone on the server (a put on it found no lease, or a waiter's key
   // vanished): its grants are reported lost and new requests get a new session.
   void lose(std::int64_t lease);
@@ -110,20 +114,20 @@ class Sessions {
   };
   struct Withdrawal {
     std::string key;
-    std::int64_t revision = 0;   // guard for the delete; 0: none (a waiter's own key)
+    std::int64_t revision = 0;  // guard for the delete; 0: none (a waiter's own key)
     std::int64_t lease = 0;
-    bool revoke = false;         // an own lease: revoke it (that deletes the key)
-    Clock::time_point give_up;   // an own lease has surely ended by then
+    bool revoke = false;        // an own lease: revoke it (that deletes the key)
+    Clock::time_point give_up;  // an own lease has surely ended by then
   };
 
   mutable std::mutex mu_;
   std::condition_variable_any wake_;
-  std::map<std::int64_t, Entry> entries_;                  // by lease id; guarded by mu_
+  std::map<std::int64_t, Entry> entries_;                     // by lease id; guarded by mu_
   std::map<std::chrono::milliseconds, std::int64_t> by_ttl_;  // shared sessions; guarded by mu_
-  std::vector<Withdrawal> withdrawals_;                    // guarded by mu_
-  bool reachable_ = true;                                  // last keep-alive round; guarded by mu_
+  std::vector<Withdrawal> withdrawals_;                       // guarded by mu_
+  bool reachable_ = true;      // last keep-alive round; guarded by mu_
   std::uint64_t changes_ = 0;  // counts new sessions, to wake the keeper; guarded by mu_
-  std::jthread keeper_;                                    // last: starts after the rest exists
+  std::jthread keeper_;        // last: starts after the rest exists
 };
 
 }  // namespace warden::engines::etcd
