@@ -104,6 +104,44 @@ TEST_P(Conformance, ReleaseOrRenewByNonOwnerIsRefused) {
   EXPECT_TRUE(grantable("x"));
 }
 
+// DESIGN §2: only the holder renews or releases a grant. Another process that knows the
+// lock's key and its grant's *right* token (tokens are small, and public in sequencers)
+// but not the backend's owner check (wardend's secret, Redis' random value, etcd's session
+// lease, ZooKeeper's session, mem://'s engine) changes nothing. docs/contract.md, "Who can
+// renew or release a grant", says which mechanism each engine uses.
+TEST_P(Conformance, AStrangerWithTheRightTokenCannotRenewOrReleaseTheGrant) {
+  Client a = open_client();
+  Lease lease = a.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  std::unique_ptr<core::Engine> stranger =
+      engines::open_engine(core::Uri::parse(backend().uri()), ClientOptions{});
+  ASSERT_NE(stranger, nullptr);
+  for (const std::string& guess : {std::string(), std::string(32, '0'), std::string("x")}) {
+    core::GrantRef forged;
+    forged.key = core::LockKey{group(), "x"};
+    forged.mode = Mode::exclusive;
+    forged.token = lease.token();
+    forged.ttl = std::chrono::milliseconds(30'000);
+    forged.owner = guess;
+    try {
+      const std::vector<core::Renewed> renewed = stranger->renew(std::span(&forged, 1));
+      ASSERT_EQ(renewed.size(), 1u);
+      EXPECT_FALSE(renewed[0].expires.has_value()) << "renewed another's grant: '" << guess << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::not_owner) << e.what();
+    }
+    try {
+      stranger->release(forged);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::not_owner) << e.what();
+    }
+  }
+  EXPECT_TRUE(a.check(lease.sequencer())) << "a stranger released the grant";
+  EXPECT_FALSE(grantable("x")) << "a stranger freed the lock";
+  EXPECT_FALSE(lease.lost());
+  lease.release();
+}
+
 TEST_P(Conformance, ExpiredLeaseBlocksTheLockForLockDelayButReleasedOneDoesNot) {
   WARDEN_SKIP_UNLESS(lock_delay);
   ClientOptions no_watchdog;

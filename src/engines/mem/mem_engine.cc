@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "table/lock_table.h"
 #include "warden/error.h"
@@ -85,9 +88,12 @@ class MemEngine final : public core::Engine {
     const auto result = s.table.acquire(r, Clock::now());
     s.deliver();
     switch (result.status) {
-      case table::AcquireStatus::granted: return to_granted(request, result.grant);
-      case table::AcquireStatus::busy: return std::nullopt;
-      case table::AcquireStatus::queued: break;
+      case table::AcquireStatus::granted:
+        return to_granted(request, result.grant);
+      case table::AcquireStatus::busy:
+        return std::nullopt;
+      case table::AcquireStatus::queued:
+        break;
     }
 
     // Waiting threads drive the table's clock: each sleeps until its outcome arrives,
@@ -117,8 +123,7 @@ class MemEngine final : public core::Engine {
       }
       auto wake = Clock::now() + std::chrono::seconds(60);
       if (auto next = s.table.next_wakeup()) wake = std::min(wake, *next);
-      s.changed.wait_until(lock, request.stop, wake,
-                           [&] { return s.outcomes.count(id) > 0; });
+      s.changed.wait_until(lock, request.stop, wake, [&] { return s.outcomes.count(id) > 0; });
       s.table.advance(Clock::now());
       s.deliver();
     }
@@ -130,8 +135,13 @@ class MemEngine final : public core::Engine {
     std::vector<Renewed> out;
     out.reserve(grants.size());
     for (const auto& g : grants) {
+      if (mine_.count(Owned{g.key.joined(), g.token}) == 0) {
+        out.push_back(Renewed::lost());  // not this engine's grant
+        continue;
+      }
       // Same process, same clock: the table's expiry is exact, not an estimate.
       out.push_back(Renewed{s.table.renew(g.key.joined(), g.token, g.ttl, Clock::now())});
+      if (!out.back().expires) mine_.erase(Owned{g.key.joined(), g.token});  // lost
     }
     s.deliver();
     return out;
@@ -140,6 +150,8 @@ class MemEngine final : public core::Engine {
   void release(const GrantRef& grant) override {
     SharedTable& s = *shared_;
     std::lock_guard guard(s.mu);
+    // Idempotent, and a no-op for a grant this engine did not make.
+    if (mine_.erase(Owned{grant.key.joined(), grant.token}) == 0) return;
     s.table.release(grant.key.joined(), grant.token, Clock::now());
     s.deliver();
   }
@@ -166,6 +178,9 @@ class MemEngine final : public core::Engine {
   }
 
  private:
+  using Owned = std::pair<std::string, std::uint64_t>;  // ("group/name", token)
+  static constexpr std::size_t kPruneAbove = 1024;
+
   // Brings the table to now, so that status shows no lapsed lease. Requires mu.
   Clock::time_point fresh() {
     const auto now = Clock::now();
@@ -174,19 +189,31 @@ class MemEngine final : public core::Engine {
     return now;
   }
 
-  static Granted to_granted(const AcquireRequest& request, const table::Grant& grant) {
+  // Requires mu. Records the grant as this engine's own: only the engine that made a
+  // grant renews or releases it (another Client on the same table that knows the token
+  // is refused), as a backend's owner check would.
+  Granted to_granted(const AcquireRequest& request, const table::Grant& grant) {
+    // Grants that ended without a release (leases that ran out unrenewed) are forgotten
+    // now and then, so the record stays as small as what is held.
+    if (mine_.size() >= prune_at_) {
+      std::erase_if(mine_, [&](const Owned& o) { return !shared_->table.find(o.first, o.second); });
+      prune_at_ = std::max(kPruneAbove, 2 * mine_.size());  // amortised: O(1) per grant
+    }
+    mine_.insert(Owned{request.key.joined(), grant.token});
     return Granted{GrantRef{request.key, grant.mode, grant.token, request.options.ttl, {}},
                    grant.expires};
   }
 
   std::shared_ptr<SharedTable> shared_;
+  std::set<Owned> mine_;  // grants this engine made and has not released; guarded by shared_->mu
+  std::size_t prune_at_ = kPruneAbove;  // guarded by shared_->mu
 };
 
 }  // namespace
 
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& /*options*/) {
-  if (uri.user || uri.password || !uri.path.empty() || !uri.query.empty() ||
-      uri.hosts.size() > 1 || (uri.hosts.size() == 1 && uri.hosts[0].port)) {
+  if (uri.user || uri.password || !uri.path.empty() || !uri.query.empty() || uri.hosts.size() > 1 ||
+      (uri.hosts.size() == 1 && uri.hosts[0].port)) {
     throw Error(Errc::invalid_argument, "mem:// takes only a table name: mem://[NAME]");
   }
   const std::string name = uri.hosts.empty() ? "default" : uri.hosts[0].host;
