@@ -30,8 +30,8 @@ class WardendBackend final : public Backend {
 
   // wardend releases a grant only for its holder's owner secret, which only the
   // holder's ACQUIRE reply carried, and has no command that drops grants: nothing
-  // behind the clients' back can make it forget one (tests/conformance/ownership_test.cc
-  // checks that it cannot be done). The renewal that finds a grant gone is covered by
+  // behind the clients' back can make it forget one (the clause
+  // AStrangerWithTheRightTokenCannotRenewOrReleaseTheGrant checks that it cannot be done). The renewal that finds a grant gone is covered by
   // tests/engines/warden/control_test.cc, which releases with the engine's own secrets.
   bool drop_grants(std::string_view /*group*/, std::string_view /*name*/) override { return false; }
 
