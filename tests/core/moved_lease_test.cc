@@ -7,12 +7,16 @@
 // and repeats until the re-acquire has landed inside that window many times over.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <latch>
 #include <thread>
 
 #include "support/server_process.h"
+#include "support/waiting.h"
 #include "warden/client.h"
+#include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
 
@@ -55,6 +59,62 @@ TEST(MovedLease, ReacquireDuringItsReleaseOnAnotherThreadTakesAFreshGrant) {
   // The interleaving must actually have been exercised, or the test proves nothing.
   EXPECT_GT(raced, 0) << "no round re-acquired after the release began";
   RecordProperty("fresh_grants", raced);
+}
+
+// The other way a release can settle: the backend does not confirm it. The moved Lease's
+// release reports the failure and the Lease keeps its count; the owning thread, which
+// waited meanwhile, then counts on that same grant rather than taking a second one. The
+// unconfirmed RELEASE may still reach the server once it thaws (it was sent): then the
+// grant is gone, and the watchdog's next renewal must tell both Leases so.
+TEST(MovedLease, ReacquireDuringAFailedReleaseCountsOnTheGrantThatStaysHeld) {
+  testing::Wardend server;
+  ClientOptions options;
+  options.op_timeout = 300ms;
+  options.renew_interval = 200ms;
+  options.lock_defaults.ttl = 30s;
+  Client client = Client::open(server.uri(), options);
+  Lock lock = client.lock("moved", "failed-release");
+  Lease first = lock.acquire(Mode::exclusive, Wait::up_to(5s));
+  ASSERT_TRUE(first);
+  const std::uint64_t token = first.token();
+
+  server.process().signal(SIGSTOP);  // the release will not be confirmed
+  std::atomic<bool> release_failed{false};
+  std::latch releasing(1);
+  // The releasing thread keeps the Lease (a failed release leaves it held), so it
+  // outlives the thread: dropping it would hand the release to the background instead.
+  Lease moved = std::move(first);
+  std::thread releaser([&] {
+    releasing.count_down();
+    try {
+      moved.release();
+    } catch (const Error&) {
+      release_failed = true;  // reported; the Lease keeps its count
+    }
+  });
+  releasing.wait();
+  std::this_thread::sleep_for(50ms);  // let the release reach the frozen server
+  Lease second;
+  try {
+    second = lock.acquire(Mode::exclusive, Wait::up_to(5s));
+  } catch (const Error& e) {
+    ADD_FAILURE() << "the re-acquire failed: " << e.what();
+  }
+  releaser.join();
+  server.process().signal(SIGCONT);
+
+  ASSERT_TRUE(release_failed) << "the release was confirmed by a frozen server";
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second.token(), token) << "a second grant while the first is still held";
+  // Either the grant is still the backend's, or its loss is told: never a Lease on a
+  // grant that is gone and not lost.
+  EXPECT_TRUE(testing::eventually([&] {
+    return second.lost() || client.check(second.sequencer());
+  })) << "the grant is gone on the server and nobody was told";
+  if (!client.check(second.sequencer())) {
+    EXPECT_TRUE(second.lost());
+    EXPECT_TRUE(moved.lost());
+  }
 }
 
 }  // namespace
