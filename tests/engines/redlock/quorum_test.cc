@@ -97,8 +97,10 @@ TEST(RedlockQuorum, ThreeOfFiveMastersKilledAcquiresFailWithUnavailableAndRecove
       },
       5s))
       << "no grant after the masters came back";
+  // How many tries that took is timing, not behaviour: a master that refused
+  // connections is skipped until its connector's back-off (tens of ms) has passed, which
+  // may be after it came back up.
   std::printf("granted at try %d after the restart\n", tries);
-  EXPECT_EQ(tries, 1) << "the first try after the restart did not get the lock";
   // A quorum at least; a master slower to answer than the others (a fresh connection to
   // a restarted one) is not waited for once the round is decided.
   EXPECT_GE(masters.holding("g", "x").size(), 3u);
