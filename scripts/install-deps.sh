@@ -14,8 +14,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # real backends the tests start on loopback
   redis-server redis-tools etcd-server etcd-client zookeeper libslf4j-java default-jre-headless
-  # process tools the fixtures use
-  procps iproute2
+  # process tools the fixtures use; openssl makes the TLS tests' certificates
+  procps iproute2 openssl
   # scripts/check-skips.py reads the test report
   python3
 )
