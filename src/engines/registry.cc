@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/tls_options.h"
 #include "engines/etcd/etcd_engine.h"
 #include "engines/mem/mem_engine.h"
 #include "engines/redis/redis_engine.h"
@@ -12,7 +13,9 @@
 
 namespace warden::engines {
 
-std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOptions& options) {
+std::unique_ptr<core::Engine> open_engine(const core::Uri& given, const ClientOptions& options) {
+  core::Uri uri = given;
+  core::resolve_tls_scheme(uri);  // rediss:// is redis://?tls=1, and so on
   if (uri.scheme == "mem") return mem::open(uri, options);
   if (uri.scheme == "warden") return wardend::open(uri, options);
   if (uri.scheme == "redis") return redis::open(uri, options);
@@ -20,7 +23,9 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& uri, const ClientOpti
   if (uri.scheme == "etcd") return etcd::open(uri, options);
   if (uri.scheme == "zk") return zookeeper::open(uri, options);
   throw Error(Errc::invalid_argument,
-              "unknown URI scheme '" + uri.scheme + "' (this build knows: mem, warden, redis, redlock, etcd, zk)");
+              "unknown URI scheme '" + uri.scheme +
+                  "' (this build knows: mem, warden, wardens, redis, rediss, redlock, etcd, "
+                  "etcds, zk)");
 }
 
 }  // namespace warden::engines
