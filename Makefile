@@ -2,9 +2,10 @@
 #
 #   make run    install dependencies, build the release preset, run the main job
 #   make test   install dependencies, then the whole check: sanitizer build + tests,
-#               release build, install, and a separate project built against that install
+#               release build, install, a separate project built against that install,
+#               and the Debian packages built, installed and checked
 #
-# Other targets: deps, release, asan, test-slow, install, consumer, format, clean.
+# Other targets: deps, release, asan, test-slow, install, consumer, package, format, clean.
 # Every step is a target of its own, so when one fails make names it in its error line
 # ("make: *** [Makefile:NN: asan-ctest] Error 8").
 
@@ -17,6 +18,7 @@ SHELL := bash
 
 JOBS ?= 2
 RELEASE_DIR := build/release
+PACKAGE_DIR := build/package
 STAGE_DIR := $(CURDIR)/build/stage
 CONSUMER_DIR := build/consumer
 FUZZ_DIR := build/fuzz
@@ -30,11 +32,12 @@ RUN_CMD = $(RELEASE_DIR)/src/server/wardend --listen 127.0.0.1:7380 --data-dir .
 say = @printf '\n==> %s\n' '$(1)'
 
 .PHONY: help deps run test test-slow fuzz release asan asan-ctest install consumer consumer-run \
-        format clean
+        package package-check format clean
 
 help:
 	@echo 'make run        build the release preset and run the main job ($$RUN_CMD)'
-	@echo 'make test       sanitizer build + tests, release build, install, consumer check'
+	@echo 'make test       sanitizer build + tests, release build, install, consumer check, packages'
+	@echo 'make package    the Debian packages in build/package (libwarden0, libwarden-dev, warden, wardend)'
 	@echo 'make test-slow  the tests labelled "slow" on the sanitizer build'
 	@echo 'make format     clang-format every C++ source in place'
 	@echo 'make clean      remove build/'
@@ -47,7 +50,7 @@ run: deps release
 	$(call say,run: the main job)
 	$(RUN_CMD)
 
-test: deps asan asan-ctest fuzz release install consumer consumer-run
+test: deps asan asan-ctest fuzz release install consumer consumer-run package package-check
 	$(call say,make test: all steps passed)
 
 # Debug + AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors.
@@ -113,6 +116,23 @@ consumer-run: consumer
 	$(STAGE_DIR)/bin/warden --version
 	$(CONSUMER_DIR)/warden_consumer
 	$(CONSUMER_DIR)/warden_consumer_pc
+
+# The Debian packages (libwarden0, libwarden-dev, warden, wardend with its systemd unit,
+# config file and system user): a release build laid out for /usr and /etc (the package
+# preset), then CPack. See cmake/package.cmake.
+package: deps
+	$(call say,package: Debian packages in $(PACKAGE_DIR))
+	cmake --preset package
+	cmake --build --preset package -j $(JOBS)
+	rm -f $(PACKAGE_DIR)/*.deb
+	cd $(PACKAGE_DIR) && cpack
+	ls -l $(PACKAGE_DIR)/*.deb
+
+# Installs the packages (dpkg -i as root, else unpacks them), runs the packaged wardend
+# from its packaged config, verifies the unit, purges. See scripts/check-package.sh.
+package-check: package
+	$(call say,package: install and check)
+	bash scripts/check-package.sh $(PACKAGE_DIR)
 
 format:
 	find $(wildcard include src tests bench examples) -type f \( -name '*.h' -o -name '*.cc' \) -print0 \

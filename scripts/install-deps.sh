@@ -18,6 +18,8 @@ packages=(
   procps iproute2 openssl
   # scripts/check-skips.py reads the test report
   python3
+  # make package: man pages, the packages' tools, the unit check, wardend's postinst
+  help2man dpkg-dev fakeroot systemd adduser
 )
 
 missing=()

@@ -12,10 +12,10 @@
 #include "cli/bench_capacity.h"
 #include "cli/bench_etcd.h"
 #include "cli/bench_redis.h"
-#include "cli/bench_zookeeper.h"
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
 #include "cli/bench_workload.h"
+#include "cli/bench_zookeeper.h"
 #include "cli/duration.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
@@ -113,9 +113,11 @@ Plan make_plan(const BenchOptions& o) {
   if (!plan.baseline.empty()) {
     plan.baseline_text = redacted("--baseline", plan.baseline);
     const std::string scheme = core::Uri::parse(plan.baseline).scheme;
-    if (scheme != "redis" && scheme != "etcd" && scheme != "zk") {
+    if (scheme != "redis" && scheme != "etcd" && scheme != "zk" && scheme != "warden" &&
+        scheme != "wardens") {
       throw Failure(exit_code::kUsage, "--baseline",
-                    "expected a redis://HOST:PORT, etcd://HOST:PORT or zk://HOST:PORT URL");
+                    "expected a redis://HOST:PORT, etcd://HOST:PORT, zk://HOST:PORT, or "
+                    "warden(s)://HOST:PORT URL");
     }
   }
   plan.handoff_samples = o.handoff_samples;
@@ -190,6 +192,11 @@ int run_bench(const BenchOptions& options) {
     baseline_clients = step("connect " + plan.baseline_text, [&] {
       const std::string scheme = core::Uri::parse(plan.baseline).scheme;
       if (scheme == "etcd") return bench::open_etcd_clients(plan.baseline, w, kBaselineTimeout);
+      // warden:// against wardens:// (or another wardend): the same engine both ways, so
+      // the ratio is what the transport costs.
+      if (scheme == "warden" || scheme == "wardens") {
+        return bench::open_warden_clients(plan.baseline, w);
+      }
       if (scheme == "zk") {
         return bench::open_zookeeper_clients(plan.baseline, w, kBaselineTimeout);
       }
@@ -270,9 +277,10 @@ void add_bench_command(Commands& commands) {
   auto* baseline =
       app.add_option("--baseline", o->baseline,
                      "Also run a baseline lock: raw single Redis (SET NX PX + "
-                     "compare-and-delete), etcd's own lock service (v3lock), or raw "
-                     "ZooKeeper create+delete pairs")
-          ->type_name("redis://H:P|etcd://H:P|zk://H:P");
+                     "compare-and-delete), etcd's own lock service (v3lock), raw "
+                     "ZooKeeper create+delete pairs, or warden:// itself at another URL "
+                     "(e.g. plain against TLS)")
+          ->type_name("redis://H:P|etcd://H:P|zk://H:P|warden(s)://H:P");
   auto* rounds =
       app.add_option("--rounds", o->rounds,
                      "Cut --duration into R slices, warden and baseline taking turns (see below)")

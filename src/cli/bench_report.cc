@@ -60,6 +60,10 @@ std::string baseline_notes(const std::string& url, const Workload& w) {
       out += "  note: the baseline (etcd v3lock) has no shared mode; it took exclusive locks\n";
     }
     if (w.contended) out += "  note: baseline waiters block in etcd's Lock RPC\n";
+  } else if (url.rfind("warden://", 0) == 0 || url.rfind("wardens://", 0) == 0) {
+    out +=
+        "  note: the baseline is warden:// itself at another URL (same engine, same "
+        "workload)\n";
   } else if (url.rfind("zk://", 0) == 0) {
     out += "  note: the baseline (ZooKeeper create+delete) never waits: a create always succeeds\n";
   } else {
@@ -122,9 +126,21 @@ std::string format_json(const BenchReport& r) {
          {"handoff_us", nullptr}};
   if (r.baseline) {
     j["baseline"] = phase_json(*r.baseline);
-    j["baseline"]["lock"] = "SET NX PX + compare-and-delete EVALSHA";
-    j["baseline"]["mode"] = "exclusive";
-    j["baseline"]["retry_sleep_us"] = json::array({100, 1000});
+    const std::string& url = r.baseline->url;
+    if (url.rfind("warden://", 0) == 0 || url.rfind("wardens://", 0) == 0) {
+      j["baseline"]["lock"] = "warden:// engine";
+      j["baseline"]["mode"] = to_string(w.mix);
+    } else if (url.rfind("etcd://", 0) == 0) {
+      j["baseline"]["lock"] = "etcd v3lock Lock + Unlock";
+      j["baseline"]["mode"] = "exclusive";
+    } else if (url.rfind("zk://", 0) == 0) {
+      j["baseline"]["lock"] = "ZooKeeper create + delete";
+      j["baseline"]["mode"] = "exclusive";
+    } else {
+      j["baseline"]["lock"] = "SET NX PX + compare-and-delete EVALSHA";
+      j["baseline"]["mode"] = "exclusive";
+      j["baseline"]["retry_sleep_us"] = json::array({100, 1000});
+    }
   }
   if (const auto ratio = r.ratio()) j["ratio_cycles_per_s"] = *ratio;
   if (r.handoff) j["handoff_us"] = latency_json(*r.handoff);

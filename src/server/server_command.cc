@@ -9,6 +9,12 @@
 namespace warden::server {
 
 void add_server_options(CLI::App& app, ServerOptions& o) {
+  // The packaged service reads /etc/warden/wardend.conf this way (see packaging/).
+  app.set_config("--config", "",
+                 "read options from FILE: one `long-option = value` per line (\"#\" starts a "
+                 "comment); options given on the command line win over the file");
+  // A misspelt key in the file is an error, not a setting silently left at its default.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.add_option_function<std::string>(
          "--listen",
          [&o](const std::string& text) {
@@ -43,7 +49,9 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
       ->default_val(o.max_request_bytes);
   app.add_flag("--reset-state", o.reset_state,
                "start with fresh state even though the data dir lost it: fencing tokens "
-               "may go backwards (dangerous; for disaster recovery only)");
+               "may go backwards (dangerous; for disaster recovery only)")
+      // A one-off recovery step: never carried over from a config file into every start.
+      ->configurable(false);
   app.footer(
       "Runs until SIGINT or SIGTERM; the durable state in --data-dir is kept.\n"
       "\n"

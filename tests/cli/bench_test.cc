@@ -148,6 +148,19 @@ TEST(WardenBench, BaselineRunsTheRawRedisLockInTheSameRun) {
   EXPECT_TRUE(j.at("handoff_us").is_null());
 }
 
+TEST(WardenBench, BaselineCanBeWardenItselfAtAnotherUrl) {
+  // How the transport alone costs (plain against TLS) is measured this way: the same
+  // engine and workload on both sides of the ratio.
+  warden::testing::Wardend server;
+  const auto o = warden({"bench", "--url", "mem://", "--duration", "1s", "--rounds", "2",
+                         "--handoff-samples", "0", "--baseline", server.uri(), "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  expect_phase(j.at("baseline"), server.uri());
+  EXPECT_EQ(j.at("baseline").at("lock"), "warden:// engine");
+  EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
+}
+
 TEST(WardenBench, UnreachableBaselineFailsBeforeAnyRun) {
   // A 60 s run: failing well before it could have ended shows that no run started.
   const auto o = warden({"bench", "--url", "mem://", "--duration", "60s", "--baseline",
