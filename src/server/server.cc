@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "server/durable_state.h"
 #include "server/metrics_endpoint.h"
 #include "server/resp.h"
+#include "server/tls_context.h"
 #include "warden/error.h"
 #include "warden/version.h"
 
@@ -26,7 +28,9 @@ namespace {
 using asio::ip::tcp;
 
 constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kTlsReadChunk = 4 * 1024;
 constexpr auto kAcceptReportEvery = std::chrono::seconds(10);
+constexpr auto kHandshakeReportEvery = std::chrono::seconds(10);
 
 // Lets one process hold as many connections as the hard limit allows (10,000 idle
 // clients need more than the usual soft limit of 1,024 descriptors).
@@ -57,18 +61,42 @@ std::pair<std::string, std::uint16_t> split_host_port(const std::string& text) {
 }  // namespace
 
 struct Server::Impl {
+  // What a TLS connection has beyond a plain one. Its reads cannot use the loop's shared
+  // buffer: OpenSSL may hold decrypted bytes the socket no longer shows as readable, so
+  // they are asynchronous reads into a buffer of its own (small: OpenSSL keeps a record
+  // buffer of its own anyway).
+  struct Tls {
+    Tls(tcp::socket& socket, asio::ssl::context& context, asio::io_context& io)
+        : stream(socket, context), handshake_timer(io) {}
+    asio::ssl::stream<tcp::socket&> stream;
+    asio::steady_timer handshake_timer;
+    std::array<char, kTlsReadChunk> buffer{};
+  };
+
   struct Connection : std::enable_shared_from_this<Connection> {
     Connection(Impl& s, tcp::socket sock, ConnId i) : server(s), socket(std::move(sock)), id(i) {}
     Impl& server;
     tcp::socket socket;
+    std::unique_ptr<Tls> tls;  // null: plain text. Declared after `socket`, which it uses.
     ConnId id;
     std::string in;       // bytes read, not yet parsed
     std::string out;      // replies not yet handed to the socket
     std::string writing;  // the buffer of the write in flight
     bool reading = false;
+    bool handshaking = false;  // TLS: neither read nor written until the handshake is done
+    bool fresh = true;         // nothing read yet (a TLS hello on the plain port is refused)
     bool parked = false;
     bool closing = false;  // close once `out` is written
     bool closed = false;
+  };
+
+  // A listening socket, plain or TLS, and its pause after running out of descriptors.
+  struct Listener {
+    Listener(asio::io_context& io, bool t) : acceptor(io), retry_timer(io), tls(t) {}
+    tcp::acceptor acceptor;
+    asio::steady_timer retry_timer;  // re-arms accepting after running out of descriptors
+    std::chrono::milliseconds backoff{0};
+    const bool tls;
   };
 
   Impl(ServerOptions o)
@@ -77,20 +105,33 @@ struct Server::Impl {
         dispatcher(
             DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING, Clock::now()},
             &state.tokens(), &state),
-        acceptor(io),
-        accept_timer(io),
+        plain(io, false),
+        secure(io, true),
         timer(io),
         signals(io) {
     raise_fd_limit();
-    tcp::endpoint endpoint(asio::ip::make_address(options.host), options.port);
-    acceptor.open(endpoint.protocol());
-    acceptor.set_option(tcp::acceptor::reuse_address(true));
-    acceptor.bind(endpoint);
-    acceptor.listen(asio::socket_base::max_listen_connections);
-    bound_port = acceptor.local_endpoint().port();
+    // Certificates first: a bad file is the operator's to fix before anything listens.
+    if (options.tls) tls_context.emplace(make_server_tls_context(*options.tls));
+    if (options.listen_plain) bound_port = listen(plain, options.host, options.port);
+    if (options.tls) bound_tls_port = listen(secure, options.tls->host, options.tls->port);
     if (!options.metrics_listen.empty()) {
       auto [host, port] = split_host_port(options.metrics_listen);
       metrics = std::make_unique<MetricsEndpoint>(host, port, [this] { return snapshot(); });
+    }
+  }
+
+  // Binds `l`; returns the port it got. Throws Error(unavailable) naming the address.
+  static std::uint16_t listen(Listener& l, const std::string& host, std::uint16_t port) {
+    try {
+      tcp::endpoint endpoint(asio::ip::make_address(host), port);
+      l.acceptor.open(endpoint.protocol());
+      l.acceptor.set_option(tcp::acceptor::reuse_address(true));
+      l.acceptor.bind(endpoint);
+      l.acceptor.listen(asio::socket_base::max_listen_connections);
+      return l.acceptor.local_endpoint().port();
+    } catch (const std::system_error& e) {
+      throw Error(Errc::unavailable, "cannot listen on " + host + ":" + std::to_string(port) +
+                                         (l.tls ? " (TLS)" : "") + ": " + e.what());
     }
   }
 
@@ -105,29 +146,83 @@ struct Server::Impl {
     return future.get();
   }
 
-  void start_accept() {
-    acceptor.async_accept([this](std::error_code ec, tcp::socket socket) {
+  void start_accept(Listener& l) {
+    l.acceptor.async_accept([this, &l](std::error_code ec, tcp::socket socket) {
       if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-        if (out_of_descriptors(ec)) return accept_later(ec);
-        start_accept();  // e.g. the client reset before we accepted: try the next one
+        if (ec == asio::error::operation_aborted || !l.acceptor.is_open()) return;
+        if (out_of_descriptors(ec)) return accept_later(l, ec);
+        start_accept(l);  // e.g. the client reset before we accepted: try the next one
         return;
       }
-      accept_backoff = std::chrono::milliseconds(0);
+      l.backoff = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true));
       socket.non_blocking(true);  // read() reads only after a readiness wait
       const ConnId id = ++next_id;
       auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
+      if (l.tls) conn->tls = std::make_unique<Tls>(conn->socket, *tls_context, io);
+      // A connection counts against the limit from accept on, a TLS one while it
+      // handshakes too; over the limit, a TLS client still gets its -LIMIT over TLS.
       if (!dispatcher.connect(id)) {
         resp::error(conn->out, "LIMIT", "too many connections");
         conn->closing = true;
-        flush(conn);
       } else {
         connections[id] = conn;
+      }
+      if (conn->tls) {
+        handshake(conn);
+      } else if (conn->closing) {
+        flush(conn);
+      } else {
         read(conn);
       }
-      start_accept();
+      start_accept(l);
     });
+  }
+
+  // The TLS handshake, bounded by handshake_timeout; then the connection is served like
+  // a plain one (or gets its -LIMIT and is closed).
+  void handshake(const std::shared_ptr<Connection>& c) {
+    c->handshaking = true;
+    const auto timeout = options.tls->handshake_timeout;
+    c->tls->handshake_timer.expires_after(timeout);
+    c->tls->handshake_timer.async_wait([this, c, timeout](std::error_code ec) {
+      if (ec || !c->handshaking || c->closed) return;
+      report_handshake_failure(c, "no handshake within " + std::to_string(timeout.count()) + " ms");
+      close(c);
+    });
+    c->tls->stream.async_handshake(asio::ssl::stream_base::server, [this, c](std::error_code ec) {
+      c->handshaking = false;
+      c->tls->handshake_timer.cancel();
+      if (c->closed) return;  // timed out, or shut down
+      if (ec) {
+        report_handshake_failure(c, describe_handshake_error(ec, c->tls->stream.native_handle()));
+        close(c);
+        return;
+      }
+      flush(c);
+      read(c);
+    });
+  }
+
+  // One stderr line per failed handshake, at most one per kHandshakeReportEvery (a
+  // scanner or a misconfigured fleet must not flood the log); the lines in between are
+  // counted in the next one.
+  void report_handshake_failure(const std::shared_ptr<Connection>& c, const std::string& why) {
+    ++handshake_failures;
+    const auto now = Clock::now();
+    if (now < next_handshake_report) return;
+    std::error_code ec;
+    const auto peer = c->socket.remote_endpoint(ec);
+    const std::string who = ec ? std::string("a client")
+                               : peer.address().to_string() + ":" + std::to_string(peer.port());
+    const std::string others = handshake_failures > 1
+                                   ? " (and " + std::to_string(handshake_failures - 1) +
+                                         " other failure(s) since the last report)"
+                                   : std::string();
+    std::fprintf(stderr, "wardend: TLS handshake with %s failed: %s%s; connection closed\n",
+                 who.c_str(), why.c_str(), others.c_str());
+    handshake_failures = 0;
+    next_handshake_report = now + kHandshakeReportEvery;
   }
 
   // EMFILE, ENFILE, ENOBUFS, ENOMEM: no descriptor or memory for a new connection. The
@@ -144,9 +239,9 @@ struct Server::Impl {
     return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
   }
 
-  void accept_later(std::error_code ec) {
+  void accept_later(Listener& l, std::error_code ec) {
     using std::chrono::milliseconds;
-    accept_backoff = std::clamp(accept_backoff * 2, milliseconds(10), milliseconds(1000));
+    l.backoff = std::clamp(l.backoff * 2, milliseconds(10), milliseconds(1000));
     ++accept_failures;
     const auto now = Clock::now();
     if (now >= next_accept_report) {
@@ -154,23 +249,37 @@ struct Server::Impl {
                    "wardend: cannot accept connections: %s (%llu time(s) since the last "
                    "report); serving the %zu open ones and retrying every %lld ms at most\n",
                    ec.message().c_str(), static_cast<unsigned long long>(accept_failures),
-                   connections.size(), static_cast<long long>(accept_backoff.count()));
+                   connections.size(), static_cast<long long>(l.backoff.count()));
       accept_failures = 0;
       next_accept_report = now + kAcceptReportEvery;
     }
-    accept_timer.expires_after(accept_backoff);
-    accept_timer.async_wait([this](std::error_code wait_ec) {
-      if (!wait_ec && acceptor.is_open()) start_accept();
+    l.retry_timer.expires_after(l.backoff);
+    l.retry_timer.async_wait([this, &l](std::error_code wait_ec) {
+      if (!wait_ec && l.acceptor.is_open()) start_accept(l);
     });
   }
 
   void read(const std::shared_ptr<Connection>& c) {
-    if (c->reading || c->closing || c->closed) return;
+    if (c->reading || c->closing || c->closed || c->handshaking) return;
     // A parked connection is still read, so that its close or half-close is seen at once
     // (the waiter leaves the queue); what it pipelines meanwhile waits in `in`, bounded.
     if (c->parked && c->in.size() > options.max_request_bytes) return;
     if (c->out.size() + c->writing.size() > options.max_output_bytes) return;  // back-pressure
     c->reading = true;
+    if (c->tls) {
+      c->tls->stream.async_read_some(asio::buffer(c->tls->buffer),
+                                     [this, c](std::error_code ec, std::size_t n) {
+                                       c->reading = false;
+                                       if (c->closed) return;
+                                       // A peer that closes TCP without close_notify
+                                       // has half-closed as far as we are concerned.
+                                       if (ec == asio::ssl::error::stream_truncated) {
+                                         ec = asio::error::eof;
+                                       }
+                                       received(c, ec, c->tls->buffer.data(), n);
+                                     });
+      return;
+    }
     // Wait for readability, then read into the loop's one buffer: an idle connection
     // holds no read buffer of its own (10,000 idle clients would otherwise pin 160 MiB).
     c->socket.async_wait(tcp::socket::wait_read, [this, c](std::error_code wait_ec) {
@@ -183,25 +292,42 @@ struct Server::Impl {
         read(c);  // the readiness was spurious
         return;
       }
-      if (ec == asio::error::eof) {
-        // A half-close ends the conversation gracefully: a parked wait is cancelled
-        // (or its grant, if it won the race, is still written), then we close.
-        process(c);
-        dispatcher.cancel_parked(c->id, Clock::now());
-        c->closing = true;
-        deliver_wakeups();  // a closing connection is not read again
-        flush(c);
-        reschedule();
-        return;
-      }
-      if (ec) {
-        close(c);
-        return;
-      }
-      c->in.append(read_buffer.data(), n);
-      process(c);
-      reschedule();
+      received(c, ec, read_buffer.data(), n);
     });
+  }
+
+  // What a read brought: `n` bytes at `data`, or the end of the stream, or an error.
+  void received(const std::shared_ptr<Connection>& c, std::error_code ec, const char* data,
+                std::size_t n) {
+    if (ec == asio::error::eof) {
+      // A half-close ends the conversation gracefully: a parked wait is cancelled
+      // (or its grant, if it won the race, is still written), then we close.
+      process(c);
+      dispatcher.cancel_parked(c->id, Clock::now());
+      c->closing = true;
+      deliver_wakeups();  // a closing connection is not read again
+      flush(c);
+      reschedule();
+      return;
+    }
+    if (ec) {
+      close(c);
+      return;
+    }
+    if (c->fresh) {
+      c->fresh = false;
+      // A TLS client on the plain port waits for a ServerHello that never comes, and
+      // its hello need not hold the LF an inline request ends with: say so, close.
+      if (!c->tls && looks_like_tls_hello(std::string_view(data, n))) {
+        resp::error(c->out, "ERR", "Protocol error: TLS handshake on a plain-text port");
+        c->closing = true;
+        flush(c);
+        return;
+      }
+    }
+    c->in.append(data, n);
+    process(c);
+    reschedule();
   }
 
   // Executes every complete request buffered on `c`, up to a parked one.
@@ -248,22 +374,26 @@ struct Server::Impl {
   }
 
   void flush(const std::shared_ptr<Connection>& c) {
-    if (c->closed || !c->writing.empty()) return;
+    if (c->closed || c->handshaking || !c->writing.empty()) return;
     if (c->out.empty()) {
       if (c->closing) close(c);
       return;
     }
     c->writing.swap(c->out);
-    asio::async_write(c->socket, asio::buffer(c->writing),
-                      [this, c](std::error_code ec, std::size_t) {
-                        c->writing.clear();
-                        if (ec) {
-                          close(c);
-                          return;
-                        }
-                        flush(c);
-                        read(c);  // may have paused for back-pressure
-                      });
+    auto written = [this, c](std::error_code ec, std::size_t) {
+      c->writing.clear();
+      if (ec) {
+        close(c);
+        return;
+      }
+      flush(c);
+      read(c);  // may have paused for back-pressure
+    };
+    if (c->tls) {
+      asio::async_write(c->tls->stream, asio::buffer(c->writing), std::move(written));
+    } else {
+      asio::async_write(c->socket, asio::buffer(c->writing), std::move(written));
+    }
   }
 
   void close(const std::shared_ptr<Connection>& c) {
@@ -298,8 +428,10 @@ struct Server::Impl {
 
   void shutdown() {
     std::error_code ignored;
-    acceptor.close(ignored);
-    accept_timer.cancel();
+    for (Listener* l : {&plain, &secure}) {
+      l->acceptor.close(ignored);
+      l->retry_timer.cancel();
+    }
     timer.cancel();
     signals.cancel(ignored);
     auto all = connections;
@@ -311,11 +443,13 @@ struct Server::Impl {
   DurableState state;
   Dispatcher dispatcher;
   asio::io_context io;
-  tcp::acceptor acceptor;
-  asio::steady_timer accept_timer;  // re-arms accepting after running out of descriptors
-  std::chrono::milliseconds accept_backoff{0};
-  std::uint64_t accept_failures = 0;  // since the last report on stderr
+  std::optional<asio::ssl::context> tls_context;  // with a TLS listener
+  Listener plain;                                 // open unless `--listen none`
+  Listener secure;                                // open with a TLS listener
+  std::uint64_t accept_failures = 0;              // since the last report on stderr
   Clock::time_point next_accept_report;
+  std::uint64_t handshake_failures = 0;  // since the last report on stderr
+  Clock::time_point next_handshake_report;
   asio::steady_timer timer;
   std::optional<Clock::time_point> armed;
   asio::signal_set signals;
@@ -323,6 +457,7 @@ struct Server::Impl {
   std::array<char, kReadChunk> read_buffer{};  // shared: the loop reads one socket at a time
   ConnId next_id = 0;
   std::uint16_t bound_port = 0;
+  std::uint16_t bound_tls_port = 0;
   std::unique_ptr<MetricsEndpoint> metrics;
 };
 
@@ -345,7 +480,9 @@ void Server::run(bool handle_signals) {
       if (!ec) s.shutdown();
     });
   }
-  s.start_accept();
+  for (Impl::Listener* l : {&s.plain, &s.secure}) {
+    if (l->acceptor.is_open()) s.start_accept(*l);
+  }
   s.io.run();
 }
 
@@ -354,6 +491,8 @@ void Server::stop() {
 }
 
 std::uint16_t Server::port() const { return impl_->bound_port; }
+
+std::uint16_t Server::tls_port() const { return impl_->bound_tls_port; }
 
 std::uint16_t Server::metrics_port() const { return impl_->metrics ? impl_->metrics->port() : 0; }
 

@@ -5,25 +5,41 @@
 // reading from its connection until it is granted or times out (like Redis' BLPOP).
 // A steady timer fires at the table's next wake-up (lease expiry, wait deadline,
 // lock-delay end). The optional metrics endpoint runs on its own thread and asks the
-// loop for a snapshot.
+// loop for a snapshot. An optional TLS listener (tls_context.h) feeds the same loop and
+// dispatcher: its connections differ only in how bytes are read and written.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/dispatcher.h"
 
 namespace warden::server {
 
+// A TLS listener (`--tls-listen` and friends; see server/tls_context.h).
+struct TlsListenOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: pick a free port (see Server::tls_port())
+  std::string cert_file;   // PEM: the server's certificate, then any intermediates
+  std::string key_file;    // PEM: its private key
+  std::string ca_file;     // PEM: CAs whose clients are admitted; empty: no client certs
+  // A client that has not finished its handshake by then is closed: one that connects
+  // and says nothing must not hold a connection slot for ever.
+  std::chrono::milliseconds handshake_timeout{10'000};
+};
+
 struct ServerOptions {
-  std::string host = "127.0.0.1";  // listen address; 127.0.0.1 unless told otherwise
-  std::uint16_t port = 7380;       // 0: pick a free port (see Server::port())
+  std::string host = "127.0.0.1";       // listen address; 127.0.0.1 unless told otherwise
+  std::uint16_t port = 7380;            // 0: pick a free port (see Server::port())
+  bool listen_plain = true;             // false (`--listen none`): only the TLS listener
+  std::optional<TlsListenOptions> tls;  // a TLS listener beside (or instead of) the plain one
   std::string data_dir = "./data";
-  bool reset_state = false;  // start fresh even if the data dir lost its state (dangerous)
-  std::string password;      // non-empty: clients must AUTH first
+  bool reset_state = false;    // start fresh even if the data dir lost its state (dangerous)
+  std::string password;        // non-empty: clients must AUTH first
   std::string metrics_listen;  // "host:port" for Prometheus text over HTTP; empty: off
   Limits limits;
   std::size_t max_request_bytes = 64 * 1024;
@@ -44,7 +60,8 @@ class Server {
   // Thread-safe: closes the listener and every connection, then run() returns.
   void stop();
 
-  std::uint16_t port() const;
+  std::uint16_t port() const;          // 0 when there is no plain-text listener
+  std::uint16_t tls_port() const;      // 0 when there is no TLS listener
   std::uint16_t metrics_port() const;  // 0 when off
 
  private:

@@ -2,11 +2,66 @@
 
 #include <cstdio>
 #include <iostream>
+#include <tuple>
+#include <utility>
 
 #include "warden/error.h"
 #include "warden/version.h"
 
 namespace warden::server {
+
+namespace {
+
+// Reads "HOST:PORT" for `option` (port 0: any free port).
+std::pair<std::string, std::uint16_t> host_port(const std::string& option,
+                                                const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) throw CLI::ValidationError(option, "expected HOST:PORT");
+  int port = -1;
+  try {
+    port = std::stoi(text.substr(colon + 1));
+  } catch (...) {
+  }
+  if (port < 0 || port > 65535) throw CLI::ValidationError(option, "bad port");
+  return {text.substr(0, colon), static_cast<std::uint16_t>(port)};
+}
+
+TlsListenOptions& tls(ServerOptions& o) {
+  if (!o.tls) o.tls.emplace();
+  return *o.tls;
+}
+
+// The TLS options, with what each needs (CLI11 reports a missing one as a usage error).
+void add_tls_options(CLI::App& app, ServerOptions& o) {
+  auto* listen = app.add_option_function<std::string>(
+      "--tls-listen",
+      [&o](const std::string& text) {
+        auto [host, port] = host_port("--tls-listen", text);
+        tls(o).host = host;
+        tls(o).port = port;
+      },
+      "also (or, with --listen none, only) serve TLS at HOST:PORT (port 0: any free port)");
+  auto* cert = app.add_option_function<std::string>(
+      "--tls-cert", [&o](const std::string& file) { tls(o).cert_file = file; },
+      "PEM file: the server's certificate, then any intermediate CA certificates");
+  auto* key = app.add_option_function<std::string>(
+      "--tls-key", [&o](const std::string& file) { tls(o).key_file = file; },
+      "PEM file: the certificate's private key");
+  auto* ca = app.add_option_function<std::string>(
+      "--tls-ca", [&o](const std::string& file) { tls(o).ca_file = file; },
+      "PEM file of CAs: clients must present a certificate one of them signed (mutual TLS)");
+  auto* timeout = app.add_option_function<unsigned>(
+      "--tls-handshake-timeout",
+      [&o](unsigned ms) {
+        if (ms == 0) throw CLI::ValidationError("--tls-handshake-timeout", "must be > 0");
+        tls(o).handshake_timeout = std::chrono::milliseconds(ms);
+      },
+      "milliseconds a TLS client has to finish its handshake (default 10000)");
+  listen->needs(cert)->needs(key);
+  for (CLI::Option* option : {cert, key, ca, timeout}) option->needs(listen);
+}
+
+}  // namespace
 
 void add_server_options(CLI::App& app, ServerOptions& o) {
   // The packaged service reads /etc/warden/wardend.conf this way (see packaging/).
@@ -18,20 +73,18 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
   app.add_option_function<std::string>(
          "--listen",
          [&o](const std::string& text) {
-           const auto colon = text.rfind(':');
-           if (colon == std::string::npos)
-             throw CLI::ValidationError("--listen", "expected HOST:PORT");
-           o.host = text.substr(0, colon);
-           int port = -1;
-           try {
-             port = std::stoi(text.substr(colon + 1));
-           } catch (...) {
+           if (text == "none") {
+             o.listen_plain = false;
+             return;
            }
-           if (port < 0 || port > 65535) throw CLI::ValidationError("--listen", "bad port");
-           o.port = static_cast<std::uint16_t>(port);
+           o.listen_plain = true;
+           std::tie(o.host, o.port) = host_port("--listen", text);
          },
-         "address to listen on, HOST:PORT (port 0: any free port)")
+         "address to listen on, HOST:PORT (port 0: any free port); none: no plain-text "
+         "listener (needs --tls-listen)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // `--listen none` overrides
       ->default_str("127.0.0.1:7380");
+  add_tls_options(app, o);
   app.add_option("--data-dir", o.data_dir,
                  "directory for the durable state (token reservations, longest lease)")
       ->default_str(o.data_dir);
@@ -59,14 +112,31 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
       "  0    stopped by SIGINT or SIGTERM\n"
       "  1    could not start or had to stop: address in use, data dir unreadable or\n"
       "       its state damaged (see --reset-state), out of resources\n"
-      "  64   bad option (the message names it)\n");
+      "  64   bad option (the message names it)\n"
+      "\n"
+      "TLS: --tls-listen, --tls-cert and --tls-key together; --tls-ca adds mutual TLS.\n"
+      "A bad certificate or key file stops the start (exit 1) with a message naming it.\n");
 }
 
 int run_server(const ServerOptions& options) {
+  if (!options.listen_plain && !options.tls) {
+    std::cerr << "wardend: --listen none needs --tls-listen (there would be nothing to "
+                 "connect to)\n";
+    return 64;
+  }
   try {
     Server server(options);
-    std::printf("wardend %s listening on %s:%u (data dir %s)\n", WARDEN_VERSION_STRING,
-                options.host.c_str(), server.port(), options.data_dir.c_str());
+    if (options.listen_plain) {
+      std::printf("wardend %s listening on %s:%u (data dir %s)\n", WARDEN_VERSION_STRING,
+                  options.host.c_str(), server.port(), options.data_dir.c_str());
+    } else {
+      std::printf("wardend %s started without a plain-text listener (data dir %s)\n",
+                  WARDEN_VERSION_STRING, options.data_dir.c_str());
+    }
+    if (options.tls) {
+      std::printf("wardend TLS listening on %s:%u (mTLS: %s)\n", options.tls->host.c_str(),
+                  server.tls_port(), options.tls->ca_file.empty() ? "no" : "yes");
+    }
     if (server.metrics_port() != 0) {
       std::printf("wardend metrics on http://%s/metrics\n", options.metrics_listen.c_str());
     }
