@@ -50,6 +50,9 @@ struct DurableTokensOptions {
   // Tokens reserved by one durable write; > 0. Larger: fewer fsyncs, more tokens
   // skipped after a crash (at most block - 1 per restart; of 2^64).
   std::uint64_t block = 10'000;
+  // The previous run stopped cleanly and its table is restored (server/table_snapshot.h):
+  // no restart embargo, since no lock can be held that the restored table does not show.
+  bool clean_restart = false;
 };
 
 class DurableTokens final : public table::TokenSource {
@@ -78,7 +81,7 @@ class DurableTokens final : public table::TokenSource {
   void note_hold(std::chrono::milliseconds ttl_plus_delay);
 
   // When grants may start: `started` + the max_hold found on disk at open (`started`
-  // itself for a fresh state). Saturates at Time::max().
+  // itself for a fresh state or a clean restart). Saturates at Time::max().
   table::Time embargo_until() const { return embargo_until_; }
   // true while grants must be refused: now < embargo_until().
   bool starting_up(table::Time now) const { return now < embargo_until_; }
