@@ -23,11 +23,13 @@
 // plus replay code, compaction, and care for leases that expired while the server was
 // down. Waiting out the longest lease needs no fsync per grant, two numbers on disk and
 // one timer, and its safety argument fits in the paragraph above. Its cost is
-// availability: after a crash (or any restart) of a server that had state, nobody gets a
-// lock for max_hold — 30 s with the default ttl, but as long as the longest
+// availability: after a crash of a server that had state, nobody gets a lock for
+// max_hold — 30 s with the default ttl, but as long as the longest
 // ttl + lock_delay any client ever asked for, since max_hold never decreases; bounding
 // the ttl the server accepts bounds the window. Holders are not restored either: their
 // renewals fail and their clients declare the leases lost, as after any server loss.
+// A planned restart (SIGTERM) avoids both: the table written at the clean shutdown is
+// restored and there is no embargo (clean_restart; server/table_snapshot.h).
 //
 // Clock rates: the embargo is measured on the restarted server's steady clock, leases on
 // the clients' clocks from the send time of their last renewal. Clients already declare
