@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/table_snapshot.h"
 #include "table/lock_table.h"
 
 namespace warden::server {
@@ -104,6 +105,22 @@ class Dispatcher {
     std::string reply;
   };
   std::vector<Wakeup> take_wakeups();
+
+  // Planned restarts (server/table_snapshot.h; defined in dispatcher_snapshot.cc).
+  //
+  // Drops every queued request without a reply, as their connections are about to close;
+  // the back of each queue goes first, so no removal lets anything be granted.
+  void drop_waiters(Time now);
+  // The grants held at `now` (time applied first), with their owner secrets, lease
+  // lengths and lock-delays, and the lock-delays running then. The state record is left
+  // for the caller to fill in.
+  TableSnapshot snapshot(Time now);
+  // Puts a snapshot's grants into the table, each held with its token and secret and a
+  // full lease from `now`, belonging to no connection (renewed and released by token and
+  // secret from any), and its lock-delays with all they had left. Call before any request.
+  // Returns how many grants were restored; one the table refuses (it could not have been
+  // held beside the others; decode_table_snapshot lets none through) is skipped.
+  std::size_t restore(const TableSnapshot& snapshot, Time now);
 
   DispatcherStats stats() const;
   const table::LockTable& table() const { return table_; }

@@ -33,7 +33,8 @@ std::uint64_t check_block(std::uint64_t block) {
 DurableTokens::DurableTokens(StateFile file, table::Time started, DurableTokensOptions options)
     : file_(std::move(file)),
       block_(check_block(options.block)),
-      embargo_until_(add_saturating(started, file_.record().max_hold_ms)),
+      embargo_until_(options.clean_restart ? started
+                                           : add_saturating(started, file_.record().max_hold_ms)),
       // Tokens up to the reservation may have been handed out before a crash: skip them.
       last_(file_.record().reserved_upto) {}
 

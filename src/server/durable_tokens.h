@@ -23,11 +23,13 @@
 // plus replay code, compaction, and care for leases that expired while the server was
 // down. Waiting out the longest lease needs no fsync per grant, two numbers on disk and
 // one timer, and its safety argument fits in the paragraph above. Its cost is
-// availability: after a crash (or any restart) of a server that had state, nobody gets a
-// lock for max_hold — 30 s with the default ttl, but as long as the longest
+// availability: after a crash of a server that had state, nobody gets a lock for
+// max_hold — 30 s with the default ttl, but as long as the longest
 // ttl + lock_delay any client ever asked for, since max_hold never decreases; bounding
 // the ttl the server accepts bounds the window. Holders are not restored either: their
 // renewals fail and their clients declare the leases lost, as after any server loss.
+// A planned restart (SIGTERM) avoids both: the table written at the clean shutdown is
+// restored and there is no embargo (clean_restart; server/table_snapshot.h).
 //
 // Clock rates: the embargo is measured on the restarted server's steady clock, leases on
 // the clients' clocks from the send time of their last renewal. Clients already declare
@@ -50,6 +52,9 @@ struct DurableTokensOptions {
   // Tokens reserved by one durable write; > 0. Larger: fewer fsyncs, more tokens
   // skipped after a crash (at most block - 1 per restart; of 2^64).
   std::uint64_t block = 10'000;
+  // The previous run stopped cleanly and its table is restored (server/table_snapshot.h):
+  // no restart embargo, since no lock can be held that the restored table does not show.
+  bool clean_restart = false;
 };
 
 class DurableTokens final : public table::TokenSource {
@@ -78,7 +83,7 @@ class DurableTokens final : public table::TokenSource {
   void note_hold(std::chrono::milliseconds ttl_plus_delay);
 
   // When grants may start: `started` + the max_hold found on disk at open (`started`
-  // itself for a fresh state). Saturates at Time::max().
+  // itself for a fresh state or a clean restart). Saturates at Time::max().
   table::Time embargo_until() const { return embargo_until_; }
   // true while grants must be refused: now < embargo_until().
   bool starting_up(table::Time now) const { return now < embargo_until_; }

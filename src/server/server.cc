@@ -110,6 +110,7 @@ struct Server::Impl {
         timer(io),
         signals(io) {
     raise_fd_limit();
+    restore_table();
     // Certificates first: a bad file is the operator's to fix before anything listens.
     if (options.tls) tls_context.emplace(make_server_tls_context(*options.tls));
     if (options.listen_plain) bound_port = listen(plain, options.host, options.port);
@@ -132,6 +133,34 @@ struct Server::Impl {
     } catch (const std::system_error& e) {
       throw Error(Errc::unavailable, "cannot listen on " + host + ":" + std::to_string(port) +
                                          (l.tls ? " (TLS)" : "") + ": " + e.what());
+    }
+  }
+
+  // Before anything is served: the table a clean shutdown left (the data dir's snapshot
+  // is consumed by then), or why there is none to restore and the embargo applies.
+  void restore_table() {
+    const auto now = Clock::now();
+    if (auto table = state.take_restored()) {
+      const std::size_t grants = dispatcher.restore(*table, now);
+      std::printf("wardend: clean restart: restored %zu grant(s) and %zu lock-delay(s)\n", grants,
+                  table->delays.size());
+    } else if (!state.snapshot_defect().empty()) {
+      std::fprintf(stderr, "wardend: %s; not a clean restart: no grants for %llu ms\n",
+                   state.snapshot_defect().c_str(),
+                   static_cast<unsigned long long>(state.embargo_ms(now)));
+    }
+  }
+
+  // A clean shutdown, once the loop has stopped: nothing can be granted any more, so the
+  // table now is the whole truth, and the next start restores it (server/table_snapshot.h).
+  void save_table() {
+    try {
+      const auto table = dispatcher.snapshot(Clock::now());
+      state.save_table(table);
+      std::printf("wardend: saved %zu grant(s) and %zu lock-delay(s) for the next start\n",
+                  table.holders.size(), table.delays.size());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "wardend: %s; the next start waits out the restart embargo\n", e.what());
     }
   }
 
@@ -434,6 +463,9 @@ struct Server::Impl {
     }
     timer.cancel();
     signals.cancel(ignored);
+    // Waiters leave without a reply before their connections close, so that closing
+    // one cannot grant another's request that nobody would hear of.
+    dispatcher.drop_waiters(Clock::now());
     auto all = connections;
     for (auto& [id, c] : all) close(c);
     io.stop();
@@ -484,6 +516,7 @@ void Server::run(bool handle_signals) {
     if (l->acceptor.is_open()) s.start_accept(*l);
   }
   s.io.run();
+  s.save_table();
 }
 
 void Server::stop() {

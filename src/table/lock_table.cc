@@ -438,12 +438,46 @@ struct LockTable::Impl {
     std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return std::nullopt;
     Entry& e = k.entries[i];
+    e.ttl = ttl;  // the lease length a snapshot carries over a restart
     Time expires = add_saturating(now, ttl);
     if (expires != e.time) {
       e.time = expires;
       if (expires != Time::max()) push_timer({expires, token, k.slot, TimerKind::lease});
     }
     return expires;
+  }
+
+  std::optional<Grant> restore(const Request& r, std::uint64_t token, Time now) {
+    if (token == 0 || token > tokens->last() || r.ttl <= milliseconds::zero()) {
+      return std::nullopt;
+    }
+    Node* node = find_node(r.key);
+    if (node != nullptr) {
+      const KeyState& k = node->second;
+      if (!compatible(k, r.mode) || find_holder(k, token) != k.entries.size()) {
+        return std::nullopt;
+      }
+    } else {
+      node = &create(r.key);
+    }
+    KeyState& k = node->second;
+    const Entry e{++last_id, r.session, 0, Time{}, r.ttl, r.lock_delay, r.mode};
+    auto at = k.entries.insert(k.entries.begin() + k.holders, e);
+    make_holder(k, *at, token, now);
+    return grant_of(*node, *at);
+  }
+
+  bool restore_delay(std::string_view key, Time until, Time now) {
+    if (until <= now) return false;
+    Node* node = find_node(key);
+    if (node == nullptr) node = &create(key);
+    KeyState& k = node->second;
+    if (until <= k.delayed_until) return true;
+    if (k.delayed_until == kNoDelay) ++delayed_keys;
+    k.delayed_until = until;
+    // token 0: no grant caused it; a delay timer is matched by key slot and time alone.
+    if (until != Time::max()) push_timer({until, 0, k.slot, TimerKind::delay});
+    return true;
   }
 
   bool release(std::string_view key, std::uint64_t token, Time now) {
@@ -509,6 +543,22 @@ void LockTable::advance(Time now) {
   impl_->finish();
 }
 
+std::optional<Grant> LockTable::restore(const Request& request, std::uint64_t token, Time now) {
+  now = impl_->clamp(now);
+  impl_->run(now);
+  std::optional<Grant> grant = impl_->restore(request, token, now);
+  impl_->finish();
+  return grant;
+}
+
+bool LockTable::restore_delay(std::string_view key, Time until, Time now) {
+  now = impl_->clamp(now);
+  impl_->run(now);
+  const bool delayed = impl_->restore_delay(key, until, now);
+  impl_->finish();
+  return delayed;
+}
+
 bool LockTable::holds(std::string_view key, std::uint64_t token) const {
   return find(key, token).has_value();
 }
@@ -532,7 +582,8 @@ KeyInfo LockTable::inspect(std::string_view key) const {
   for (std::size_t i = 0; i < k.entries.size(); ++i) {
     const Impl::Entry& e = k.entries[i];
     if (i < k.holders) {
-      info.holders.push_back(HolderInfo{e.id, e.mode, e.token, e.time, e.session});
+      info.holders.push_back(
+          HolderInfo{e.id, e.mode, e.token, e.time, e.session, e.ttl, e.lock_delay});
     } else {
       info.waiters.push_back(WaiterInfo{e.id, e.mode, e.time, e.session});
     }

@@ -110,6 +110,8 @@ struct HolderInfo {
   std::uint64_t token;
   Time expires;
   std::uint64_t session;
+  milliseconds ttl{0};         // the lease length last granted or renewed
+  milliseconds lock_delay{0};  // applied if this lease expires
 };
 
 struct WaiterInfo {
@@ -164,6 +166,20 @@ class LockTable {
   // Expires leases, times out waiters, ends lock-delays and grants whatever became
   // grantable, up to `now`.
   void advance(Time now);
+
+  // Restoring a table carried over a restart (wardend's clean shutdown): the grants keep
+  // the tokens an earlier run drew, and get a full lease from `now`.
+  //
+  // Inserts a held grant of request.key / mode / ttl / lock_delay / session with `token`;
+  // its lease ends at now + request.ttl (deadline and fairness are ignored). nullopt, and
+  // nothing changes, when the grant could not have been held beside the key's holders
+  // (exclusive beside anything, shared beside exclusive), its token is held on the key
+  // already, is 0 or above the TokenSource's last() (later grants must draw larger
+  // tokens), or ttl <= 0. Call before the key has waiters (they would be passed).
+  std::optional<Grant> restore(const Request& request, std::uint64_t token, Time now);
+  // Blocks `key` by a lock-delay until `until`, as if a lease had expired; a running one
+  // that ends later is kept. false (nothing changes) for `until` <= now.
+  bool restore_delay(std::string_view key, Time until, Time now);
 
   // Read-only queries (they do not advance time; call advance first for fresh answers).
   bool holds(std::string_view key, std::uint64_t token) const;

@@ -1,0 +1,291 @@
+// tests/server/restart_test.cc — planned restarts of a live wardend: after SIGTERM the
+// holders are restored (their RENEW and RELEASE work from a new connection, nobody else
+// gets their locks) and free locks are granted at once; after kill -9, or when the
+// snapshot is damaged, the restart embargo applies as before.
+#include <gtest/gtest.h>
+#include <hiredis.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/server_process.h"
+
+namespace warden::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// One hiredis connection; each call returns the reply as text: ":1", "(nil)", "-ERR ...",
+// "$text", "[a, b]".
+class Conn {
+ public:
+  explicit Conn(std::uint16_t port)
+      : ctx_(redisConnectWithTimeout("127.0.0.1", port, timeval{10, 0}), &redisFree) {
+    if (!ctx_ || ctx_->err != 0) throw std::runtime_error("cannot connect to wardend");
+    redisSetTimeout(ctx_.get(), timeval{10, 0});
+  }
+
+  std::string operator()(const std::vector<std::string>& args) {
+    send(args);
+    void* raw = nullptr;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) return "<no reply>";
+    std::string out = describe(static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    return out;
+  }
+
+  // Sends without waiting for the reply (a parked ACQUIRE).
+  void send(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(ctx_.get(), static_cast<int>(args.size()), argv.data(), lens.data());
+    int done = 0;
+    while (done == 0) {
+      if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return;
+    }
+  }
+
+  // true once the server closed the connection (a reply, if any, is read past).
+  bool closed_by_server() {
+    void* raw = nullptr;
+    while (redisGetReply(ctx_.get(), &raw) == REDIS_OK) freeReplyObject(raw);
+    return ctx_->err == REDIS_ERR_EOF || ctx_->err == REDIS_ERR_IO;
+  }
+
+ private:
+  static std::string describe(const redisReply* r) {
+    switch (r->type) {
+      case REDIS_REPLY_INTEGER:
+        return ":" + std::to_string(r->integer);
+      case REDIS_REPLY_NIL:
+        return "(nil)";
+      case REDIS_REPLY_ERROR:
+        return "-" + std::string(r->str, r->len);
+      case REDIS_REPLY_STRING:
+      case REDIS_REPLY_STATUS:
+        return "$" + std::string(r->str, r->len);
+      case REDIS_REPLY_ARRAY: {
+        std::string out = "[";
+        for (std::size_t i = 0; i < r->elements; ++i) {
+          out += (i ? ", " : "") + describe(r->element[i]);
+        }
+        return out + "]";
+      }
+    }
+    return "?";
+  }
+  std::unique_ptr<redisContext, decltype(&redisFree)> ctx_;
+};
+
+struct Grant {
+  std::uint64_t token = 0;
+  std::string secret;
+};
+
+// A grant reply "[:token, :waited_us, $secret]" parsed; token 0 for anything else.
+Grant grant_of(const std::string& reply) {
+  if (!reply.starts_with("[:")) return {};
+  const auto secret = reply.find(", $");
+  if (secret == std::string::npos) return {};
+  return Grant{std::stoull(reply.substr(2)), reply.substr(secret + 3, 32)};
+}
+
+std::string renew(Conn& c, const std::string& key, const Grant& g, const std::string& ttl) {
+  return c({"RENEW", key, std::to_string(g.token), g.secret, ttl});
+}
+std::string release(Conn& c, const std::string& key, const Grant& g) {
+  return c({"RELEASE", key, std::to_string(g.token), g.secret});
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Makes the durable longest hold 20 s, so that a restart under the crash rule refuses
+// grants for 20 s: far longer than any of these tests waits.
+void make_max_hold_long(Conn& c) {
+  const Grant g = grant_of(c({"ACQUIRE", "setup/long", "x", "20000"}));
+  ASSERT_NE(g.token, 0u);
+  ASSERT_EQ(release(c, "setup/long", g), ":1");
+}
+
+void restart_cleanly(Wardend& server) {
+  ASSERT_EQ(server.process().stop(SIGTERM, 10s), 0) << server.process().log_text();
+  server.start();
+}
+
+TEST(WardendRestartTest, SigtermRestartKeepsHoldersAndGrantsFreeLocksAtOnce) {
+  Wardend server;
+  Grant held;
+  Grant shared1;
+  Grant shared2;
+  {
+    Conn c(server.port());
+    make_max_hold_long(c);
+    held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
+    shared1 = grant_of(c({"ACQUIRE", "t/shared", "s", "10000"}));
+    shared2 = grant_of(c({"ACQUIRE", "t/shared", "s", "10000"}));
+    ASSERT_NE(held.token, 0u);
+    ASSERT_NE(shared2.token, 0u);
+    ASSERT_EQ(renew(c, "t/held", held, "12000"), ":1");
+    // The holders' connection stays open across the shutdown: it is closed by it.
+    ASSERT_EQ(server.process().stop(SIGTERM, 10s), 0) << server.process().log_text();
+  }
+  EXPECT_TRUE(contains(server.process().log_text(), "saved 3 grant(s) and 0 lock-delay(s)"))
+      << server.process().log_text();
+  server.start();
+  EXPECT_TRUE(contains(server.process().log_text(), "clean restart: restored 3 grant(s)"))
+      << server.process().log_text();
+
+  Conn other(server.port());
+  // A free lock is granted on the first try, where the crash rule would answer
+  // -STARTING for 20 s; its token is above every token from before.
+  const Grant free = grant_of(other({"ACQUIRE", "t/free", "x", "5000"}));
+  ASSERT_NE(free.token, 0u) << "a free lock was not granted at once after a clean restart";
+  EXPECT_GT(free.token, shared2.token);
+  // The held locks stay their holders': a third client cannot take them.
+  EXPECT_EQ(other({"ACQUIRE", "t/held", "x", "5000"}), "(nil)");
+  EXPECT_EQ(other({"ACQUIRE", "t/shared", "x", "5000"}), "(nil)");
+  EXPECT_EQ(other({"CHECK", "t/held", "x", std::to_string(held.token)}), ":1");
+  // Nor renew or release them without the owner secret.
+  EXPECT_EQ(renew(other, "t/held", Grant{held.token, std::string(32, '0')}, "5000"), ":0");
+  EXPECT_EQ(release(other, "t/held", Grant{held.token, std::string(32, 'f')}), ":0");
+
+  // The holders, reconnected, renew and release with token and secret as before.
+  Conn holder(server.port());
+  EXPECT_EQ(renew(holder, "t/held", held, "10000"), ":1");
+  EXPECT_EQ(renew(holder, "t/shared", shared1, "10000"), ":1");
+  EXPECT_EQ(release(holder, "t/shared", shared1), ":1");
+  EXPECT_EQ(release(holder, "t/shared", shared2), ":1");
+  EXPECT_EQ(release(holder, "t/held", held), ":1");
+  EXPECT_EQ(release(holder, "t/held", held), ":0");  // idempotent: not held any more
+  const Grant after = grant_of(other({"ACQUIRE", "t/held", "x", "5000"}));
+  EXPECT_GT(after.token, free.token);
+}
+
+TEST(WardendRestartTest, RunningLockDelayIsRestoredAndWaitersAreDropped) {
+  Wardend server;
+  {
+    Conn c(server.port());
+    make_max_hold_long(c);
+    // A lease that expires (never renewed) starts a 15 s lock-delay.
+    ASSERT_NE(grant_of(c({"ACQUIRE", "t/crashed", "x", "10", "DELAY", "15000"})).token, 0u);
+    std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(c({"ACQUIRE", "t/crashed", "x", "1000"}), "(nil)");
+    ASSERT_NE(grant_of(c({"ACQUIRE", "t/queue", "x", "10000"})).token, 0u);
+  }
+  // A waiter parked at the shutdown: its connection closes, it is not carried over.
+  Conn waiter(server.port());
+  waiter.send({"ACQUIRE", "t/queue", "x", "10000", "FOREVER"});
+  {
+    Conn c(server.port());
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!contains(c({"INFO"}), "waiters:1") && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(contains(c({"INFO"}), "waiters:1"));
+  }
+  restart_cleanly(server);
+  EXPECT_TRUE(waiter.closed_by_server());
+  EXPECT_TRUE(contains(server.process().log_text(), "saved 1 grant(s) and 1 lock-delay(s)"))
+      << server.process().log_text();
+  Conn c(server.port());
+  // The lock-delay goes on after the restart: nobody gets the lock yet.
+  EXPECT_EQ(c({"ACQUIRE", "t/crashed", "x", "1000"}), "(nil)");
+  const std::string delayed = c({"INSPECT", "t/crashed"});
+  EXPECT_TRUE(contains(delayed, "$delayed_ms, :")) << delayed;
+  EXPECT_FALSE(contains(delayed, "$delayed_ms, :0]")) << delayed;
+  // The holder is there, the waiter is not.
+  const std::string queue = c({"INSPECT", "t/queue"});
+  EXPECT_TRUE(contains(queue, "$waiters, []")) << queue;
+  EXPECT_FALSE(contains(queue, "$holders, []")) << queue;
+}
+
+TEST(WardendRestartTest, TwoCleanRestartsInARowKeepTheHolder) {
+  Wardend server;
+  Grant held;
+  {
+    Conn c(server.port());
+    make_max_hold_long(c);
+    held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
+    ASSERT_NE(held.token, 0u);
+  }
+  for (int restart = 0; restart < 2; ++restart) {
+    restart_cleanly(server);
+    Conn c(server.port());
+    EXPECT_EQ(renew(c, "t/held", held, "10000"), ":1") << "after restart " << restart;
+    EXPECT_EQ(c({"ACQUIRE", "t/held", "x", "5000"}), "(nil)") << "after restart " << restart;
+    EXPECT_NE(grant_of(c({"ACQUIRE", "t/free" + std::to_string(restart), "x", "5000"})).token, 0u)
+        << "after restart " << restart;
+  }
+  Conn c(server.port());
+  EXPECT_EQ(release(c, "t/held", held), ":1");
+}
+
+TEST(WardendRestartTest, KillNineKeepsTheEmbargoEvenAfterACleanRestart) {
+  Wardend server;
+  Grant held;
+  {
+    Conn c(server.port());
+    make_max_hold_long(c);
+    held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
+  }
+  // A clean restart first: its snapshot is consumed, so the crash that follows cannot
+  // bring it back.
+  restart_cleanly(server);
+  server.process().kill9();
+  server.start();
+  Conn c(server.port());
+  const std::string refused = c({"ACQUIRE", "t/free", "x", "5000"});
+  EXPECT_TRUE(contains(refused, "-STARTING restarted recently")) << refused;
+  EXPECT_EQ(renew(c, "t/held", held, "10000"), ":0");  // holders are not restored
+  EXPECT_FALSE(fs::exists(server.data_dir() / "table"));
+}
+
+TEST(WardendRestartTest, DamagedSnapshotFallsBackToTheEmbargoAndSaysWhy) {
+  Wardend server;
+  Grant held;
+  {
+    Conn c(server.port());
+    make_max_hold_long(c);
+    held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
+  }
+  ASSERT_EQ(server.process().stop(SIGTERM, 10s), 0);
+  const fs::path table = server.data_dir() / "table";
+  std::string bytes;
+  {
+    std::ifstream in(table, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(bytes.size(), 50u);
+  bytes[45] = static_cast<char>(bytes[45] ^ 0x20);
+  std::ofstream(table, std::ios::binary | std::ios::trunc) << bytes;
+
+  server.start();
+  const std::string log = server.process().log_text();
+  EXPECT_TRUE(contains(log, table.string())) << log;
+  EXPECT_TRUE(contains(log, "damaged")) << log;
+  EXPECT_TRUE(contains(log, "not a clean restart")) << log;
+  Conn c(server.port());
+  EXPECT_TRUE(contains(c({"ACQUIRE", "t/free", "x", "5000"}), "-STARTING"));
+  EXPECT_EQ(renew(c, "t/held", held, "10000"), ":0");
+  EXPECT_TRUE(fs::exists(server.data_dir() / "table.damaged"));
+  EXPECT_FALSE(fs::exists(table));
+}
+
+}  // namespace
+}  // namespace warden::testing
