@@ -22,8 +22,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";  // listen address; 127.0.0.1 unless told otherwise
   std::uint16_t port = 7380;       // 0: pick a free port (see Server::port())
   std::string data_dir = "./data";
-  bool reset_state = false;  // start fresh even if the data dir lost its state (dangerous)
-  std::string password;      // non-empty: clients must AUTH first
+  bool reset_state = false;    // start fresh even if the data dir lost its state (dangerous)
+  std::string password;        // non-empty: clients must AUTH first
+  std::string users_file;      // non-empty: named users (users_file.h), reloaded on SIGHUP
+  bool hash_password = false;  // command line only: print a password hash and exit
   std::string metrics_listen;  // "host:port" for Prometheus text over HTTP; empty: off
   Limits limits;
   std::size_t max_request_bytes = 64 * 1024;
@@ -43,6 +45,9 @@ class Server {
   void run(bool handle_signals = true);
   // Thread-safe: closes the listener and every connection, then run() returns.
   void stop();
+  // Thread-safe: reads --users again on the loop, as SIGHUP does. A bad file keeps the
+  // table in use; either way one line on stderr says what happened.
+  void reload_users();
 
   std::uint16_t port() const;
   std::uint16_t metrics_port() const;  // 0 when off
