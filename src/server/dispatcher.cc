@@ -372,7 +372,11 @@ void Dispatcher::authorize(Connection& c, const std::string& cmd,
   // LIST names the group; the others a key group/name. A group that is not valid is
   // left to the command, which rejects it with INVALID.
   std::string_view group = args[1];
-  if (cmd != "LIST") group = group.substr(0, group.find('/'));
+  if (cmd != "LIST") {
+    const auto slash = group.find('/');
+    if (slash == std::string_view::npos) return;
+    group = group.substr(0, slash);
+  }
   try {
     core::validate_group(group);
   } catch (const Error&) {
