@@ -77,7 +77,7 @@ test-slow: deps asan
 # sequencers; wardend's state file; the torture history reader; the RESP clients'
 # reading of replies (a server that answers garbage).
 FUZZ_TARGETS := resp_fuzz dispatcher_fuzz uri_fuzz sequencer_fuzz state_file_fuzz history_fuzz \
-                resp_reply_fuzz
+                resp_reply_fuzz users_file_fuzz
 fuzz:
 	$(call say,fuzz: libFuzzer targets with clang (20 s each))
 	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
