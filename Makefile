@@ -77,10 +77,10 @@ test-slow: deps asan
 # The libFuzzer targets need clang; each runs for a bounded 20 s from its seed corpus
 # (fuzz/corpus/<target>). Their g++ replays already ran in asan-ctest. The targets:
 # wardend's request parser and dispatcher; engine URIs and the engines' config parsers;
-# sequencers; wardend's state file and table snapshot; the torture history reader; the
-# RESP clients' reading of replies (a server that answers garbage).
+# sequencers; wardend's state file, table snapshot and users file; the torture history
+# reader; the RESP clients' reading of replies (a server that answers garbage).
 FUZZ_TARGETS := resp_fuzz dispatcher_fuzz uri_fuzz sequencer_fuzz state_file_fuzz \
-                table_snapshot_fuzz history_fuzz resp_reply_fuzz
+                table_snapshot_fuzz users_file_fuzz history_fuzz resp_reply_fuzz
 fuzz:
 	$(call say,fuzz: libFuzzer targets with clang (20 s each))
 	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \

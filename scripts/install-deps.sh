@@ -9,7 +9,7 @@ packages=(
   # libraries warden links against
   libcli11-dev libfmt-dev nlohmann-json3-dev libasio-dev libhiredis-dev
   libzookeeper-mt-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcpp-httplib-dev libssl-dev
+  libcpp-httplib-dev libssl-dev libsodium-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # real backends the tests start on loopback

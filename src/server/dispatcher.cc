@@ -12,6 +12,7 @@
 #include "core/names.h"
 #include "server/password_check.h"
 #include "server/resp.h"
+#include "server/rights.h"
 #include "warden/error.h"
 
 namespace warden::server {
@@ -158,7 +159,7 @@ Dispatcher::Dispatcher(DispatcherConfig config, table::TokenSource* tokens, Gran
 
 bool Dispatcher::connect(ConnId conn) {
   if (connections_.size() >= config_.limits.max_connections) return false;
-  connections_[conn].authenticated = config_.password.empty();
+  connections_[conn].authenticated = config_.password.empty() && !config_.users;
   return true;
 }
 
@@ -166,6 +167,7 @@ void Dispatcher::disconnect(ConnId conn, Time now) {
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
   const auto parked = it->second.parked;
+  if (it->second.auth) pending_auth_.erase(*it->second.auth);  // its result is dropped
   connections_.erase(it);
   if (parked) {
     parked_.erase(*parked);
@@ -176,6 +178,15 @@ void Dispatcher::disconnect(ConnId conn, Time now) {
 
 void Dispatcher::cancel_parked(ConnId conn, Time now) {
   auto it = connections_.find(conn);
+  if (it != connections_.end() && it->second.auth) {
+    // An AUTH still being checked: answered now, and the connection stays as it was.
+    pending_auth_.erase(*it->second.auth);
+    it->second.auth.reset();
+    Wakeup w{conn, {}};
+    resp::error(w.reply, "ERR", "AUTH cancelled: the client closed its side");
+    wakeups_.push_back(std::move(w));
+    return;
+  }
   if (it == connections_.end() || !it->second.parked) return;
   const table::RequestId id = *it->second.parked;
   survive(now, [&] {
@@ -202,23 +213,13 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
   Connection& c = cit->second;
   const std::string cmd = upper(args[0]);
   try {
-    if (cmd == "AUTH") {
-      arity(args, 2, 3);
-      // AUTH password, or AUTH user password as Redis 6 clients send it.
-      const std::string_view given = args.back();
-      if (config_.password.empty()) throw Reject{"ERR", "no password is set on this server"};
-      if (!password_matches(given, config_.password)) {
-        throw Reject{"WRONGPASS", "invalid password"};
-      }
-      c.authenticated = true;
-      resp::simple(reply, "OK");
-      return Outcome::replied;
-    }
+    if (cmd == "AUTH") return auth(c, conn, args, reply);
     if (cmd == "QUIT") {
       resp::simple(reply, "OK");
       return Outcome::close;
     }
     if (!c.authenticated) throw Reject{"NOAUTH", "authentication required"};
+    authorize(c, cmd, args);
 
     if (cmd == "PING") {
       arity(args, 1, 2);
@@ -317,6 +318,107 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
     resp::error(reply, "ERR", e.what());
     return Outcome::replied;
   }
+}
+
+Dispatcher::Outcome Dispatcher::auth(Connection& c, ConnId conn,
+                                     std::span<const std::string_view> args, std::string& reply) {
+  arity(args, 2, 3);
+  // AUTH password, or AUTH user password as Redis 6 clients send it. Without a users
+  // file the user is ignored (as before users existed); with one, `default` (or no
+  // user) is the --requirepass user and any other name is looked up.
+  const bool named = config_.users && args.size() == 3 && args[1] != "default";
+  if (!named) {
+    if (config_.password.empty()) {
+      if (config_.users) throw Reject{"WRONGPASS", "invalid user name or password"};
+      throw Reject{"ERR", "no password is set on this server"};
+    }
+    if (!password_matches(args.back(), config_.password)) {
+      throw Reject{"WRONGPASS", "invalid password"};
+    }
+    c.authenticated = true;
+    c.user.clear();
+    resp::simple(reply, "OK");
+    return Outcome::replied;
+  }
+  if (pending_auth_.size() >= config_.limits.max_pending_auth) {
+    throw Reject{"LIMIT", "too many AUTH checks in progress; retry later"};
+  }
+  const User* user = config_.users->find(args[1]);
+  const std::uint64_t id = ++next_auth_id_;
+  pending_auth_[id] = PendingAuth{conn, user ? user->name : std::string()};
+  auth_checks_.push_back(
+      AuthCheck{id, user ? user->hash : config_.users->decoy_hash(), std::string(args[2])});
+  c.auth = id;
+  return Outcome::parked;
+}
+
+void Dispatcher::authorize(Connection& c, const std::string& cmd,
+                           std::span<const std::string_view> args) {
+  if (c.user.empty()) return;  // the default user: every right on every group
+  const User* user = config_.users ? config_.users->find(c.user) : nullptr;
+  if (user == nullptr) {
+    const std::string name = c.user;
+    c.authenticated = false;
+    c.user.clear();
+    throw Reject{"NOAUTH", "user '" + name + "' no longer exists; authenticate again"};
+  }
+  const Rights needed = required_right(cmd);
+  if (needed == 0) return;
+  if (!has_right(user->rights, needed)) {
+    throw Reject{"NOPERM", "user '" + user->name + "' has no " + std::string(right_name(needed)) +
+                               " right for " + cmd};
+  }
+  if (cmd == "INFO" || args.size() < 2) return;  // INFO names no group
+  // LIST names the group; the others a key group/name. A group that is not valid is
+  // left to the command, which rejects it with INVALID.
+  std::string_view group = args[1];
+  if (cmd != "LIST") {
+    const auto slash = group.find('/');
+    if (slash == std::string_view::npos) return;
+    group = group.substr(0, slash);
+  }
+  try {
+    core::validate_group(group);
+  } catch (const Error&) {
+    return;
+  }
+  if (!any_matches(user->groups, group)) {
+    throw Reject{"NOPERM",
+                 "user '" + user->name + "' has no access to group '" + std::string(group) + "'"};
+  }
+}
+
+void Dispatcher::set_users(std::shared_ptr<const UserTable> users) {
+  config_.users = std::move(users);
+}
+
+std::vector<Dispatcher::AuthCheck> Dispatcher::take_auth_checks() {
+  std::vector<AuthCheck> out;
+  out.swap(auth_checks_);
+  return out;
+}
+
+void Dispatcher::auth_checked(std::uint64_t id, bool matched) {
+  const auto it = pending_auth_.find(id);
+  if (it == pending_auth_.end()) return;
+  const PendingAuth pending = std::move(it->second);
+  pending_auth_.erase(it);
+  const auto cit = connections_.find(pending.conn);
+  if (cit == connections_.end()) return;
+  Connection& c = cit->second;
+  c.auth.reset();
+  Wakeup w{pending.conn, {}};
+  // A decoy check (unknown name) never succeeds, whatever it answered. A failed AUTH
+  // leaves the connection as it was, as in Redis.
+  if (matched && !pending.user.empty()) {
+    c.authenticated = true;
+    c.user = pending.user;
+    resp::simple(w.reply, "OK");
+  } else {
+    ++stats_.errors;
+    resp::error(w.reply, "WRONGPASS", "invalid user name or password");
+  }
+  wakeups_.push_back(std::move(w));
 }
 
 Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,

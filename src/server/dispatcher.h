@@ -12,12 +12,22 @@
 // like a grant that is not held. The table knows grants by token, which is sequential and
 // public (sequencers, INSPECT), so the secret is what makes a grant its holder's alone.
 // Secrets live here, beside the table, and never appear in INSPECT, LIST, INFO or stats.
+//
+// Users (--users FILE, see users_file.h and rights.h): `AUTH user password` parks the
+// connection like a blocking ACQUIRE while the shell checks the password off the loop
+// (take_auth_checks, then auth_checked with the result, which becomes a wakeup). The
+// dispatcher itself never hashes. A connection remembers its user's *name*; every
+// command looks the name up in the current table, so a reloaded file (set_users)
+// applies to the next command of every connection, and a connection whose user was
+// removed is answered NOAUTH and must authenticate again. `AUTH password` (or `AUTH
+// default password`) is the --requirepass user, with every right on every group.
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,6 +36,7 @@
 #include <vector>
 
 #include "server/table_snapshot.h"
+#include "server/users_file.h"
 #include "table/lock_table.h"
 
 namespace warden::server {
@@ -37,6 +48,8 @@ struct Limits {
   std::size_t max_connections = 10'000;
   std::size_t max_keys = 2'000'000;
   std::size_t max_waiters_per_key = 10'000;
+  // Password checks (AUTH user password) queued or running at once; more get LIMIT.
+  std::size_t max_pending_auth = 64;
 };
 
 struct DispatcherConfig {
@@ -44,6 +57,8 @@ struct DispatcherConfig {
   std::string password;  // empty: no AUTH required
   std::string version;
   Time started{};  // for INFO's uptime_ms
+  std::shared_ptr<const UserTable> users =
+      nullptr;  // null: no --users (AUTH user ignores the user)
 };
 
 // Decides whether a grant may happen now (restart embargo) and makes a longer hold
@@ -122,13 +137,36 @@ class Dispatcher {
   // held beside the others; decode_table_snapshot lets none through) is skipped.
   std::size_t restore(const TableSnapshot& snapshot, Time now);
 
+  // Replaces the users table (a reloaded --users file); the next command of every
+  // connection is judged by it. Null turns named users off again.
+  void set_users(std::shared_ptr<const UserTable> users);
+
+  // A password check the shell runs off the loop: does `password` match `hash`? The
+  // answer goes back to auth_checked(id, ...). An unknown user's check is against a
+  // decoy hash, so it costs the same and the answer is ignored.
+  struct AuthCheck {
+    std::uint64_t id;
+    std::string hash;
+    std::string password;
+  };
+  std::vector<AuthCheck> take_auth_checks();
+  // The result of a check; its connection's AUTH is answered (a wakeup). A check whose
+  // connection is gone, or an unknown id, is ignored.
+  void auth_checked(std::uint64_t id, bool matched);
+
   DispatcherStats stats() const;
   const table::LockTable& table() const { return table_; }
 
  private:
   struct Connection {
     bool authenticated = false;
+    std::string user;  // the named user it authenticated as; "": the default user
     std::optional<table::RequestId> parked;
+    std::optional<std::uint64_t> auth;  // a password check in progress (parked too)
+  };
+  struct PendingAuth {
+    ConnId conn;
+    std::string user;  // "" when the name is unknown: the check is a decoy
   };
   // 128 bits from the OS CSPRNG; sent as 32 lower-case hex characters.
   using Secret = std::array<unsigned char, 16>;
@@ -138,6 +176,11 @@ class Dispatcher {
     Secret secret;  // drawn when the request arrived; the grant's, should it be granted
   };
 
+  Outcome auth(Connection& c, ConnId conn, std::span<const std::string_view> args,
+               std::string& reply);
+  // Throws NOPERM (or NOAUTH for a user no longer in the table) unless the connection's
+  // user may run `cmd` with `args`.
+  void authorize(Connection& c, const std::string& cmd, std::span<const std::string_view> args);
   Outcome acquire(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
                   std::string& reply);
   // RENEW and RELEASE: does `secret` (as sent) belong to the grant (key, token)? false
@@ -167,6 +210,9 @@ class Dispatcher {
   std::unordered_map<table::RequestId, Secret> secrets_;
   std::vector<Wakeup> wakeups_;
   std::optional<Time> retry_at_;  // set after a failed grant; see survive()
+  std::unordered_map<std::uint64_t, PendingAuth> pending_auth_;  // by check id
+  std::vector<AuthCheck> auth_checks_;                           // not yet taken by the shell
+  std::uint64_t next_auth_id_ = 0;
   DispatcherStats stats_;
 };
 

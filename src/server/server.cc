@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "server/auth_worker.h"
 #include "server/durable_state.h"
 #include "server/metrics_endpoint.h"
 #include "server/resp.h"
@@ -111,6 +112,7 @@ struct Server::Impl {
         signals(io) {
     raise_fd_limit();
     restore_table();
+    start_users();
     // Certificates first: a bad file is the operator's to fix before anything listens.
     if (options.tls) tls_context.emplace(make_server_tls_context(*options.tls));
     if (options.listen_plain) bound_port = listen(plain, options.host, options.port);
@@ -385,8 +387,51 @@ struct Server::Impl {
     read(c);
   }
 
+  // --users: the table, and the threads that check passwords off the loop (two at most,
+  // so an AUTH flood costs at most two hashes' memory; see auth_worker.h).
+  void start_users() {
+    if (options.users_file.empty()) return;
+    dispatcher.set_users(read_users_file(options.users_file));
+    auth_worker = std::make_unique<AuthWorker>(2, [this](std::uint64_t id, bool matched) {
+      asio::post(io, [this, id, matched] {
+        dispatcher.auth_checked(id, matched);
+        deliver_wakeups();
+      });
+    });
+  }
+
+  // On the loop (SIGHUP): a good file replaces the table, a bad one keeps it.
+  void reload_users() {
+    if (options.users_file.empty()) return;
+    try {
+      auto users = read_users_file(options.users_file);
+      const std::size_t n = users->size();
+      dispatcher.set_users(std::move(users));
+      std::fprintf(stderr, "wardend: reloaded %zu user(s) from %s\n", n,
+                   options.users_file.c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "wardend: kept the users in use; the new file is refused: %s\n",
+                   e.what());
+    }
+  }
+
+  // SIGHUP reloads the users file and waits again; SIGINT and SIGTERM stop the server.
+  void wait_for_signal() {
+    signals.async_wait([this](std::error_code ec, int sig) {
+      if (ec) return;
+      if (sig != SIGHUP) return shutdown();
+      reload_users();
+      wait_for_signal();
+    });
+  }
+
   // Hands replies of resolved parked requests to their connections and resumes them.
   void deliver_wakeups() {
+    if (auth_worker) {
+      for (auto& check : dispatcher.take_auth_checks()) {
+        auth_worker->submit(check.id, std::move(check.hash), std::move(check.password));
+      }
+    }
     auto wakeups = dispatcher.take_wakeups();
     for (auto& w : wakeups) {
       auto it = connections.find(w.conn);
@@ -491,6 +536,7 @@ struct Server::Impl {
   std::uint16_t bound_port = 0;
   std::uint16_t bound_tls_port = 0;
   std::unique_ptr<MetricsEndpoint> metrics;
+  std::unique_ptr<AuthWorker> auth_worker;  // last: joined before the loop goes away
 };
 
 Server::Server(ServerOptions options) {
@@ -508,9 +554,8 @@ void Server::run(bool handle_signals) {
   if (handle_signals) {
     s.signals.add(SIGINT);
     s.signals.add(SIGTERM);
-    s.signals.async_wait([&s](std::error_code ec, int) {
-      if (!ec) s.shutdown();
-    });
+    if (!s.options.users_file.empty()) s.signals.add(SIGHUP);
+    s.wait_for_signal();
   }
   for (Impl::Listener* l : {&s.plain, &s.secure}) {
     if (l->acceptor.is_open()) s.start_accept(*l);
@@ -521,6 +566,10 @@ void Server::run(bool handle_signals) {
 
 void Server::stop() {
   asio::post(impl_->io, [s = impl_.get()] { s->shutdown(); });
+}
+
+void Server::reload_users() {
+  asio::post(impl_->io, [s = impl_.get()] { s->reload_users(); });
 }
 
 std::uint16_t Server::port() const { return impl_->bound_port; }

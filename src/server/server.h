@@ -40,6 +40,8 @@ struct ServerOptions {
   std::string data_dir = "./data";
   bool reset_state = false;    // start fresh even if the data dir lost its state (dangerous)
   std::string password;        // non-empty: clients must AUTH first
+  std::string users_file;      // non-empty: named users (users_file.h), reloaded on SIGHUP
+  bool hash_password = false;  // command line only: print a password hash and exit
   std::string metrics_listen;  // "host:port" for Prometheus text over HTTP; empty: off
   Limits limits;
   std::size_t max_request_bytes = 64 * 1024;
@@ -59,6 +61,9 @@ class Server {
   void run(bool handle_signals = true);
   // Thread-safe: closes the listener and every connection, then run() returns.
   void stop();
+  // Thread-safe: reads --users again on the loop, as SIGHUP does. A bad file keeps the
+  // table in use; either way one line on stderr says what happened.
+  void reload_users();
 
   std::uint16_t port() const;          // 0 when there is no plain-text listener
   std::uint16_t tls_port() const;      // 0 when there is no TLS listener

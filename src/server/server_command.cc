@@ -1,14 +1,60 @@
 #include "server/server_command.h"
 
+#include <termios.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
+#include <string>
 #include <tuple>
 #include <utility>
 
+#include "server/password_hash.h"
 #include "warden/error.h"
 #include "warden/version.h"
 
 namespace warden::server {
+namespace {
+
+// One line from stdin, without its line end; echo off while a terminal types it.
+std::string read_password() {
+  const bool tty = ::isatty(STDIN_FILENO) == 1;
+  termios saved{};
+  if (tty && ::tcgetattr(STDIN_FILENO, &saved) == 0) {
+    termios quiet = saved;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+    std::fprintf(stderr, "password: ");
+  }
+  std::string line;
+  std::getline(std::cin, line);
+  if (tty) {
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+    std::fprintf(stderr, "\n");
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+// --hash-password: the users file's second field for the password on stdin.
+int print_password_hash() {
+  try {
+    std::string password = read_password();
+    if (password.empty()) {
+      std::cerr << "wardend: no password on stdin\n";
+      return 64;
+    }
+    const std::string hash = hash_password(password);
+    password.assign(password.size(), '\0');
+    std::printf("%s\n", hash.c_str());
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "wardend: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
 
 namespace {
 
@@ -89,6 +135,13 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
                  "directory for the durable state (token reservations, longest lease)")
       ->default_str(o.data_dir);
   app.add_option("--requirepass", o.password, "password clients must send with AUTH first");
+  app.add_option("--users", o.users_file,
+                 "users file: NAME HASH GROUP-PATTERNS RIGHTS per line (docs/server.md); "
+                 "reloaded on SIGHUP")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--hash-password", o.hash_password,
+               "read a password from stdin (no echo on a terminal), print its hash for the "
+               "users file, and exit");
   app.add_option("--metrics-listen", o.metrics_listen,
                  "serve Prometheus metrics over HTTP at HOST:PORT/metrics");
   app.add_option("--max-connections", o.limits.max_connections, "connection limit")
@@ -106,7 +159,8 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
       // A one-off recovery step: never carried over from a config file into every start.
       ->configurable(false);
   app.footer(
-      "Runs until SIGINT or SIGTERM; the durable state in --data-dir is kept.\n"
+      "Runs until SIGINT or SIGTERM; the durable state in --data-dir is kept. SIGHUP\n"
+      "reloads --users (a bad file keeps the users in use and says why on stderr).\n"
       "\n"
       "Exit status:\n"
       "  0    stopped by SIGINT or SIGTERM\n"
@@ -119,6 +173,7 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
 }
 
 int run_server(const ServerOptions& options) {
+  if (options.hash_password) return print_password_hash();
   if (!options.listen_plain && !options.tls) {
     std::cerr << "wardend: --listen none needs --tls-listen (there would be nothing to "
                  "connect to)\n";

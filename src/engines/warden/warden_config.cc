@@ -9,8 +9,9 @@ namespace warden::engines::wardend {
 namespace {
 
 [[noreturn]] void invalid(const std::string& why) {
-  throw Error(Errc::invalid_argument,
-              "warden:// URI: " + why + " (expected warden://[:PASSWORD@]HOST[:PORT][?pool=N])");
+  throw Error(
+      Errc::invalid_argument,
+      "warden:// URI: " + why + " (expected warden://[[USER]:PASSWORD@]HOST[:PORT][?pool=N])");
 }
 
 std::size_t parse_pool(const std::string& text) {
@@ -33,10 +34,9 @@ WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
         "more than one host; wardend is a single server (for replicated locks use "
         "etcd:// or zk://)");
   }
-  if (uri.user && !uri.user->empty()) {
-    invalid("wardend has no user names; give the password alone, as ':PASSWORD@'");
-  }
   if (uri.password && uri.password->empty()) invalid("empty password");
+  // A user (wardend --users) is sent as AUTH USER PASSWORD; without one, AUTH PASSWORD.
+  if (uri.user && !uri.user->empty() && !uri.password) invalid("a user needs a password");
   if (!uri.path.empty()) invalid("unexpected path '/" + uri.path + "'");
 
   WardenConfig config;
@@ -49,6 +49,7 @@ WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   }
   config.connect.host = uri.hosts[0].host;
   config.connect.port = uri.hosts[0].port.value_or(kDefaultPort);
+  if (uri.user && !uri.user->empty()) config.connect.user = uri.user;
   config.connect.password = uri.password;
   config.connect.timeout = options.op_timeout;
   config.op_timeout = options.op_timeout;

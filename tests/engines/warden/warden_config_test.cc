@@ -41,6 +41,12 @@ TEST(WardenConfig, PasswordPortPoolAndTimeoutsAreTaken) {
   EXPECT_EQ(c.retry.initial, 7ms);
 }
 
+TEST(WardenConfig, UserAndPasswordAreSentAsAuthUserPassword) {
+  const WardenConfig c = parse("warden://billing:s3cret@lockhost");
+  EXPECT_EQ(c.connect.user, "billing");
+  EXPECT_EQ(c.connect.password, "s3cret");
+}
+
 TEST(WardenConfig, Ipv6HostIsAccepted) {
   const WardenConfig c = parse("warden://[::1]:7381");
   EXPECT_EQ(c.connect.host, "::1");
@@ -51,8 +57,7 @@ TEST(WardenConfig, AnythingElseIsRejectedAsInvalidArgument) {
   for (const std::string bad : {
            "warden://",                // no host
            "warden://a:1,b:2",         // wardend is one server
-           "warden://user:pw@host",    // no user names
-           "warden://user@host",       // ditto
+           "warden://user@host",       // a user needs a password
            "warden://:@host",          // empty password
            "warden://host/db0",        // no path
            "warden://host?pool=0",     // pool out of range
