@@ -49,9 +49,10 @@ ZkConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     throw Error(Errc::unsupported,
                 "zk:// URI: tls=1 is not supported: Debian's ZooKeeper C client "
                 "(libzookeeper_mt 3.8) is built without TLS (it has no zookeeper_init_ssl). "
-                "Tunnel it instead: e.g. stunnel, or ssh -L 2181:localhost:2281 to the "
-                "server's secureClientPort, and zk://localhost:2181; or run the client next "
-                "to the server (see docs/engines/zookeeper.md)");
+                "Tunnel it instead: stunnel in client mode to the servers' secureClientPort, "
+                "or ssh -L 2181:localhost:2181 to a server's plain port on its own loopback, "
+                "then zk://127.0.0.1:2181; or run the client next to the server (see "
+                "docs/engines/zookeeper.md)");
   }
 
   ZkConfig config;
