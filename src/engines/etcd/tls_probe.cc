@@ -6,6 +6,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -48,6 +50,36 @@ struct Fd {
   ~Fd() {
     if (fd >= 0) ::close(fd);
   }
+};
+
+// OpenSSL writes with write(2): a member that closed the connection would raise
+// SIGPIPE, whose default kills the process. The probe's thread blocks it while it runs
+// and takes away a SIGPIPE it caused, leaving one that was pending before alone.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlocked() {
+    if (!was_pending_) {
+      const timespec now{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t pipe_{};
+  sigset_t old_{};
+  bool was_pending_ = false;
 };
 
 struct SslFree {
@@ -110,11 +142,10 @@ std::string reason_text(unsigned long error) {
   return text.data();
 }
 
-// What a failed SSL_connect or SSL_read (`result`) says; `handshaken` when the
-// handshake had completed.
-TlsVerdict judge(SSL* ssl, int result, bool handshaken) {
+// What a failed SSL_connect or SSL_read (`result`, with errno `saved_errno` right
+// after it) says; `handshaken` when the handshake had completed.
+TlsVerdict judge(SSL* ssl, int result, int saved_errno, bool handshaken) {
   const int kind = SSL_get_error(ssl, result);
-  const int saved_errno = errno;
   const unsigned long error = ERR_peek_last_error();
   TlsVerdict verdict;
   if (kind == SSL_ERROR_SSL && ERR_GET_LIB(error) == ERR_LIB_SSL) {
@@ -173,10 +204,12 @@ TlsVerdict probe_tls(const std::string& endpoint, const core::TlsOptions& tls,
              const_cast<char*>(host.c_str()));
   }
 
+  const SigpipeBlocked no_sigpipe;
   TlsVerdict verdict;
+  errno = 0;
   const int connected = SSL_connect(ssl.get());
   if (connected != 1) {
-    verdict = judge(ssl.get(), connected, false);
+    verdict = judge(ssl.get(), connected, errno, false);
   } else {
     // TLS 1.3: the member checks our certificate after our side is done; its alert is
     // the first thing to read.
@@ -184,8 +217,9 @@ TlsVerdict probe_tls(const std::string& endpoint, const core::TlsOptions& tls,
         sock.fd,
         std::min(kAlertWait, std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
     char byte = 0;
+    errno = 0;
     const int read = SSL_read(ssl.get(), &byte, 1);
-    if (read <= 0) verdict = judge(ssl.get(), read, true);
+    if (read <= 0) verdict = judge(ssl.get(), read, errno, true);
   }
   ERR_clear_error();
   return verdict;
