@@ -76,7 +76,8 @@ std::chrono::system_clock::time_point to_system(Clock::time_point until) {
 }  // namespace
 
 struct EtcdRpc::Member {
-  Member(std::string target, const std::shared_ptr<grpc::ChannelCredentials>& credentials)
+  Member(std::string target, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+         const EtcdConfig& config)
       : endpoint(std::move(target)) {
     grpc::ChannelArguments args;
     // A restarted member is found again within a second, not after gRPC's default
@@ -84,6 +85,14 @@ struct EtcdRpc::Member {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    if (config.tls.enabled) {
+      // gRPC also takes the minimum back-off as the least time one connection attempt
+      // gets, and a TLS handshake under load can take longer than 100 ms: the attempt
+      // then failed, and with it a Client::open. Over TLS an attempt gets op_timeout,
+      // like any call; the 100 ms–1 s back-off between attempts stays.
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                  static_cast<int>(std::min<std::int64_t>(config.op_timeout.count(), 60'000)));
+    }
     // gRPC shares connections to one address between channels by default: a new Client
     // would inherit another Client's connection still backing off from a member that was
     // down, and fail at once although the member is back. Each channel its own.
@@ -112,7 +121,7 @@ EtcdRpc::EtcdRpc(const EtcdConfig& config) : config_(config) {
   // One set of credentials for every member: the files are read once, here.
   const auto credentials = channel_credentials(config_.tls);
   for (const std::string& endpoint : config_.endpoints) {
-    members_.push_back(std::make_unique<Member>(endpoint, credentials));
+    members_.push_back(std::make_unique<Member>(endpoint, credentials, config_));
   }
 }
 
