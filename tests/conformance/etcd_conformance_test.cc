@@ -1,12 +1,14 @@
 // The conformance suite against etcd://, on a real etcd started for each test on free
-// loopback ports with temp data dirs: a single member, and a 3-member cluster (short
-// election timeouts, see tests/support/etcd_server.h).
+// loopback ports with temp data dirs: a single member, a 3-member cluster (short
+// election timeouts, see tests/support/etcd_server.h), and a single member that serves
+// clients over mutual TLS only (etcds://, certificates from support/test_certs.h).
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "conformance/backend.h"
@@ -30,6 +32,10 @@ constexpr Capabilities kEtcd{.shared = true,
 class EtcdBackend final : public Backend {
  public:
   explicit EtcdBackend(int members) : cluster_(testing::EtcdOptions{members, {}}) {}
+  // With TLS: uri() is etcds://…?ca=…&cert=…&key=…, and the looks behind the clients'
+  // back (etcdctl) go over TLS too.
+  EtcdBackend(int members, testing::EtcdTls tls)
+      : cluster_(testing::EtcdOptions{members, {}}, std::move(tls)) {}
 
   std::string uri() const override { return cluster_.uri(); }
 
@@ -63,7 +69,10 @@ INSTANTIATE_TEST_SUITE_P(
     Etcd, Conformance,
     ::testing::Values(
         EngineCase{"EtcdSingle", kEtcd, [] { return std::make_unique<EtcdBackend>(1); }},
-        EngineCase{"EtcdCluster3", kEtcd, [] { return std::make_unique<EtcdBackend>(3); }}),
+        EngineCase{"EtcdCluster3", kEtcd, [] { return std::make_unique<EtcdBackend>(3); }},
+        // Once over TLS, on one member: TLS changes the transport, not the recipe.
+        EngineCase{"EtcdTls", kEtcd,
+                   [] { return std::make_unique<EtcdBackend>(1, testing::EtcdTls{}); }}),
     name_printer);
 
 }  // namespace

@@ -37,8 +37,9 @@ constexpr auto kElectionLimit = 5s;
 constexpr int kStartAttempts = 3;
 constexpr int kRestartAttempts = 5;
 constexpr const char* kPortTaken = "address already in use";
-// Logged once the member serves clients (after it joined the cluster).
-constexpr const char* kServingClients = "serving client traffic insecurely";
+// Logged once the member serves clients (after it joined the cluster): "serving client
+// traffic insecurely" or "... securely".
+constexpr const char* kServingClients = "serving client traffic ";
 
 std::string find_on_path(const std::string& name) {
   if (const char* path = std::getenv("PATH")) {
@@ -52,6 +53,7 @@ std::string find_on_path(const std::string& name) {
 }
 
 std::string url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
+std::string tls_url(std::uint16_t port) { return "https://127.0.0.1:" + std::to_string(port); }
 
 // For the userinfo part of a URI: everything but the unreserved characters %-escaped.
 std::string percent_encode(std::string_view text) {
@@ -238,7 +240,16 @@ Output run_process(const std::vector<std::string>& argv, std::chrono::millisecon
 std::string etcd_path() { return find_on_path("etcd"); }
 std::string etcdctl_path() { return find_on_path("etcdctl"); }
 
+EtcdCluster::EtcdCluster(EtcdOptions options, EtcdTls tls)
+    : options_(std::move(options)), tls_(std::move(tls)), dir_("etcd") {
+  start_cluster();
+}
+
 EtcdCluster::EtcdCluster(EtcdOptions options) : options_(std::move(options)), dir_("etcd") {
+  start_cluster();
+}
+
+void EtcdCluster::start_cluster() {
   if (options_.members < 1) throw std::invalid_argument("EtcdCluster needs at least 1 member");
   if (options_.root_password && options_.root_password->empty()) {
     throw std::invalid_argument("EtcdCluster: root_password must not be empty");
@@ -301,6 +312,7 @@ bool EtcdCluster::start_all(int attempt) {
     std::error_code ignored;
     std::filesystem::remove_all(data_dir, ignored);  // left by an earlier attempt
     std::filesystem::remove(log, ignored);
+    const std::string client_url = tls() ? tls_url(m.client_port) : url(m.client_port);
     // --pre-vote: a paused or restarted member does not depose a healthy leader when it
     // comes back. --bcrypt-cost: cheap password checks, as every authenticated client
     // connection pays one.
@@ -310,9 +322,9 @@ bool EtcdCluster::start_all(int attempt) {
                                      "--data-dir",
                                      data_dir.string(),
                                      "--listen-client-urls",
-                                     url(m.client_port),
+                                     client_url,
                                      "--advertise-client-urls",
-                                     url(m.client_port),
+                                     client_url,
                                      "--listen-peer-urls",
                                      url(m.peer_port),
                                      "--initial-advertise-peer-urls",
@@ -331,6 +343,16 @@ bool EtcdCluster::start_all(int attempt) {
                                      "--logger=zap",
                                      "--log-level=info",
                                      "--log-outputs=stderr"};
+    if (const auto& tls = tls_) {
+      const TestCerts& certs = TestCerts::shared();
+      const CertPair& server = tls->server_cert.value_or(certs.server());
+      argv.insert(argv.end(),
+                  {"--cert-file", server.cert.string(), "--key-file", server.key.string()});
+      if (tls->client_cert_auth) {
+        argv.insert(argv.end(),
+                    {"--trusted-ca-file", certs.ca().cert.string(), "--client-cert-auth"});
+      }
+    }
     m.process = ServerProcess(std::move(argv), log);
   }
   const auto deadline = SteadyClock::now() + kStartLimit;
@@ -407,20 +429,33 @@ std::string EtcdCluster::credentials() const {
   return "root:" + percent_encode(*options_.root_password) + "@";
 }
 
-std::string EtcdCluster::bare_uri() const {
-  std::vector<std::string> endpoints;
-  for (int i = 0; i < size(); ++i) endpoints.push_back(endpoint(i));
-  return "etcd://" + join(endpoints, ",");
+std::string EtcdCluster::endpoints() const {
+  std::vector<std::string> all;
+  for (int i = 0; i < size(); ++i) all.push_back(endpoint(i));
+  return join(all, ",");
 }
 
+std::string EtcdCluster::scheme() const { return tls() ? "etcds://" : "etcd://"; }
+
+std::string EtcdCluster::tls_query() const {
+  if (!tls()) return {};
+  const TestCerts& certs = TestCerts::shared();
+  std::string query = "?ca=" + percent_encode(certs.ca().cert.string());
+  if (tls_->client_cert_auth) {
+    query += "&cert=" + percent_encode(certs.client().cert.string()) +
+             "&key=" + percent_encode(certs.client().key.string());
+  }
+  return query;
+}
+
+std::string EtcdCluster::bare_uri() const { return scheme() + endpoints() + tls_query(); }
+
 std::string EtcdCluster::uri() const {
-  std::vector<std::string> endpoints;
-  for (int i = 0; i < size(); ++i) endpoints.push_back(endpoint(i));
-  return "etcd://" + credentials() + join(endpoints, ",");
+  return scheme() + credentials() + endpoints() + tls_query();
 }
 
 std::string EtcdCluster::uri_of(int member) const {
-  return "etcd://" + credentials() + endpoint(member);
+  return scheme() + credentials() + endpoint(member) + tls_query();
 }
 
 void EtcdCluster::kill9(int member) {
@@ -506,7 +541,9 @@ std::vector<int> EtcdCluster::reachable() {
 EtcdCluster::Run EtcdCluster::run_etcdctl(const std::vector<int>& members,
                                           const std::vector<std::string>& args, bool probe) const {
   std::vector<std::string> endpoints;
-  for (const int i : members) endpoints.push_back(endpoint(i));
+  for (const int i : members) {
+    endpoints.push_back((tls() ? "https://" : "") + endpoint(i));
+  }
   // A member that listens but has not joined a leader yet accepts the connection and
   // says nothing, so a probe's dial gives up early.
   std::vector<std::string> argv = {etcdctl_path(), "--endpoints=" + join(endpoints, ","),
@@ -514,6 +551,17 @@ EtcdCluster::Run EtcdCluster::run_etcdctl(const std::vector<int>& members,
                                    probe ? "--command-timeout=1s" : "--command-timeout=5s"};
   // user:password is split at the first ':', so the password may hold any character.
   if (auth_on_) argv.push_back("--user=root:" + *options_.root_password);
+  if (const auto& tls = tls_) {
+    const TestCerts& certs = TestCerts::shared();
+    argv.push_back("--cacert=" + certs.ca().cert.string());
+    if (tls->client_cert_auth) {
+      argv.push_back("--cert=" + certs.client().cert.string());
+      argv.push_back("--key=" + certs.client().key.string());
+    }
+    // A cluster made to be refused (expired or wrong-host certificate) is still looked
+    // at from here.
+    if (tls->server_cert) argv.push_back("--insecure-skip-tls-verify");
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   Output o = run_process(argv, kEtcdctlLimit);
   return Run{o.status, std::move(o.out), std::move(o.err)};

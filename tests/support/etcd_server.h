@@ -8,6 +8,11 @@
 // (it rounds 0 up to 1), and a new leader gives every lease its full TTL again (etcd 3.4
 // keeps no lease checkpoints by default). Nothing here is thread-safe: one test thread
 // drives the cluster.
+//
+// With EtcdTls the members serve their client URLs over TLS only (https://,
+// --cert-file/--key-file, and with client_cert_auth --trusted-ca-file +
+// --client-cert-auth); peers talk plain HTTP to each other, which the tests do not look
+// at. etcdctl then speaks TLS with TestCerts::shared()'s CA and client certificate.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "support/server_process.h"
+#include "support/test_certs.h"
 
 namespace warden::testing {
 
@@ -28,6 +34,17 @@ struct EtcdOptions {
   std::optional<std::string> root_password;
 };
 
+// TLS on the members' client URLs (see above). A struct of its own, beside EtcdOptions,
+// so that the positional EtcdOptions{n, password} of existing tests stays complete.
+struct EtcdTls {
+  // The members' certificate; TestCerts::shared().server() when not set. Another one
+  // (expired, wrong_host) makes a cluster every verifying client must refuse; the
+  // cluster's own etcdctl then skips verification to look behind the client's back.
+  std::optional<CertPair> server_cert;
+  // Ask every client for a certificate signed by TestCerts::shared().ca().
+  bool client_cert_auth = true;
+};
+
 class EtcdCluster {
  public:
   // Starts every member and returns once a leader is elected and every member answers
@@ -35,6 +52,8 @@ class EtcdCluster {
   // cluster to new ports, a couple of times. Throws std::runtime_error otherwise, with the
   // tail of the members' logs in the message.
   explicit EtcdCluster(EtcdOptions options = {});
+  // The same, serving clients over TLS only.
+  EtcdCluster(EtcdOptions options, EtcdTls tls);
   ~EtcdCluster();  // kill -9 every member; removes the temp dir with the data dirs
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -44,12 +63,16 @@ class EtcdCluster {
   // "127.0.0.1:PORT" of one member's client URL.
   std::string endpoint(int member) const;
   // "etcd://127.0.0.1:P0,127.0.0.1:P1,...", with "root:PASSWORD@" (percent-encoded) after
-  // "etcd://" when authentication is on.
+  // "etcd://" when authentication is on. With TLS: "etcds://…?ca=CA&cert=CLIENT&key=KEY"
+  // (TestCerts::shared(): the CA, and the client certificate when client_cert_auth).
   std::string uri() const;
-  // The same, always without credentials.
+  // The same, always without user and password (with TLS still etcds:// with its query).
   std::string bare_uri() const;
-  // One member only: "etcd://[root:PASSWORD@]127.0.0.1:P".
+  // One member only: "etcd://[root:PASSWORD@]127.0.0.1:P" (with TLS as uri()).
   std::string uri_of(int member) const;
+  // "127.0.0.1:P0,127.0.0.1:P1,...": every member's host:port, no scheme, no query.
+  std::string endpoints() const;
+  bool tls() const { return tls_.has_value(); }
 
   // kill -9: the member is gone when it returns (its data dir stays).
   void kill9(int member);
@@ -104,6 +127,7 @@ class EtcdCluster {
 
   Member& at(int member);
   const Member& at(int member) const;
+  void start_cluster();  // the constructors' work
   // Starts every member on fresh ports; true once all answer, false if one could not bind.
   bool start_all(int attempt);
   void enable_auth();
@@ -114,8 +138,11 @@ class EtcdCluster {
   bool healthy(const std::vector<int>& members) const;
   std::string log_tails() const;
   std::string credentials() const;
+  std::string scheme() const;     // "etcd://" or "etcds://"
+  std::string tls_query() const;  // "" or "?ca=…[&cert=…&key=…]"
 
   EtcdOptions options_;
+  std::optional<EtcdTls> tls_;
   TempDir dir_;
   std::vector<Member> members_;
   bool auth_on_ = false;

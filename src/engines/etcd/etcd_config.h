@@ -1,7 +1,8 @@
 // engines/etcd/etcd_config.h — what an etcd:// URI and the ClientOptions say about
 // talking to an etcd cluster.
 //
-//   etcd://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/PREFIX]
+//   etcd://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/PREFIX][?tls=1&ca=FILE&cert=FILE&key=FILE]
+//   etcds://… = etcd://…?tls=1
 //
 //   USER, PASSWORD  etcd's user/password auth: Authenticate once per member, then the
 //                   token on every call (renewed when the server says it expired)
@@ -10,6 +11,13 @@
 //                   "unavailable" / "no leader", is left for the next one
 //   PREFIX          the key prefix every lock lives under, default "warden"; %-escaped;
 //                   no empty segments
+//   tls, ca, cert, key
+//                   gRPC over TLS, read by core::parse_tls_options: the members'
+//                   certificates are checked against ca (the system's roots without it),
+//                   including that they name the host of the URI; cert+key is the
+//                   client certificate for members run with --client-cert-auth.
+//                   insecure=1 is refused (unsupported): gRPC 1.51's only way to skip
+//                   verification is its experimental TLS API; tests give ca= instead
 #pragma once
 
 #include <chrono>
@@ -17,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/tls_options.h"
 #include "core/uri.h"
 #include "warden/options.h"
 
@@ -30,6 +39,7 @@ struct EtcdConfig {
   std::optional<std::string> user;
   std::optional<std::string> password;
   std::string prefix = kDefaultPrefix;  // without a trailing '/'
+  core::TlsOptions tls;                 // never insecure
   std::chrono::milliseconds op_timeout{5'000};
   bool watchdog = true;
   // Reconnect back-off, and the waiters' re-reads between watch events.
@@ -37,7 +47,8 @@ struct EtcdConfig {
 };
 
 // Validates `uri` (scheme "etcd") and combines it with `options`. Throws
-// Error(invalid_argument) saying what is wrong; nothing is connected.
+// Error(invalid_argument) saying what is wrong, Error(unsupported) for insecure=1;
+// nothing is connected and no file is opened.
 EtcdConfig parse_config(const core::Uri& uri, const ClientOptions& options);
 
 }  // namespace warden::engines::etcd

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "engines/etcd/etcd_tls.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "warden/error.h"
 
@@ -25,10 +26,13 @@ bool is_expired_token(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
 }
 
-Error status_error(const grpc::Status& status, const std::string& what,
-                   const std::string& endpoint) {
-  const std::string message =
-      what + " on etcd member " + endpoint + ": " + status.error_message();
+Error status_error(const grpc::Status& status, const std::string& what, const std::string& endpoint,
+                   bool tls) {
+  if (const auto failure = tls_failure(status, tls)) {
+    return Error(failure->code, what + " on etcd member " + endpoint + ": " + failure->why + " (" +
+                                    status.error_message() + ")");
+  }
+  const std::string message = what + " on etcd member " + endpoint + ": " + status.error_message();
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
       return Error(Errc::unavailable, message);
@@ -55,6 +59,9 @@ Error status_error(const grpc::Status& status, const std::string& what,
   }
 }
 
+// The longest a TLS diagnosis of a failed open may take per member (tls_probe.h).
+constexpr std::chrono::milliseconds kProbeLimit{2'000};
+
 Clock::time_point capped(Clock::time_point until) {
   // gRPC deadlines are system_clock based: keep far-off ones finite.
   return std::min(until, Clock::now() + std::chrono::hours(24));
@@ -69,18 +76,28 @@ std::chrono::system_clock::time_point to_system(Clock::time_point until) {
 }  // namespace
 
 struct EtcdRpc::Member {
-  explicit Member(std::string target) : endpoint(std::move(target)) {
+  Member(std::string target, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+         const EtcdConfig& config)
+      : endpoint(std::move(target)) {
     grpc::ChannelArguments args;
     // A restarted member is found again within a second, not after gRPC's default
     // back-off of up to two minutes.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    if (config.tls.enabled) {
+      // gRPC also takes the minimum back-off as the least time one connection attempt
+      // gets, and a TLS handshake under load can take longer than 100 ms: the attempt
+      // then failed, and with it a Client::open. Over TLS an attempt gets op_timeout,
+      // like any call; the 100 ms–1 s back-off between attempts stays.
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                  static_cast<int>(std::min<std::int64_t>(config.op_timeout.count(), 60'000)));
+    }
     // gRPC shares connections to one address between channels by default: a new Client
     // would inherit another Client's connection still backing off from a member that was
     // down, and fail at once although the member is back. Each channel its own.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+    channel = grpc::CreateCustomChannel(endpoint, credentials, args);
     kv = etcdserverpb::KV::NewStub(channel);
     lease = etcdserverpb::Lease::NewStub(channel);
     watch = etcdserverpb::Watch::NewStub(channel);
@@ -101,8 +118,10 @@ struct EtcdRpc::Member {
 };
 
 EtcdRpc::EtcdRpc(const EtcdConfig& config) : config_(config) {
+  // One set of credentials for every member: the files are read once, here.
+  const auto credentials = channel_credentials(config_.tls);
   for (const std::string& endpoint : config_.endpoints) {
-    members_.push_back(std::make_unique<Member>(endpoint));
+    members_.push_back(std::make_unique<Member>(endpoint, credentials, config_));
   }
 }
 
@@ -139,8 +158,8 @@ grpc::Status EtcdRpc::authorize(Member& member, grpc::ClientContext& context,
   return grpc::Status::OK;
 }
 
-void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
-                            const Body& body, Sent* sent) {
+void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
+                            Sent* sent) {
   std::optional<Error> last;
   for (std::size_t attempt = 0; attempt < members_.size(); ++attempt) {
     const std::size_t index = current_.load(std::memory_order_relaxed) % members_.size();
@@ -161,8 +180,10 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
         member.token.reset();
         continue;
       }
-      if (!is_transient(status)) throw status_error(status, what, member.endpoint);
-      last = status_error(status, what, member.endpoint);
+      if (!is_transient(status)) {
+        throw status_error(status, what, member.endpoint, config_.tls.enabled);
+      }
+      last = status_error(status, what, member.endpoint, config_.tls.enabled);
       move_on_from(index);
       break;
     }
@@ -171,6 +192,18 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
 }
 
 void EtcdRpc::ping() {
+  try {
+    ping_members();
+  } catch (const Error& error) {
+    if (auto better = explain_open_failure(error, config_.endpoints, config_.tls,
+                                           std::min(config_.op_timeout, kProbeLimit))) {
+      throw *better;
+    }
+    throw;
+  }
+}
+
+void EtcdRpc::ping_members() {
   with_failover("status", config_.op_timeout, [](Member& member, grpc::ClientContext& context) {
     etcdserverpb::StatusResponse response;
     return member.maintenance->Status(&context, etcdserverpb::StatusRequest(), &response);
@@ -255,9 +288,9 @@ std::vector<std::int64_t> EtcdRpc::keep_alive(std::span<const std::int64_t> ids,
         if (answered.size() < ids.size()) {
           context.TryCancel();
           grpc::Status status = stream->Finish();
-          return status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                            "keep-alive stream ended early")
-                             : status;
+          return status.ok()
+                     ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "keep-alive stream ended early")
+                     : status;
         }
         stream->WritesDone();
         const grpc::Status status = stream->Finish();

@@ -12,6 +12,8 @@
 // the "token" metadata of every call; a call refused because the token expired
 // authenticates again and is retried once.
 //
+// TLS (etcds://, tls=1): channel credentials and the TLS failures in etcd_tls.h.
+//
 // Errors: grpc::Status codes become warden::Error in one place (status_error):
 // UNAVAILABLE → unavailable, DEADLINE_EXCEEDED → deadline_exceeded, PERMISSION_DENIED /
 // UNAUTHENTICATED / a failed Authenticate → permission_denied, RESOURCE_EXHAUSTED →
@@ -51,7 +53,8 @@ class EtcdRpc {
   EtcdRpc& operator=(const EtcdRpc&) = delete;
 
   // Asks a member for its status (and authenticates): Client::open's reachability and
-  // credentials check.
+  // credentials check. A failure that only a TLS handshake of our own can explain is
+  // explained (etcd_tls.h): permission_denied when a member refused our certificate.
   void ping();
 
   // The send time of the attempt that was answered: a lease kept alive or granted by
@@ -97,9 +100,9 @@ class EtcdRpc {
   void with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
                      Sent* sent = nullptr);
   // Adds the member's auth token to `context`, authenticating first if it has none.
-  grpc::Status authorize(Member& member, grpc::ClientContext& context,
-                         Clock::time_point deadline);
+  grpc::Status authorize(Member& member, grpc::ClientContext& context, Clock::time_point deadline);
   void move_on_from(std::size_t index);
+  void ping_members();  // ping() without the explanation
 
   EtcdConfig config_;
   std::vector<std::unique_ptr<Member>> members_;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/tls_options.h"
 #include "warden/error.h"
 
 namespace warden::engines::zookeeper {
@@ -42,6 +43,18 @@ ZkConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   if (uri.user && (uri.user->empty() || uri.password->empty())) invalid("empty user or password");
   if (uri.user && uri.user->find(':') != std::string::npos) invalid("a user name cannot hold ':'");
 
+  // ca/cert/key/insecure without tls=1 are the shared invalid_argument; tls=1 itself is
+  // refused below, whatever else the URI says.
+  if (core::parse_tls_options(uri, "zk").enabled) {
+    throw Error(Errc::unsupported,
+                "zk:// URI: tls=1 is not supported: Debian's ZooKeeper C client "
+                "(libzookeeper_mt 3.8) is built without TLS (it has no zookeeper_init_ssl). "
+                "Tunnel it instead: stunnel in client mode to the servers' secureClientPort, "
+                "or ssh -L 2181:localhost:2181 to a server's plain port on its own loopback, "
+                "then zk://127.0.0.1:2181; or run the client next to the server (see "
+                "docs/engines/zookeeper.md)");
+  }
+
   ZkConfig config;
   for (const core::HostPort& host : uri.hosts) {
     if (host.host.empty()) invalid("empty host");
@@ -67,11 +80,13 @@ ZkConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     config.prefix = prefix;
   }
   for (const auto& [key, value] : uri.query) {
+    if (core::is_tls_parameter(key)) continue;  // tls=0: read above
     if (key == "session_timeout_ms") {
       config.session_timeout =
           std::chrono::milliseconds(parse_number(value, 1'000, 600'000, "session_timeout_ms"));
     } else if (key == "on_suspend") {
-      if (value != "lose" && value != "wait") invalid("on_suspend='" + value + "' is not lose or wait");
+      if (value != "lose" && value != "wait")
+        invalid("on_suspend='" + value + "' is not lose or wait");
       config.lose_on_suspend = value == "lose";
     } else {
       invalid("unknown parameter '" + key + "'");

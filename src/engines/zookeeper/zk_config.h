@@ -15,6 +15,9 @@
 //                       session may live: "lose" (default) — reported lost at once, its
 //                       node deleted once the connection is back; "wait" — kept while
 //                       its conservative expiry allows (see docs/engines/zookeeper.md)
+//   tls=1               refused (unsupported): Debian's C client has no TLS; the message
+//                       says how to tunnel. tls=0 is accepted; ca/cert/key/insecure
+//                       without tls=1 are invalid_argument (core/tls_options.h)
 #pragma once
 
 #include <chrono>
@@ -42,7 +45,8 @@ struct ZkConfig {
 };
 
 // Validates `uri` (scheme "zk") and combines it with `options`. Throws
-// Error(invalid_argument) saying what is wrong; nothing is connected.
+// Error(invalid_argument) saying what is wrong, Error(unsupported) for tls=1; nothing is
+// connected.
 ZkConfig parse_config(const core::Uri& uri, const ClientOptions& options);
 
 }  // namespace warden::engines::zookeeper
