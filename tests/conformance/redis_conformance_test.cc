@@ -1,5 +1,7 @@
 // The conformance suite against redis://, a real redis-server started for each test on
-// a free loopback port with a temp dir of its own and no persistence.
+// a free loopback port with a temp dir of its own and no persistence; and once more
+// over TLS (rediss://, the server's TLS port, certificates from support/test_certs.h),
+// so every clause also holds when the bytes go through OpenSSL.
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
 #include "support/redis_server.h"
+#include "support/test_certs.h"
 
 namespace warden::conformance {
 namespace {
@@ -25,9 +28,22 @@ constexpr Capabilities kRedis{.shared = true,
                               .durable_tokens = true,
                               .check = true};
 
+// A server with a TLS port too, trusting the test CA (no client certificates).
+testing::RedisOptions tls_server() {
+  const testing::TestCerts& certs = testing::TestCerts::shared();
+  testing::RedisOptions options;
+  options.tls =
+      testing::RedisTlsOptions{certs.server().cert, certs.server().key, certs.ca().cert, false};
+  return options;
+}
+
 class RedisBackend final : public Backend {
  public:
-  std::string uri() const override { return server_.uri(); }
+  // tls: clients connect to the TLS port (rediss://); probes keep the plain one.
+  explicit RedisBackend(bool tls = false)
+      : tls_(tls), server_(tls ? tls_server() : testing::RedisOptions{}) {}
+
+  std::string uri() const override { return tls_ ? server_.tls_uri() : server_.uri(); }
 
   // Behind the clients' back, as an operator or an eviction could: delete every key
   // the engine keeps for the lock. They share the lock's hash tag `{warden:GROUP/NAME}`
@@ -54,13 +70,16 @@ class RedisBackend final : public Backend {
   }
 
  private:
+  const bool tls_;
   testing::RedisServer server_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Redis, Conformance,
-                         ::testing::Values(EngineCase{
-                             "Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }}),
-                         name_printer);
+INSTANTIATE_TEST_SUITE_P(
+    Redis, Conformance,
+    ::testing::Values(EngineCase{"Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }},
+                      EngineCase{"RedisTls", kRedis,
+                                 [] { return std::make_unique<RedisBackend>(true); }}),
+    name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

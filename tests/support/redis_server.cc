@@ -130,14 +130,26 @@ RedisServer::~RedisServer() { process_.kill9(); }
 
 std::string RedisServer::bare_uri() const { return "redis://127.0.0.1:" + std::to_string(port_); }
 
+namespace {
+
+std::string credentials(const RedisOptions& o) {
+  if (o.acl_user) return *o.acl_user + ":" + o.acl_password.value_or("") + "@";
+  if (o.password) return ":" + *o.password + "@";
+  return "";
+}
+
+}  // namespace
+
 std::string RedisServer::uri() const {
-  std::string credentials;
-  if (options_.acl_user) {
-    credentials = *options_.acl_user + ":" + options_.acl_password.value_or("") + "@";
-  } else if (options_.password) {
-    credentials = ":" + *options_.password + "@";
-  }
-  return "redis://" + credentials + "127.0.0.1:" + std::to_string(port_);
+  return "redis://" + credentials(options_) + "127.0.0.1:" + std::to_string(port_);
+}
+
+std::string RedisServer::tls_uri(std::string_view host, std::string_view query) const {
+  if (!options_.tls) throw std::logic_error("RedisServer::tls_uri: the server has no TLS port");
+  std::string uri = "rediss://" + credentials(options_) + std::string(host) + ":" +
+                    std::to_string(tls_port_) + "?ca=" + options_.tls->ca.string();
+  if (!query.empty()) uri += "&" + std::string(query);
+  return uri;
 }
 
 void RedisServer::start() {
@@ -145,7 +157,14 @@ void RedisServer::start() {
   // first start may move to another port when it loses the race for a free one.
   const bool first = port_ == 0;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    if (first) port_ = free_port();
+    if (first) {
+      port_ = free_port();
+      if (options_.tls) {
+        do {
+          tls_port_ = free_port();
+        } while (tls_port_ == port_);
+      }
+    }
     std::vector<std::string> argv = {redis_server_path(),
                                      "--port",
                                      std::to_string(port_),
@@ -171,10 +190,17 @@ void RedisServer::start() {
       argv.insert(argv.end(), {"--user", *options_.acl_user, "on",
                                ">" + options_.acl_password.value_or(""), "~*", "&*", "+@all"});
     }
+    if (options_.tls) {
+      argv.insert(argv.end(),
+                  {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+                   options_.tls->cert.string(), "--tls-key-file", options_.tls->key.string(),
+                   "--tls-ca-cert-file", options_.tls->ca.string(), "--tls-auth-clients",
+                   options_.tls->auth_clients ? "yes" : "no"});
+    }
     process_ = ServerProcess(argv, dir_.path() / "redis.log");
     process_.start();
     if (process_.wait_for_log("Ready to accept connections", 10s) &&
-        answers_ping(port_, options_, 10s)) {
+        answers_ping(port_, options_, 10s) && (tls_port_ == 0 || wait_for_port(tls_port_, 10s))) {
       return;
     }
     process_.kill9();

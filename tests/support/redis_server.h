@@ -1,5 +1,8 @@
 // support/redis_server.h — a throwaway redis-server for tests: a free loopback port, a
 // temp dir of its own, no persistence unless asked, stopped by PID on destruction.
+// With RedisOptions::tls it also listens for TLS on a second port (Debian's
+// redis-server is built with TLS); the plain port stays open for probes and for tests
+// that connect to it on purpose.
 //
 // RedisProbe talks to it directly (hiredis, no warden code in between) so tests can look
 // behind the engine's back: scan the keyspace, kill clients, read a key.
@@ -7,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +19,17 @@
 #include "support/server_process.h"
 
 namespace warden::testing {
+
+// The TLS side of a RedisServer: its certificate and key, and the CA it checks client
+// certificates against (support/test_certs.h makes them).
+struct RedisTlsOptions {
+  std::filesystem::path cert;
+  std::filesystem::path key;
+  std::filesystem::path ca;
+  // tls-auth-clients: true, clients must present a certificate signed by `ca`; false,
+  // they need none.
+  bool auth_clients = false;
+};
 
 struct RedisOptions {
   // Require this password for the default user (requirepass).
@@ -25,6 +40,8 @@ struct RedisOptions {
   // Append-only file with fsync always, so a restart keeps the data. Off: a restart
   // starts empty.
   bool persistence = false;
+  // Also listen for TLS (--tls-port) with these files.
+  std::optional<RedisTlsOptions> tls;
 };
 
 class RedisServer {
@@ -41,6 +58,11 @@ class RedisServer {
   std::string uri() const;
   // Always without credentials.
   std::string bare_uri() const;
+  // The TLS port (0 without RedisOptions::tls).
+  std::uint16_t tls_port() const { return tls_port_; }
+  // "rediss://[credentials@]HOST:TLS_PORT?ca=CA": the TLS port, trusting the CA the
+  // server's options name; `query` ("cert=...&key=...") is appended with '&'.
+  std::string tls_uri(std::string_view host = "127.0.0.1", std::string_view query = "") const;
 
   // Starts again on the same port and dir (after kill9()); returns once PING answers,
   // so a persistent server has finished loading its data.
@@ -59,6 +81,7 @@ class RedisServer {
   RedisOptions options_;
   TempDir dir_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
   ServerProcess process_;
 };
 

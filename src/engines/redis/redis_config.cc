@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/tls_options.h"
 #include "warden/error.h"
 
 namespace warden::engines::redis {
@@ -12,7 +13,7 @@ namespace {
   throw Error(Errc::invalid_argument,
               "redis:// URI: " + why +
                   " (expected redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]"
-                  "[?pool=N&waiter_ttl_ms=M])");
+                  "[?pool=N&waiter_ttl_ms=M][&tls=1&ca=FILE&cert=FILE&key=FILE])");
 }
 
 // A decimal number in [low, high], or invalid() naming `what`.
@@ -41,6 +42,7 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     config.connect.db = static_cast<int>(parse_number(uri.path, 0, 1'000'000, "database"));
   }
   for (const auto& [key, value] : uri.query) {
+    if (core::is_tls_parameter(key)) continue;  // parse_tls_options below
     if (key == "pool") {
       config.pool_size = static_cast<std::size_t>(
           parse_number(value, 1, static_cast<std::int64_t>(kMaxPoolSize), "pool"));
@@ -56,11 +58,12 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   if (uri.user && !uri.user->empty()) config.connect.user = uri.user;
   config.connect.password = uri.password;
   config.connect.timeout = options.op_timeout;
+  config.connect.tls = core::parse_tls_options(uri, "redis");
   config.op_timeout = options.op_timeout;
   config.retry = options.retry;
   config.poll = options.retry;
-  config.poll.max = std::max(std::chrono::milliseconds(1),
-                             std::min(config.poll.max, config.waiter_ttl / 3));
+  config.poll.max =
+      std::max(std::chrono::milliseconds(1), std::min(config.poll.max, config.waiter_ttl / 3));
   config.poll.initial = std::min(config.poll.initial, config.poll.max);
   return config;
 }

@@ -1,7 +1,8 @@
 // engines/redis/redis_config.h — what a redis:// URI and the ClientOptions say about
 // talking to one Redis server.
 //
-//   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?pool=N&waiter_ttl_ms=M]
+//   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?pool=N&waiter_ttl_ms=M][&TLS]
+//   rediss://...  = redis://...?tls=1
 //
 //   USER, PASSWORD  AUTH [USER] PASSWORD on every connection (Redis 6 ACL user, or the
 //                   default user's requirepass when USER is empty); %-escaped

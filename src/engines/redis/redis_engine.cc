@@ -46,7 +46,7 @@ class RedisEngine final : public core::Engine {
   explicit RedisEngine(RedisConfig config)
       : config_(std::move(config)),
         connector_(std::make_shared<Connector>(config_.connect, config_.retry)),
-        subscriber_(config_.connect, config_.retry),
+        subscriber_(config_.connect, config_.retry, connector_->tls()),
         client_id_(core::random_client_id()) {
     for (std::size_t i = 0; i < config_.pool_size; ++i) {
       pipelines_.push_back(std::make_unique<Pipeline>(connector_, config_.op_timeout));
@@ -80,12 +80,13 @@ class RedisEngine final : public core::Engine {
     const std::string entry = std::string(request.mode == Mode::exclusive ? "x" : "s") + ':' +
                               std::to_string(config_.waiter_ttl.count()) + ':' + owner;
     const bool waits = request.deadline > Clock::now();
-    const ScriptCall call{&k_acquire_script,
-                          all_keys(keys),
-                          {keys.channel, entry, request.mode == Mode::exclusive ? "x" : "s",
-                           std::to_string(request.options.ttl.count()),
-                           std::to_string(request.options.lock_delay.count()),
-                           request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0"}};
+    const ScriptCall call{
+        &k_acquire_script,
+        all_keys(keys),
+        {keys.channel, entry, request.mode == Mode::exclusive ? "x" : "s",
+         std::to_string(request.options.ttl.count()),
+         std::to_string(request.options.lock_delay.count()),
+         request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0"}};
 
     std::unique_ptr<Subscriber::Watch> watch;
     Backoff poll(config_.poll);

@@ -55,8 +55,9 @@ bool Subscriber::Watch::wait(Clock::time_point until, const std::stop_token& sto
   return woken;
 }
 
-Subscriber::Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry)
-    : options_(std::move(options)), retry_(retry) {
+Subscriber::Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry,
+                       std::shared_ptr<const resp_client::TlsContext> tls)
+    : options_(std::move(options)), retry_(retry), tls_(std::move(tls)) {
   // Without an eventfd (descriptor limit) the thread notices orders within kReadSlice.
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
@@ -137,7 +138,7 @@ void Subscriber::run() {
         continue;
       }
       try {
-        conn = Connection::open(options_);
+        conn = Connection::open(options_, tls_);
         backoff.reset();
       } catch (const Error&) {
         // Waiters poll meanwhile; orders are not lost: a fresh connection subscribes

@@ -29,6 +29,7 @@
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/reply.h"
+#include "engines/resp_client/tls_context.h"
 #include "warden/options.h"
 #include "warden/types.h"
 
@@ -60,7 +61,10 @@ class Subscriber {
     std::uint64_t seen_ = 0;   // guarded by mu_
   };
 
-  Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry);
+  // `tls`: the TLS context of the engine's Connector (nullptr for plain TCP), so the
+  // certificates are loaded once per Client.
+  Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry,
+             std::shared_ptr<const resp_client::TlsContext> tls = nullptr);
   ~Subscriber();
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
@@ -87,6 +91,7 @@ class Subscriber {
 
   const resp_client::ConnectOptions options_;
   const RetryPolicy retry_;
+  const std::shared_ptr<const resp_client::TlsContext> tls_;
   int event_fd_ = -1;  // readable when the thread has orders or must stop
 
   std::mutex mu_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/tls_options.h"
 #include "engines/redis/redis_config.h"
 #include "warden/error.h"
 
@@ -16,7 +17,7 @@ namespace {
               "redlock:// URI: " + why +
                   " (expected redlock://[[USER]:PASSWORD@]HOST[:PORT],HOST[:PORT],...[/DB]"
                   "[?node_timeout_ms=T&retry_count=C&retry_delay_ms=D&retry_jitter_ms=J"
-                  "&pool=P])");
+                  "&pool=P&tls=1&ca=FILE&cert=FILE&key=FILE])");
 }
 
 std::int64_t parse_number(const std::string& text, std::int64_t low, std::int64_t high,
@@ -46,6 +47,7 @@ RedlockConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   std::optional<int> db;
   if (!uri.path.empty()) db = static_cast<int>(parse_number(uri.path, 0, 1'000'000, "database"));
   for (const auto& [key, value] : uri.query) {
+    if (core::is_tls_parameter(key)) continue;  // parse_tls_options below
     if (key == "node_timeout_ms") {
       config.node_timeout = parse_ms(value, 1, 60'000, key);
     } else if (key == "retry_count") {
@@ -61,6 +63,7 @@ RedlockConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     }
   }
 
+  const core::TlsOptions tls = core::parse_tls_options(uri, "redlock");
   std::set<std::pair<std::string, std::uint16_t>> seen;
   for (const core::HostPort& host : uri.hosts) {
     if (host.host.empty()) invalid("empty host");
@@ -76,6 +79,7 @@ RedlockConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     master.password = uri.password;
     master.db = db;
     master.timeout = config.node_timeout;
+    master.tls = tls;
     config.masters.push_back(std::move(master));
   }
   config.op_timeout = options.op_timeout;

@@ -16,6 +16,9 @@
 //   retry_delay_ms   pause between attempts: uniform in [delay, delay + jitter];
 //   retry_jitter_ms  0..60000 each, defaults 20 and 20
 //   pool             connections per master, 1..64, default 16
+//   tls=1, ca, cert, TLS to every master with the same files, read by
+//   key, insecure    core/tls_options.h: TLS 1.2+, each master's certificate checked
+//                    against its own host name (docs/engines/redlock.md)
 #pragma once
 
 #include <chrono>

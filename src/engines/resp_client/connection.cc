@@ -3,53 +3,29 @@
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <vector>
 
 #include "engines/resp_client/hiredis_reply.h"
+#include "engines/resp_client/tls_context.h"
+#include "engines/resp_client/tls_transport.h"
+#include "engines/resp_client/transport.h"
+#include "engines/resp_client/wait.h"
 
 namespace warden::engines::resp_client {
 namespace {
+
+// As much as hiredis' own redisBufferRead takes per read.
+constexpr std::size_t kReadChunk = 16 * 1024;
 
 timeval to_timeval(std::chrono::milliseconds d) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(d.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
   return tv;
-}
-
-enum class Ready { fd, wake, timeout };
-
-// Waits until `fd` has `events` (or an error), `wake_fd` is readable, or `until`
-// passes. poll() counts whole milliseconds, so the wait is rounded up and repeated
-// until `until` has really passed.
-Ready wait_for(int fd, short events, Clock::time_point until, int wake_fd) {
-  while (true) {
-    int timeout_ms = -1;
-    if (until != Clock::time_point::max()) {
-      const auto now = Clock::now();
-      const auto left = until > now ? until - now : Clock::duration::zero();
-      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-      timeout_ms = static_cast<int>(std::min<std::int64_t>(ms, INT_MAX));
-    }
-    pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
-    const int n = ::poll(fds, wake_fd >= 0 ? 2 : 1, timeout_ms);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Ready::fd;  // the read or write that follows reports the error
-    }
-    if (n == 0) {
-      if (Clock::now() >= until) return Ready::timeout;
-      continue;
-    }
-    if (wake_fd >= 0 && fds[1].revents != 0) return Ready::wake;
-    return Ready::fd;
-  }
 }
 
 void encode(std::string& out, std::string_view arg) {
@@ -72,15 +48,26 @@ std::string endpoint_name(const std::string& host, std::uint16_t port) {
 }
 
 Connection::Connection(redisContext* context, std::string endpoint)
-    : context_(context), endpoint_(std::move(endpoint)) {}
+    : context_(context), transport_(plain_transport(context->fd)), endpoint_(std::move(endpoint)) {}
 
-Connection::~Connection() { redisFree(context_); }
+Connection::~Connection() {
+  transport_.reset();  // a TLS transport says goodbye on the socket before it closes
+  redisFree(context_);
+}
 
 int Connection::fd() const { return context_->fd; }
 
-std::unique_ptr<Connection> Connection::open(const ConnectOptions& options) {
+bool Connection::has_buffered() const { return transport_->has_buffered(); }
+
+bool Connection::secure() const { return transport_->secure(); }
+
+std::unique_ptr<Connection> Connection::open(const ConnectOptions& options,
+                                             std::shared_ptr<const TlsContext> tls) {
   const std::string endpoint = endpoint_name(options.host, options.port);
   const auto deadline = Clock::now() + options.timeout;
+  // Files first: a certificate that cannot be used is the caller's to fix, whether or
+  // not the server is up.
+  if (options.tls.enabled && !tls) tls = TlsContext::create(options.tls, endpoint);
   // hiredis connects without blocking and polls for completion up to the timeout (name
   // resolution, if the host is a name, is the system resolver's and not bounded here).
   redisContext* context =
@@ -104,12 +91,21 @@ std::unique_ptr<Connection> Connection::open(const ConnectOptions& options) {
   // wait that may otherwise never end.
   redisEnableKeepAlive(context);
 
+  bool confirm_tls = false;
+  if (options.tls.enabled) {
+    TlsSession session =
+        tls_handshake(std::move(tls), context->fd, options.host, endpoint, deadline);
+    conn->transport_ = std::move(session.transport);
+    confirm_tls = session.needs_round_trip;
+  }
+
   if (options.password) {
     std::vector<std::string_view> auth = {"AUTH"};
     if (options.user) auth.push_back(*options.user);
     auth.push_back(*options.password);
     const Reply reply = conn->command(auth, deadline);
     if (reply.is_error()) throw auth_error(reply, endpoint);
+    confirm_tls = false;
   }
   if (options.db) {
     const std::string db = std::to_string(*options.db);
@@ -121,8 +117,37 @@ std::unique_ptr<Connection> Connection::open(const ConnectOptions& options) {
       if (error.code() != Errc::internal) throw error;
       throw Error(Errc::invalid_argument, endpoint + " has no database " + db + ": " + reply.text);
     }
+    confirm_tls = false;
   }
+  if (confirm_tls) conn->confirm_certificate(options.tls, deadline);
   return conn;
+}
+
+void Connection::confirm_certificate(const core::TlsOptions& tls, Clock::time_point deadline) {
+  // A TLS 1.3 server judges our certificate after our side of the handshake is done,
+  // and answers with its session tickets, or with an alert. Listen first: a request
+  // sent meanwhile can make the server's kernel reset the connection, which loses
+  // the alert. A server that sends no tickets gets a PING after a quarter of the time.
+  try {
+    const auto now = Clock::now();
+    const auto first_look = now + (deadline - now) / 4;
+    short want = POLLIN;
+    if (wait_for(fd(), POLLIN, first_look) == Ready::fd) {
+      read_some(want);
+      return;
+    }
+    const std::string_view ping[] = {"PING"};
+    command(std::span<const std::string_view>(ping), deadline);  // any reply will do
+  } catch (const Error& e) {
+    if (e.code() != Errc::unavailable) throw;
+    // Closed or reset without an alert, right after a handshake in which it asked for
+    // our certificate: the certificate is what it did not accept.
+    throw Error(Errc::permission_denied,
+                "the server at " + endpoint_ +
+                    (tls.cert_file ? " refused our client certificate '" + *tls.cert_file + "'"
+                                   : " requires a client certificate (give cert=FILE&key=FILE)") +
+                    ": it closed the connection after the TLS handshake (" + e.what() + ")");
+  }
 }
 
 void Connection::fail(Failure failure, const std::string& detail) {
@@ -147,25 +172,65 @@ void Connection::flush(Clock::time_point deadline) {
   if (broken_) fail(Failure::io, "the connection was half-closed");
   std::size_t sent = 0;
   while (sent < out_.size()) {
-    const ssize_t n = ::send(fd(), out_.data() + sent, out_.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (wait_for(fd(), POLLOUT, deadline, -1) == Ready::timeout) {
-        fail(Failure::timeout, "the request could not be sent");
+    IoResult result = transport_->write(out_.data() + sent, out_.size() - sent);
+    switch (result.status) {
+      case IoResult::ok:
+        sent += result.bytes;
+        continue;
+      case IoResult::want_read:
+      case IoResult::want_write: {
+        const short events = result.status == IoResult::want_read ? POLLIN : POLLOUT;
+        if (wait_for(fd(), events, deadline) == Ready::timeout) {
+          fail(Failure::timeout, "the request could not be sent");
+        }
+        continue;
       }
-      continue;
+      case IoResult::closed:
+      case IoResult::failed:
+        failed_ = true;
+        if (result.code != Errc::unavailable) throw Error(result.code, result.detail);
+        fail(Failure::io,
+             result.detail.empty() ? "the server closed the connection" : result.detail);
     }
-    fail(Failure::io, n < 0 ? std::strerror(errno) : "send() wrote nothing");
   }
   out_.clear();
 }
 
+bool Connection::read_some(short& want) {
+  char buf[kReadChunk];
+  IoResult result = transport_->read(buf, sizeof buf);
+  switch (result.status) {
+    case IoResult::ok:
+      received_ = true;
+      if (redisReaderFeed(context_->reader, buf, result.bytes) != REDIS_OK) {
+        fail(Failure::protocol, context_->reader->errstr);
+      }
+      return true;
+    case IoResult::want_read:
+      want = POLLIN;
+      return false;
+    case IoResult::want_write:
+      want = POLLOUT;
+      return false;
+    case IoResult::closed:
+    case IoResult::failed:
+      break;
+  }
+  failed_ = true;
+  if (result.code != Errc::unavailable) throw Error(result.code, result.detail);
+  std::string why =
+      result.status == IoResult::closed ? "the server closed the connection" : result.detail;
+  // A TLS server drops a plain client that sent it a request, before any reply.
+  if (!received_ && !transport_->secure()) {
+    why += " before any reply (if it is a TLS port, connect with tls=1, e.g. rediss://)";
+  }
+  fail(Failure::io, why);
+}
+
 std::optional<Reply> Connection::poll_reply(Clock::time_point until, int wake_fd) {
   if (failed_) fail(Failure::io, "the connection failed earlier");
+  short want = POLLIN;
+  bool progressed = true;  // the last read brought bytes: the transport may hold more
   while (true) {
     void* raw = nullptr;
     if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) {
@@ -175,17 +240,18 @@ std::optional<Reply> Connection::poll_reply(Clock::time_point until, int wake_fd
       const std::unique_ptr<void, FreeReply> owned(raw);
       return from_hiredis(*static_cast<const redisReply*>(raw));
     }
-    switch (wait_for(fd(), POLLIN, until, wake_fd)) {
-      case Ready::timeout:
-      case Ready::wake:
-        return std::nullopt;
-      case Ready::fd:
-        break;
+    // Bytes the transport holds already (TLS) are not announced by poll().
+    if (!progressed || !transport_->has_buffered()) {
+      switch (wait_for(fd(), want, until, wake_fd)) {
+        case Ready::timeout:
+        case Ready::wake:
+          return std::nullopt;
+        case Ready::fd:
+          break;
+      }
     }
-    if (redisBufferRead(context_) != REDIS_OK) {
-      fail(Failure::io,
-           context_->err == REDIS_ERR_EOF ? "the server closed the connection" : context_->errstr);
-    }
+    want = POLLIN;
+    progressed = read_some(want);
   }
 }
 
@@ -210,17 +276,27 @@ Reply Connection::command(std::span<const std::string> args, Clock::time_point d
 
 void Connection::shutdown_write() {
   broken_ = true;
-  ::shutdown(fd(), SHUT_WR);
+  transport_->shutdown_write();
 }
 
 bool Connection::reusable() {
   if (broken_ || failed_ || !out_.empty()) return false;
-  // Unread bytes (buffered, or on the socket) mean the conversation is out of step;
-  // a readable socket with nothing buffered usually means the peer closed it.
+  // Unread bytes (buffered, or on the socket) mean the conversation is out of step.
   const redisReader* reader = context_->reader;
   if (reader != nullptr && reader->len > reader->pos) return false;
-  pollfd p{fd(), POLLIN, 0};
-  return ::poll(&p, 1, 0) == 0;
+  if (!transport_->has_buffered()) {
+    pollfd p{fd(), POLLIN, 0};
+    if (::poll(&p, 1, 0) == 0) return true;
+  }
+  // Something arrived. A plain socket has a stray reply or the peer's close; a TLS one
+  // may hold only records without application data (a TLS 1.3 session ticket), which
+  // the read consumes. Only application bytes or a close make the connection unfit.
+  short want = POLLIN;
+  try {
+    return !read_some(want) && !transport_->has_buffered();
+  } catch (const Error&) {
+    return false;  // closed or failed: read_some marked it
+  }
 }
 
 }  // namespace warden::engines::resp_client

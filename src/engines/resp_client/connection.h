@@ -2,11 +2,12 @@
 // every blocking step is bounded by a deadline.
 //
 // The socket is non-blocking; waits are poll(2) calls with a deadline, so no call can
-// hang: connect and AUTH are bounded by ConnectOptions::timeout, writes and reads by
-// the deadline the caller passes. Requests are encoded here and written with
-// MSG_NOSIGNAL (a peer that went away is an error, never a SIGPIPE); replies are read
-// with redisBufferRead and decoded by hiredis' reader. Any transport failure throws
-// warden::Error (see errors.h) and marks the connection broken.
+// hang: connect, the TLS handshake and AUTH are bounded by ConnectOptions::timeout,
+// writes and reads by the deadline the caller passes. hiredis connects; bytes then go
+// through a Transport (transport.h: send/recv, or TLS with OpenSSL, tls_transport.h),
+// never raising SIGPIPE, and replies are decoded by hiredis' reader. Any transport
+// failure throws warden::Error (see errors.h, tls_transport.h) and marks the connection
+// broken.
 //
 // Pipelining: append() any number of commands, flush() once, then read one reply per
 // command, in order.
@@ -24,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/tls_options.h"
 #include "engines/resp_client/errors.h"
 #include "engines/resp_client/reply.h"
 #include "warden/types.h"
@@ -39,25 +41,35 @@ struct ConnectOptions {
   std::string host;  // a name or an IPv4/IPv6 address
   std::uint16_t port = 0;
   // Sent as AUTH [user] password right after connecting when set. Redis 6 ACLs take a
-  // user; wardend takes the password alone.
+  // user, and so do wardend's named users (--users).
   std::optional<std::string> user;
   std::optional<std::string> password;
   // Sent as SELECT db after AUTH when set (Redis logical databases).
   std::optional<int> db;
-  // Bound for connecting plus AUTH. Must be positive.
+  // Bound for connecting, the TLS handshake and AUTH. Must be positive.
   std::chrono::milliseconds timeout{5'000};
+  // TLS (core/tls_options.h); tls.enabled false: plain TCP.
+  core::TlsOptions tls;
 };
 
 // "host:port", or "[v6-address]:port".
 std::string endpoint_name(const std::string& host, std::uint16_t port);
 
+class Transport;
+class TlsContext;
+
 class Connection {
  public:
-  // Connects (and authenticates, and selects the db) within options.timeout. Throws
-  // Error: unavailable if the server cannot be reached, deadline_exceeded if it accepts
-  // but does not answer AUTH in time, permission_denied if it refuses the password,
-  // invalid_argument if it has no such db.
-  static std::unique_ptr<Connection> open(const ConnectOptions& options);
+  // Connects (TLS handshake, if options.tls.enabled; then authenticates, and selects the
+  // db) within options.timeout. `tls` is the context its Connector built from
+  // options.tls, shared by its connections; without one, a TLS connection builds its own.
+  // Throws Error: unavailable if the server cannot be reached or does not speak TLS,
+  // deadline_exceeded if it accepts but does not answer AUTH in time,
+  // permission_denied if it refuses the password, if its certificate is rejected, if it
+  // refuses our client certificate, or if a TLS file cannot be used; invalid_argument if
+  // it has no such db.
+  static std::unique_ptr<Connection> open(const ConnectOptions& options,
+                                          std::shared_ptr<const TlsContext> tls = nullptr);
 
   ~Connection();
   Connection(const Connection&) = delete;
@@ -105,8 +117,17 @@ class Connection {
   void abandon() { broken_ = true; }
 
   // The socket, for callers that wait on several connections at once (poll(2) for
-  // POLLIN, then poll_reply with a deadline of now).
+  // POLLIN, then poll_reply with a deadline of now). Check has_buffered() first: with
+  // TLS, a reply can already be held inside the connection while the socket is quiet.
   int fd() const;
+
+  // true if bytes already received wait inside the connection's transport (decrypted
+  // TLS records) where poll(2) on fd() cannot see them: poll_reply, not a poll, comes
+  // next. poll_reply(now) returning nullopt leaves this false.
+  bool has_buffered() const;
+
+  // true for a TLS connection.
+  bool secure() const;
 
   // "host:port", for messages.
   const std::string& endpoint() const { return endpoint_; }
@@ -115,12 +136,21 @@ class Connection {
   Connection(redisContext* context, std::string endpoint);
   // Marks the connection failed and throws the Error for `failure`.
   [[noreturn]] void fail(Failure failure, const std::string& detail);
+  // Reads what the transport has into hiredis' reader. false: nothing now, `want`
+  // says what to wait for (POLLIN or POLLOUT). Throws (marking the connection failed)
+  // when the peer closed it or the read failed.
+  bool read_some(short& want);
+  // After a TLS 1.3 handshake in which the server asked for our certificate: waits for
+  // its verdict by `deadline`. Throws Error(permission_denied) if it refused.
+  void confirm_certificate(const core::TlsOptions& tls, Clock::time_point deadline);
 
   redisContext* context_;
+  std::unique_ptr<Transport> transport_;  // over context_->fd
   std::string endpoint_;
-  std::string out_;      // encoded requests not yet written
-  bool broken_ = false;  // half-closed: no new requests
-  bool failed_ = false;  // a transport failure: nothing works any more
+  bool received_ = false;  // any byte from the server yet (for messages)
+  std::string out_;        // encoded requests not yet written
+  bool broken_ = false;    // half-closed: no new requests
+  bool failed_ = false;    // a transport failure: nothing works any more
 };
 
 }  // namespace warden::engines::resp_client

@@ -8,6 +8,7 @@ namespace warden::engines::resp_client {
 Connector::Connector(ConnectOptions options, const RetryPolicy& retry)
     : options_(std::move(options)),
       endpoint_(endpoint_name(options_.host, options_.port)),
+      tls_(options_.tls.enabled ? TlsContext::create(options_.tls, endpoint_) : nullptr),
       backoff_(retry),
       suspect_backoff_(retry) {}
 
@@ -41,7 +42,7 @@ void Connector::answered() {
 std::unique_ptr<Connection> Connector::connect() {
   throw_if_backing_off();
   try {
-    auto conn = Connection::open(options_);
+    auto conn = Connection::open(options_, tls_);
     std::lock_guard guard(mu_);
     backoff_.reset();
     not_before_ = {};

@@ -6,6 +6,9 @@
 // acquiring thread); the delay grows with consecutive failures as the RetryPolicy says
 // and starts again after a success.
 //
+// With TLS, the Connector loads the certificates once (TlsContext) and its connections
+// share them.
+//
 // Thread-safe: connects run concurrently; only the back-off state is shared.
 #pragma once
 
@@ -15,6 +18,7 @@
 
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/connection.h"
+#include "engines/resp_client/tls_context.h"
 #include "warden/error.h"
 #include "warden/options.h"
 
@@ -22,6 +26,8 @@ namespace warden::engines::resp_client {
 
 class Connector {
  public:
+  // With options.tls.enabled, loads the TLS files now: throws what TlsContext::create
+  // throws (permission_denied naming a file that cannot be used).
   Connector(ConnectOptions options, const RetryPolicy& retry);
 
   // A new connection. Throws what Connection::open throws; within the back-off delay
@@ -43,10 +49,14 @@ class Connector {
   // "host:port", for messages.
   const std::string& endpoint() const { return endpoint_; }
   const ConnectOptions& options() const { return options_; }
+  // The TLS context its connections share; nullptr for plain TCP. For other
+  // connections to the same server (a subscriber's), so it is loaded once.
+  const std::shared_ptr<const TlsContext>& tls() const { return tls_; }
 
  private:
   const ConnectOptions options_;
   const std::string endpoint_;
+  const std::shared_ptr<const TlsContext> tls_;
 
   std::mutex mu_;
   Backoff backoff_;                     // guarded by mu_

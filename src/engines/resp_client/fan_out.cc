@@ -72,6 +72,7 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enou
   while (true) {
     fds.clear();
     waiting.clear();
+    bool buffered = false;
     for (std::size_t i = 0; i < legs.size(); ++i) {
       if (!open[i]) continue;
       try {
@@ -87,6 +88,9 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enou
       }
       fds.push_back(pollfd{(*open[i])->fd(), POLLIN, 0});
       waiting.push_back(i);
+      // read_arrived drained it; should a TLS connection still hold decrypted bytes
+      // that poll() cannot see, do not sleep on them.
+      if ((*open[i])->has_buffered()) buffered = true;
     }
     if (waiting.empty()) return;
 
@@ -113,7 +117,8 @@ void fan_out(std::span<Leg> legs, Clock::time_point deadline, const Enough& enou
     // Readable, closed or failed connections all wake the poll; read_arrived then
     // reads, or reports the failure.
     const auto until = grace_ends ? std::min(deadline, *grace_ends) : deadline;
-    if (::poll(fds.data(), fds.size(), poll_timeout_ms(until)) < 0 && errno != EINTR) {
+    if (::poll(fds.data(), fds.size(), buffered ? 0 : poll_timeout_ms(until)) < 0 &&
+        errno != EINTR) {
       for (std::size_t i : waiting) {
         (*open[i])->abandon();
         legs[i].error = Error(Errc::internal, std::string("poll failed: ") + std::strerror(errno));

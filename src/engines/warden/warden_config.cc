@@ -3,15 +3,16 @@
 #include <charconv>
 #include <string>
 
+#include "core/tls_options.h"
 #include "warden/error.h"
 
 namespace warden::engines::wardend {
 namespace {
 
 [[noreturn]] void invalid(const std::string& why) {
-  throw Error(
-      Errc::invalid_argument,
-      "warden:// URI: " + why + " (expected warden://[[USER]:PASSWORD@]HOST[:PORT][?pool=N])");
+  throw Error(Errc::invalid_argument, "warden:// URI: " + why +
+                                          " (expected warden://[[USER]:PASSWORD@]HOST[:PORT]"
+                                          "[?pool=N][&tls=1&ca=FILE&cert=FILE&key=FILE])");
 }
 
 std::size_t parse_pool(const std::string& text) {
@@ -41,6 +42,7 @@ WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
 
   WardenConfig config;
   for (const auto& [key, value] : uri.query) {
+    if (core::is_tls_parameter(key)) continue;  // parse_tls_options below
     if (key == "pool") {
       config.pool_size = parse_pool(value);
     } else {
@@ -52,6 +54,7 @@ WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   if (uri.user && !uri.user->empty()) config.connect.user = uri.user;
   config.connect.password = uri.password;
   config.connect.timeout = options.op_timeout;
+  config.connect.tls = core::parse_tls_options(uri, "warden");
   config.op_timeout = options.op_timeout;
   config.retry = options.retry;
   return config;

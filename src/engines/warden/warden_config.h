@@ -1,14 +1,20 @@
 // engines/warden/warden_config.h — what a warden:// URI and the ClientOptions say
 // about talking to wardend.
 //
-//   warden://[:PASSWORD@]HOST[:PORT][?pool=N]
+//   warden://[[USER]:PASSWORD@]HOST[:PORT][?pool=N][&TLS]
+//   wardens://...  = warden://...?tls=1
 //
-//   PASSWORD  sent with AUTH on every connection (wardend --requirepass); %-escaped
+//   USER      a named user of wardend --users: AUTH USER PASSWORD; %-escaped
+//   PASSWORD  sent with AUTH on every connection (wardend --requirepass, or the user's);
+//             %-escaped
 //   HOST      a name, an IPv4 address or [IPv6]; exactly one (wardend has no replicas)
 //   PORT      default 7380
 //   pool=N    at most N connections for acquires, 1..4096, default 64: each acquire
 //             waiting on the server holds one; beyond N, acquirers wait for a free
 //             connection before they queue on the server
+//   TLS       tls=1[&ca=FILE][&cert=FILE&key=FILE][&insecure=1], read by
+//             core/tls_options.h: TLS 1.2+, the server's certificate and host name
+//             checked (docs/engines/warden.md; the server side is wardend --tls-listen)
 #pragma once
 
 #include <chrono>

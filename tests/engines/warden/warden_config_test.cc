@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/tls_options.h"
 #include "warden/client.h"
 #include "warden/error.h"
 
@@ -85,6 +86,31 @@ TEST(WardenConfig, ClientOpenRejectsABadUriBeforeConnecting) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
     EXPECT_NE(std::string(e.what()).find("pool"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WardenConfig, WardensIsWardenWithTlsAndTakesTheCertificateFiles) {
+  core::Uri uri = core::Uri::parse("wardens://lockhost?ca=/etc/ca.pem&cert=/c.pem&key=/k.pem");
+  core::resolve_tls_scheme(uri);
+  const WardenConfig c = parse_config(uri, {});
+  EXPECT_EQ(c.connect.host, "lockhost");
+  EXPECT_EQ(c.connect.port, kDefaultPort);
+  EXPECT_TRUE(c.connect.tls.enabled);
+  EXPECT_EQ(c.connect.tls.ca_file, "/etc/ca.pem");
+  EXPECT_EQ(c.connect.tls.cert_file, "/c.pem");
+  EXPECT_EQ(c.connect.tls.key_file, "/k.pem");
+  EXPECT_FALSE(c.connect.tls.insecure);
+
+  EXPECT_TRUE(parse("warden://lockhost?tls=1&pool=3").connect.tls.enabled);
+  EXPECT_FALSE(parse("warden://lockhost").connect.tls.enabled);
+}
+
+TEST(WardenConfig, TlsFilesWithoutTlsAreRejected) {
+  try {
+    parse("warden://lockhost?ca=/etc/ca.pem");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
   }
 }
 
