@@ -92,6 +92,13 @@ asio::ssl::context make_server_tls_context(const TlsListenOptions& options) {
     // OpenSSL checks the chain, the validity period and that the certificate may be used
     // by a TLS client (extendedKeyUsage clientAuth, when the certificate restricts it).
     context.set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+    // Under TLS 1.3 the client's certificate is judged after the client finished its
+    // side of the handshake, and the client cannot tell "accepted" from "not judged
+    // yet" until the server says something. One session ticket is that word: it follows
+    // the verdict at once (an alert does for a refusal). Without the session cache and
+    // with SSL_OP_NO_TICKET the ticket is stateful and unknown to us, so it can never
+    // resume a session that skips the certificate check.
+    SSL_CTX_set_num_tickets(ctx, 1);
   } else {
     context.set_verify_mode(asio::ssl::verify_none);
   }

@@ -10,6 +10,7 @@
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
 #include "support/server_process.h"
+#include "support/tls_wardend.h"
 #include "support/wardend_probe.h"
 
 namespace warden::conformance {
@@ -24,20 +25,30 @@ constexpr Capabilities kWarden{.shared = true,
                                .durable_tokens = true,
                                .check = true};
 
+// The same backend over plain TCP, or over mutual TLS (wardens:// with the test
+// certificates; the probe behind the clients' back stays on the plain port).
 class WardendBackend final : public Backend {
  public:
-  std::string uri() const override { return server_.uri(); }
+  explicit WardendBackend(bool tls = false) {
+    if (tls) {
+      tls_.emplace(/*mutual=*/true);
+    } else {
+      plain_.emplace();
+    }
+  }
+  std::string uri() const override { return tls_ ? tls_->uri(true) : server().uri(); }
 
   // wardend releases a grant only for its holder's owner secret, which only the
   // holder's ACQUIRE reply carried, and has no command that drops grants: nothing
   // behind the clients' back can make it forget one (the clause
-  // AStrangerWithTheRightTokenCannotRenewOrReleaseTheGrant checks that it cannot be done). The renewal that finds a grant gone is covered by
-  // tests/engines/warden/control_test.cc, which releases with the engine's own secrets.
+  // AStrangerWithTheRightTokenCannotRenewOrReleaseTheGrant checks that it cannot be done). The
+  // renewal that finds a grant gone is covered by tests/engines/warden/control_test.cc, which
+  // releases with the engine's own secrets.
   bool drop_grants(std::string_view /*group*/, std::string_view /*name*/) override { return false; }
 
   // wardend's own count of the lock's waiters (INSPECT, docs/protocol.md).
   std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
-    return testing::WardendProbe(server_.port()).inspect(key_of(group, name)).waiters;
+    return testing::WardendProbe(server().port()).inspect(key_of(group, name)).waiters;
   }
 
  private:
@@ -48,13 +59,18 @@ class WardendBackend final : public Backend {
     return key;
   }
 
-  testing::Wardend server_;
+  const testing::Wardend& server() const { return tls_ ? tls_->server : *plain_; }
+
+  std::optional<testing::TlsWardend> tls_;  // one of the two
+  std::optional<testing::Wardend> plain_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Warden, Conformance,
-                         ::testing::Values(EngineCase{
-                             "Warden", kWarden, [] { return std::make_unique<WardendBackend>(); }}),
-                         name_printer);
+INSTANTIATE_TEST_SUITE_P(
+    Warden, Conformance,
+    ::testing::Values(
+        EngineCase{"Warden", kWarden, [] { return std::make_unique<WardendBackend>(); }},
+        EngineCase{"WardenTls", kWarden, [] { return std::make_unique<WardendBackend>(true); }}),
+    name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

@@ -26,6 +26,7 @@
 #include "support/server_process.h"
 #include "support/test_certs.h"
 #include "support/tls_probe.h"
+#include "support/tls_wardend.h"
 
 namespace warden::testing {
 namespace {
@@ -33,41 +34,6 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::string kPing = resp_command({"PING"});
-
-std::vector<std::string> tls_args(bool mutual, std::vector<std::string> more = {}) {
-  const TestCerts& certs = TestCerts::shared();
-  std::vector<std::string> args = {"--tls-listen", "127.0.0.1:0",
-                                   "--tls-cert",   certs.server().cert.string(),
-                                   "--tls-key",    certs.server().key.string()};
-  if (mutual) {
-    args.push_back("--tls-ca");
-    args.push_back(certs.ca().cert.string());
-  }
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-// The TLS port a wardend printed at start ("wardend TLS listening on HOST:PORT ...").
-std::uint16_t tls_port_of(ServerProcess& process) {
-  if (!process.wait_for_log("TLS listening on", 10s)) {
-    throw std::runtime_error("no TLS listener; log:\n" + process.log_text());
-  }
-  std::smatch m;
-  const std::string log = process.log_text();
-  if (!std::regex_search(log, m, std::regex("TLS listening on [^ ]*:([0-9]+) \\(mTLS: "))) {
-    throw std::runtime_error("no TLS port in the log:\n" + log);
-  }
-  return static_cast<std::uint16_t>(std::stoi(m[1]));
-}
-
-// wardend with a plain listener (port()) and a TLS one (tls_port()).
-struct TlsWardend {
-  explicit TlsWardend(bool mutual, std::vector<std::string> more = {})
-      : server(tls_args(mutual, std::move(more))), tls_port(tls_port_of(server.process())) {}
-  Wardend server;
-  std::uint16_t tls_port;
-  std::string log() { return server.process().log_text(); }
-};
 
 TlsProbeOptions verified() {
   TlsProbeOptions o;
@@ -312,7 +278,7 @@ TEST(WardendTlsTest, ListenNoneLeavesOnlyTheTlsListener) {
        certs.server().key.string()},
       dir.path() / "wardend.log");
   process.start();
-  const std::uint16_t port = tls_port_of(process);
+  const std::uint16_t port = wardend_tls_port(process);
   EXPECT_NE(process.log_text().find("without a plain-text listener"), std::string::npos)
       << process.log_text();
   TlsProbe probe(port, verified());

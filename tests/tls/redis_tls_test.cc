@@ -16,6 +16,7 @@
 #include "support/redis_masters.h"
 #include "support/redis_server.h"
 #include "support/test_certs.h"
+#include "tls/tls_checks.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
@@ -26,10 +27,6 @@ namespace warden::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Tells a hang from an answer, never a fast answer from a slow one: far above the
-// 5 s op_timeout that bounds every connect, even under a sanitizer on a loaded machine.
-constexpr auto kNoHang = 60s;
 
 const TestCerts& certs() { return TestCerts::shared(); }
 
@@ -43,39 +40,6 @@ RedisOptions tls_options(const CertPair& server_cert, bool auth_clients = false)
 std::string client_cert_query(const CertPair& pair) {
   return "cert=" + pair.cert.string() + "&key=" + pair.key.string();
 }
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// Opens a Client on `uri` and takes one lock, on another thread so a hang fails the
-// test instead of stalling it. The Error that stopped it, or nullopt if it locked.
-std::optional<Error> lock_error(const std::string& uri, ClientOptions options = {}) {
-  using Result = std::optional<Error>;
-  auto task = std::make_shared<std::packaged_task<Result()>>([uri, options]() -> Result {
-    try {
-      Client client = Client::open(uri, options);
-      Lease lease = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
-      if (!lease) return Error(Errc::internal, "the lock was not granted");
-      lease.release();
-      return std::nullopt;
-    } catch (const Error& e) {
-      return e;
-    }
-  });
-  std::future<Result> result = task->get_future();
-  std::thread([task] { (*task)(); }).detach();
-  if (result.wait_for(kNoHang) != std::future_status::ready) {
-    return Error(Errc::internal, "HUNG: no answer from " + uri);
-  }
-  return result.get();
-}
-
-#define EXPECT_LOCKS(uri)                                    \
-  do {                                                       \
-    const auto error_ = lock_error(uri);                     \
-    EXPECT_FALSE(error_) << (uri) << ": " << error_->what(); \
-  } while (0)
 
 // `redis-cli --tls` as a stranger to warden would run it; its output.
 std::string redis_cli_tls(const RedisServer& server, const std::vector<std::string>& command) {
@@ -262,12 +226,6 @@ TEST(RedisTls, CertificateWithoutItsKeyIsRefused) {
 }
 
 // ---- The CLI's exit statuses --------------------------------------------------------------
-
-cli::testing::Outcome warden_run(const std::string& url) {
-  return cli::testing::run(
-      {WARDEN_CLI_PATH, "run", "--url", url, "--group", "g", "--name", "n", "--", "true"},
-      cli::testing::environment({"WARDEN_URL"}), kNoHang);
-}
 
 TEST(RedisTlsCli, CertificateProblemsExit77AndUnreachableExits69) {
   RedisServer server(tls_options(certs().server()));
