@@ -158,7 +158,7 @@ Reply PgConnection::script(const std::string& sql, const QueryLimits& limits) {
 }
 
 Reply PgConnection::finish(const QueryLimits& limits) {
-  auto last_cancel = Clock::time_point::min();
+  Clock::time_point last_cancel{};  // the epoch: long ago, without overflow
   // Flush what libpq could not send at once, then read until the last result.
   while (true) {
     const int flushed = PQflush(conn_);
