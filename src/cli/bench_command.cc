@@ -11,6 +11,7 @@
 
 #include "cli/bench_capacity.h"
 #include "cli/bench_etcd.h"
+#include "cli/bench_postgres.h"
 #include "cli/bench_redis.h"
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
@@ -114,10 +115,10 @@ Plan make_plan(const BenchOptions& o) {
     plan.baseline_text = redacted("--baseline", plan.baseline);
     const std::string scheme = core::Uri::parse(plan.baseline).scheme;
     if (scheme != "redis" && scheme != "etcd" && scheme != "zk" && scheme != "warden" &&
-        scheme != "wardens") {
+        scheme != "wardens" && scheme != "postgres" && scheme != "postgresql") {
       throw Failure(exit_code::kUsage, "--baseline",
-                    "expected a redis://HOST:PORT, etcd://HOST:PORT, zk://HOST:PORT, or "
-                    "warden(s)://HOST:PORT URL");
+                    "expected a redis://HOST:PORT, etcd://HOST:PORT, zk://HOST:PORT, "
+                    "postgres://USER:PASS@HOST:PORT/DB or warden(s)://HOST:PORT URL");
     }
   }
   plan.handoff_samples = o.handoff_samples;
@@ -200,6 +201,9 @@ int run_bench(const BenchOptions& options) {
       if (scheme == "zk") {
         return bench::open_zookeeper_clients(plan.baseline, w, kBaselineTimeout);
       }
+      if (scheme == "postgres" || scheme == "postgresql") {
+        return bench::open_postgres_clients(plan.baseline, w);
+      }
       return bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
     });
   }
@@ -280,7 +284,7 @@ void add_bench_command(Commands& commands) {
                      "compare-and-delete), etcd's own lock service (v3lock), raw "
                      "ZooKeeper create+delete pairs, or warden:// itself at another URL "
                      "(e.g. plain against TLS)")
-          ->type_name("redis://H:P|etcd://H:P|zk://H:P|warden(s)://H:P");
+          ->type_name("redis://H:P|etcd://H:P|zk://H:P|postgres://U:P@H:P/DB|warden(s)://H:P");
   auto* rounds =
       app.add_option("--rounds", o->rounds,
                      "Cut --duration into R slices, warden and baseline taking turns (see below)")

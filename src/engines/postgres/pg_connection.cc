@@ -1,0 +1,245 @@
+#include "engines/postgres/pg_connection.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+#include "warden/error.h"
+
+namespace warden::engines::postgres {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How often a cancel is sent again while the query it meant still runs.
+constexpr milliseconds kCancelRepeat{100};
+// Longest poll() slice, so a stop request is seen soon.
+constexpr milliseconds kSlice{20};
+constexpr unsigned kByteaOid = 17;
+
+bool contains(const std::string& text, const char* part) {
+  return text.find(part) != std::string::npos;
+}
+
+// What a failed login says, as an Errc: libpq gives no SQLSTATE for it, only text.
+Errc login_error(const std::string& message) {
+  if (contains(message, "password authentication failed") ||
+      contains(message, "no password supplied") || contains(message, "pg_hba.conf") ||
+      (contains(message, "role \"") && contains(message, "does not exist")) ||
+      contains(message, "not permitted to log in") || contains(message, "certificate")) {
+    return Errc::permission_denied;
+  }
+  if (contains(message, "database \"") && contains(message, "does not exist")) {
+    return Errc::invalid_argument;
+  }
+  if (contains(message, "too many clients") || contains(message, "remaining connection slots")) {
+    return Errc::resource_exhausted;
+  }
+  return Errc::unavailable;
+}
+
+std::string trimmed(const char* text) {
+  std::string out = text ? text : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+bool Reply::ok() const {
+  const auto status = PQresultStatus(result_.get());
+  return status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK;
+}
+
+std::string Reply::sqlstate() const {
+  if (ok()) return {};
+  const char* state = PQresultErrorField(result_.get(), PG_DIAG_SQLSTATE);
+  return state ? state : "";
+}
+
+std::string Reply::message() const {
+  const char* primary = PQresultErrorField(result_.get(), PG_DIAG_MESSAGE_PRIMARY);
+  return trimmed(primary ? primary : PQresultErrorMessage(result_.get()));
+}
+
+std::string Reply::text(int row, int column) const {
+  return std::string(PQgetvalue(result_.get(), row, column),
+                     static_cast<std::size_t>(PQgetlength(result_.get(), row, column)));
+}
+
+std::int64_t Reply::integer(int row, int column) const {
+  const std::string value = text(row, column);
+  std::int64_t out = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc() || end != value.data() + value.size()) {
+    throw Error(Errc::internal, "PostgreSQL answered '" + value + "' where a number was expected");
+  }
+  return out;
+}
+
+std::unique_ptr<PgConnection> PgConnection::open(const PgConfig& config) {
+  const auto pairs = config.conninfo();
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  for (const auto& [key, value] : pairs) {
+    keys.push_back(key.c_str());
+    values.push_back(value.c_str());
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  PGconn* conn = PQconnectdbParams(keys.data(), values.data(), 0);
+  if (conn == nullptr)
+    throw Error(Errc::resource_exhausted, "libpq could not allocate a connection");
+  if (PQstatus(conn) != CONNECTION_OK) {
+    const std::string message = trimmed(PQerrorMessage(conn));
+    PQfinish(conn);
+    throw Error(login_error(message), config.describe() + ": " + message);
+  }
+  // Non-blocking sends: a full socket buffer never blocks a cancellable wait.
+  PQsetnonblocking(conn, 1);
+  return std::unique_ptr<PgConnection>(new PgConnection(conn));
+}
+
+PgConnection::PgConnection(PGconn* conn)
+    : conn_(conn), cancel_(PQgetCancel(conn)), pid_(PQbackendPID(conn)) {}
+
+PgConnection::~PgConnection() { close(); }
+
+void PgConnection::close() {
+  if (cancel_ != nullptr) PQfreeCancel(cancel_);
+  cancel_ = nullptr;
+  if (conn_ != nullptr) PQfinish(conn_);
+  conn_ = nullptr;
+}
+
+bool PgConnection::alive() {
+  if (!usable()) return false;
+  pollfd fd{PQsocket(conn_), POLLIN, 0};
+  if (::poll(&fd, 1, 0) > 0 &&
+      (PQconsumeInput(conn_) == 0 || PQstatus(conn_) != CONNECTION_OK || PQisBusy(conn_))) {
+    close();
+    return false;
+  }
+  return usable();
+}
+
+void PgConnection::broken(const std::string& what) {
+  const std::string message = conn_ ? trimmed(PQerrorMessage(conn_)) : "connection closed";
+  close();
+  throw Error(Errc::unavailable, "PostgreSQL: " + what + ": " + message);
+}
+
+Reply PgConnection::query(const std::string& sql, const std::vector<Param>& params,
+                          const QueryLimits& limits) {
+  if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+  std::vector<unsigned> types;
+  for (const Param& p : params) {
+    values.push_back(p.value.data());
+    lengths.push_back(static_cast<int>(p.value.size()));
+    formats.push_back(p.bytes ? 1 : 0);
+    types.push_back(p.bytes ? kByteaOid : 0);
+  }
+  if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), types.data(),
+                        values.data(), lengths.data(), formats.data(), 0) == 0) {
+    broken("sending a query failed");
+  }
+  return finish(limits);
+}
+
+Reply PgConnection::script(const std::string& sql, const QueryLimits& limits) {
+  if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
+  if (PQsendQuery(conn_, sql.c_str()) == 0) broken("sending a statement failed");
+  return finish(limits);
+}
+
+Reply PgConnection::finish(const QueryLimits& limits) {
+  Clock::time_point last_cancel{};  // the epoch: long ago, without overflow
+  // Flush what libpq could not send at once, then read until the last result.
+  while (true) {
+    const int flushed = PQflush(conn_);
+    if (flushed < 0) broken("sending a query failed");
+    const auto now = Clock::now();
+    if (now >= limits.give_up_at) {
+      close();
+      throw Error(Errc::deadline_exceeded, "PostgreSQL did not answer in time");
+    }
+    if ((limits.stop.stop_requested() || now >= limits.cancel_at) &&
+        now - last_cancel >= kCancelRepeat) {
+      char ignored[256];
+      PQcancel(cancel_, ignored, sizeof ignored);  // a failure shows as the query running on
+      last_cancel = now;
+    }
+    if (flushed == 0 && !PQisBusy(conn_)) break;
+    auto slice = kSlice;
+    if (limits.give_up_at != Clock::time_point::max()) {
+      slice = std::clamp(std::chrono::duration_cast<milliseconds>(limits.give_up_at - now),
+                         milliseconds(1), kSlice);
+    }
+    pollfd fd{PQsocket(conn_), static_cast<short>(POLLIN | (flushed == 1 ? POLLOUT : 0)), 0};
+    if (::poll(&fd, 1, static_cast<int>(slice.count())) < 0 && errno != EINTR) {
+      broken("waiting for an answer failed");
+    }
+    if ((fd.revents & (POLLIN | POLLERR | POLLHUP)) != 0 && PQconsumeInput(conn_) == 0) {
+      broken("the connection broke");
+    }
+  }
+  PGresult* last = nullptr;
+  while (PGresult* result = PQgetResult(conn_)) {
+    if (last != nullptr) {
+      // A script's earlier statements; an error among them is the answer.
+      if (PQresultStatus(last) == PGRES_FATAL_ERROR) {
+        PQclear(result);
+        continue;
+      }
+      PQclear(last);
+    }
+    last = result;
+    // The rest of the results are already read (PQisBusy was false) or arrive now.
+    while (PQisBusy(conn_)) {
+      pollfd fd{PQsocket(conn_), POLLIN, 0};
+      if (::poll(&fd, 1, static_cast<int>(kSlice.count())) < 0 && errno != EINTR) {
+        PQclear(last);
+        broken("waiting for an answer failed");
+      }
+      if (PQconsumeInput(conn_) == 0) {
+        PQclear(last);
+        broken("the connection broke");
+      }
+      if (Clock::now() >= limits.give_up_at) {
+        PQclear(last);
+        close();
+        throw Error(Errc::deadline_exceeded, "PostgreSQL did not answer in time");
+      }
+    }
+  }
+  if (last == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    if (last != nullptr) PQclear(last);
+    broken("the server closed the connection");
+  }
+  return Reply(last);
+}
+
+void throw_reply(const Reply& reply, const std::string& what) {
+  const std::string state = reply.sqlstate();
+  Errc code = Errc::internal;
+  if (state == "42501") {
+    code = Errc::permission_denied;  // insufficient_privilege
+  } else if (state.starts_with("08") || state.starts_with("57P") || state == "40001" ||
+             state == "40P01" || state == "55P03" || state == "57014") {
+    code = Errc::unavailable;  // connection, shutdown, serialization, timeouts: retry
+  } else if (state.starts_with("53")) {
+    code = Errc::resource_exhausted;  // insufficient_resources
+  } else if (state.starts_with("28")) {
+    code = Errc::permission_denied;  // invalid_authorization_specification
+  } else if (state.starts_with("22")) {
+    code = Errc::invalid_argument;  // data exception
+  }
+  throw Error(code, "PostgreSQL: " + what + ": " + reply.message() + " (SQLSTATE " + state + ")");
+}
+
+}  // namespace warden::engines::postgres

@@ -1,0 +1,95 @@
+// engines/postgres/pg_connection.h — one libpq connection (one server session) and the
+// round trips the engine makes on it.
+//
+// Every query is sent asynchronously and waited for with poll(), so a wait can be
+// cancelled (PQcancel, sent again every kCancelRepeat while the query runs, since a
+// cancel that arrives before the query starts is ignored by the server) and a round trip
+// can be abandoned at a deadline: the connection is then closed, which ends the session
+// and with it every advisory lock it held. A connection is used by one thread at a time.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "engines/postgres/pg_config.h"
+#include "warden/types.h"
+
+namespace warden::engines::postgres {
+
+// One query parameter, sent as text unless `bytes` (a bytea, sent in binary).
+struct Param {
+  std::string value;
+  bool bytes = false;
+  static Param text(std::string v) { return Param{std::move(v), false}; }
+  static Param binary(std::string v) { return Param{std::move(v), true}; }
+};
+
+// The result of one statement: rows, or the server's error with its SQLSTATE.
+class Reply {
+ public:
+  explicit Reply(PGresult* result) : result_(result, &PQclear) {}
+  bool ok() const;
+  std::string sqlstate() const;  // "" when ok
+  std::string message() const;   // the server's primary message
+  int rows() const { return PQntuples(result_.get()); }
+  bool null(int row, int column) const { return PQgetisnull(result_.get(), row, column) != 0; }
+  std::string text(int row, int column) const;
+  std::int64_t integer(int row, int column) const;  // Error(internal) if not one
+
+ private:
+  std::unique_ptr<PGresult, decltype(&PQclear)> result_;
+};
+
+struct QueryLimits {
+  std::stop_token stop;  // cancels the query on the server (PQcancel)
+  // PQcancel at this time too (a backstop for a server-side timeout).
+  Clock::time_point cancel_at = Clock::time_point::max();
+  // No answer by then: the connection is closed and Error(deadline_exceeded) thrown.
+  Clock::time_point give_up_at = Clock::time_point::max();
+};
+
+class PgConnection {
+ public:
+  // Connects and logs in. Throws Error: permission_denied (credentials refused),
+  // invalid_argument (no such database), resource_exhausted (too many connections),
+  // unavailable (anything else).
+  static std::unique_ptr<PgConnection> open(const PgConfig& config);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  // Runs one statement with `params` ($1, $2, ...). Returns the server's reply, an error
+  // reply included. Throws Error(unavailable) if the connection breaks (it is closed),
+  // Error(deadline_exceeded) at limits.give_up_at.
+  Reply query(const std::string& sql, const std::vector<Param>& params, const QueryLimits& limits);
+  // Runs a statement list without parameters (the simple protocol: DDL in one round trip).
+  Reply script(const std::string& sql, const QueryLimits& limits);
+
+  bool usable() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
+  // An idle connection the server has not closed meanwhile (it would have sent a FATAL
+  // notice or EOF: read without blocking). Closes it otherwise.
+  bool alive();
+  void close();
+  int backend_pid() const { return pid_; }
+
+ private:
+  explicit PgConnection(PGconn* conn);
+  Reply finish(const QueryLimits& limits);
+  [[noreturn]] void broken(const std::string& what);
+
+  PGconn* conn_;
+  PGcancel* cancel_;
+  int pid_;
+};
+
+// Error(...) for a failed reply: the code from its SQLSTATE, `what` and the server's
+// message in the text.
+[[noreturn]] void throw_reply(const Reply& reply, const std::string& what);
+
+}  // namespace warden::engines::postgres

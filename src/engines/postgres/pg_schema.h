@@ -1,0 +1,58 @@
+// engines/postgres/pg_schema.h — the registry the engine keeps in the database, and the
+// SQL it runs there (docs/engines/postgres.md).
+//
+//   SCHEMA.locks   (id bigserial, grp text, name bytea, fenced bigint, unique (grp, name))
+//                  one row per lock ever used; id is the lock's advisory lock key, so two
+//                  locks never share one (no hashing). Names are bytea: a lock name may
+//                  hold any byte but NUL, which a text column in a UTF-8 database cannot.
+//                  fenced is the highest token SCHEMA.fence() admitted.
+//   SCHEMA.tokens  the sequence every grant draws its token from
+//   SCHEMA.grant(lock_id, shared, wait, wait_ms, ttl_ms)
+//                  takes the advisory lock (waiting up to wait_ms, 0 = forever, or not
+//                  at all), draws the token, takes the grant's marker lock (key -token)
+//                  and sets idle_session_timeout = ttl_ms: one round trip. NULL when a
+//                  try finds the lock busy.
+//   SCHEMA.fence(grp, name, token) -> boolean
+//                  records token as the lock's highest and returns true iff it is at
+//                  least the highest recorded; for UPDATE ... WHERE SCHEMA.fence(...)
+//                  in the caller's own transaction. name as text (UTF-8) or bytea.
+//
+// Advisory keys (bigint form) the engine uses: > 0 lock ids, < 0 grant markers (-token),
+// 0 the installation's own lock. The two-int4 form is left to applications.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/engine.h"
+#include "engines/postgres/pg_connection.h"
+
+namespace warden::engines::postgres {
+
+// Bumped when the SQL of the functions changes: an older installation is replaced.
+inline constexpr const char* kSchemaVersion = "warden registry 1";
+
+// Creates the registry in `schema` if it is missing or older, under an advisory
+// transaction lock, so concurrent first uses do not race. Throws Error:
+// permission_denied naming the privilege the user lacks, unavailable, ...
+void install(PgConnection& conn, const std::string& schema, const QueryLimits& limits);
+
+// The advisory key of (group, name), created in the registry on first use; race-free
+// against concurrent first uses. Throws Error like install.
+std::int64_t lock_id(PgConnection& conn, const std::string& schema, const core::LockKey& key,
+                     const QueryLimits& limits);
+
+// "SCHEMA.grant($1..$5)" etc.: the statements, with the schema quoted.
+std::string grant_sql(const std::string& schema);
+std::string quoted(const std::string& schema);
+
+// pg_locks shows a bigint advisory key k as classid = k >> 32, objid = k & 0xffffffff
+// (unsigned), objsubid = 1.
+inline std::uint32_t key_high(std::int64_t key) {
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(key) >> 32);
+}
+inline std::uint32_t key_low(std::int64_t key) {
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(key));
+}
+
+}  // namespace warden::engines::postgres

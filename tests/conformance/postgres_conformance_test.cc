@@ -1,0 +1,58 @@
+// The conformance suite against postgres://, on a real PostgreSQL 15 started for each
+// test on a free loopback port with a temp data dir (tests/support/postgres_server.h).
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "conformance/backend.h"
+#include "conformance/conformance_suite.h"
+#include "support/postgres_server.h"
+
+namespace warden::conformance {
+namespace {
+
+// postgres:// queues fairly (PostgreSQL's lock queue) and has shared mode, but no
+// barging and no lock-delay (docs/engines/postgres.md); tokens come from a sequence.
+constexpr Capabilities kPostgres{.shared = true,
+                                 .fair = true,
+                                 .non_fair = false,
+                                 .lock_delay = false,
+                                 .fencing = true,
+                                 .durable_tokens = true,
+                                 .check = true};
+
+class PostgresBackend final : public Backend {
+ public:
+  std::string uri() const override { return server_.uri(); }
+
+  // Behind the clients' back, as an operator could: end every session that holds the
+  // lock (pg_terminate_backend), which frees its advisory locks.
+  bool drop_grants(std::string_view group, std::string_view name) override {
+    const std::string id = testing::pg_lock_id_sql(std::string(group), std::string(name));
+    server_.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE granted AND " +
+                  testing::pg_advisory_rows(id));
+    return true;
+  }
+
+  // Sessions waiting in PostgreSQL's queue for the lock's advisory key.
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    const std::string id = testing::pg_lock_id_sql(std::string(group), std::string(name));
+    const auto count = server_.value("SELECT count(*) FROM pg_locks WHERE NOT granted AND " +
+                                     testing::pg_advisory_rows(id));
+    return count ? static_cast<std::size_t>(std::stoul(*count)) : 0;
+  }
+
+ private:
+  testing::PostgresServer server_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Postgres, Conformance,
+                         ::testing::Values(EngineCase{
+                             "Postgres", kPostgres,
+                             [] { return std::make_unique<PostgresBackend>(); }}),
+                         name_printer);
+
+}  // namespace
+}  // namespace warden::conformance

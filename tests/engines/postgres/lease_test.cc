@@ -1,0 +1,106 @@
+// postgres://'s lease is the holder's session: a killed holder frees the lock at once,
+// and a holder paused past its TTL has its session ended by the server (not only by
+// the client's own clock), its lost signal fires, and warden.fence() turns its late
+// write on a real table away.
+#include "warden/lease.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+#include <thread>
+
+#include "support/postgres_server.h"
+#include "support/waiting.h"
+#include "warden/client.h"
+#include "warden/error.h"
+#include "warden/lock.h"
+
+namespace warden::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The backend pid of the session holding (group, name), or "" if none.
+std::string holder_pid(PostgresServer& server, const std::string& group, const std::string& name) {
+  return server
+      .value("SELECT pid FROM pg_locks WHERE granted AND " +
+             pg_advisory_rows(pg_lock_id_sql(group, name)))
+      .value_or("");
+}
+
+// How many rows of accounts the UPDATE fenced by `token` changed.
+std::string fenced_update(PostgresServer& server, std::uint64_t token, int balance) {
+  return server
+      .value("WITH u AS (UPDATE accounts SET balance = " + std::to_string(balance) +
+             " WHERE id = 42 AND warden.fence('accounts', 'acct-42', " + std::to_string(token) +
+             ") RETURNING 1) SELECT count(*) FROM u")
+      .value_or("?");
+}
+
+TEST(PostgresLease, KilledHolderFreesTheLockAtOnceAndIsToldItLostIt) {
+  PostgresServer server;
+  Client holder = Client::open(server.uri(), quick_options(3000ms));
+  Client next = Client::open(server.uri(), quick_options(3000ms));
+  LockOptions options;
+  options.ttl = 15s;  // the lock must come free long before the TTL could run out
+  Lease held = holder.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  auto waiting = std::async(std::launch::async, [&] {
+    return next.lock("g", "x", options).acquire(Mode::exclusive, Wait::forever());
+  });
+  const std::string pid = holder_pid(server, "g", "x");
+  ASSERT_FALSE(pid.empty());
+  server.query("SELECT pg_terminate_backend(" + pid + ")");
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready) << "still held by a dead session";
+  Lease granted = waiting.get();
+  ASSERT_TRUE(granted);
+  EXPECT_GT(granted.token(), held.token());
+  // The holder learns it at its next renewal (every TTL/3), long before its TTL.
+  EXPECT_TRUE(eventually([&] { return held.lost(); }, 30s));
+  EXPECT_FALSE(granted.lost());
+}
+
+TEST(PostgresLease, HolderPausedPastItsTtlIsEndedByTheServerAndItsLateWriteIsFenced) {
+  PostgresServer server;
+  server.query(
+      "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL);"
+      "INSERT INTO accounts VALUES (42, 100)");
+  // No watchdog: nothing renews the lease, exactly as for a holder that is paused.
+  ClientOptions paused = quick_options(3000ms);
+  paused.watchdog = false;
+  Client sleeper = Client::open(server.uri(), paused);
+  Client next = Client::open(server.uri(), quick_options(3000ms));
+  LockOptions options;
+  options.ttl = 1s;
+  Lease stale = sleeper.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(stale);
+  const std::string pid = holder_pid(server, "accounts", "acct-42");
+  ASSERT_FALSE(pid.empty());
+  // While it holds the lock, its token is admitted.
+  EXPECT_EQ(fenced_update(server, stale.token(), 90), "1");
+
+  // The client gives the lease up on its own clock...
+  EXPECT_TRUE(eventually([&] { return stale.lost(); }, 10s));
+  // ...and the server ends the idle session (idle_session_timeout = TTL), freeing the lock.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return server.value("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == "0";
+      },
+      10s))
+      << "the server kept the paused holder's session";
+  Lease fresh =
+      next.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::up_to(10s));
+  ASSERT_TRUE(fresh);
+  ASSERT_GT(fresh.token(), stale.token());
+  EXPECT_EQ(fenced_update(server, fresh.token(), 50), "1");
+
+  // The paused holder wakes up and writes with its old token: no row changes.
+  EXPECT_EQ(fenced_update(server, stale.token(), 0), "0");
+  EXPECT_EQ(server.value("SELECT balance FROM accounts WHERE id = 42"), "50");
+  // An unknown lock never admits a write.
+  EXPECT_EQ(server.value("SELECT warden.fence('accounts', 'nobody', 1)"), "f");
+}
+
+}  // namespace
+}  // namespace warden::testing

@@ -1,0 +1,173 @@
+#include "support/postgres_server.h"
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+namespace warden::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kBin = "/usr/lib/postgresql/15/bin/";
+constexpr auto kStartLimit = 60s;
+constexpr const char* kServerUser = "postgres";
+
+bool as_root() { return ::geteuid() == 0; }
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string tail(const std::string& text, std::size_t bytes = 3000) {
+  return text.size() <= bytes ? text : text.substr(text.size() - bytes);
+}
+
+std::string hex(const std::string& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : bytes) {
+    out += kHex[static_cast<unsigned char>(c) >> 4];
+    out += kHex[static_cast<unsigned char>(c) & 0xF];
+  }
+  return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+PostgresServer::PostgresServer() : dir_("warden-pg"), port_(free_port()) {
+  const auto data = dir_.path() / "data";
+  const auto sockets = dir_.path() / "sockets";
+  std::filesystem::create_directories(sockets);
+  {
+    std::ofstream pw(dir_.path() / "pwfile");
+    pw << kPassword << '\n';
+  }
+  if (as_root()) {
+    const std::string chown =
+        "chown -R " + std::string(kServerUser) + ": " + shell_quote(dir_.path().string());
+    if (std::system(chown.c_str()) != 0) throw std::runtime_error("cannot " + chown);
+  }
+  std::string initdb;
+  for (const auto& arg :
+       as_server_user({std::string(kBin) + "initdb", "-D", data.string(), "-U", kSuperuser,
+                       "--pwfile", (dir_.path() / "pwfile").string(), "--auth-host=scram-sha-256",
+                       "--auth-local=trust", "-N", "-E", "UTF8", "--locale=C"})) {
+    initdb += shell_quote(arg) + ' ';
+  }
+  const auto init_log = dir_.path() / "initdb.log";
+  initdb += "> " + shell_quote(init_log.string()) + " 2>&1";
+  if (std::system(initdb.c_str()) != 0) {
+    throw std::runtime_error("initdb failed: " + tail(read_file(init_log)));
+  }
+  process_ = ServerProcess(
+      as_server_user({std::string(kBin) + "postgres", "-D", data.string(), "-p",
+                      std::to_string(port_), "-k", sockets.string(), "-c",
+                      "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=300",
+                      "-c", "shared_buffers=16MB", "-c", "log_min_messages=warning"}),
+      dir_.path() / "postgres.log");
+  start();
+}
+
+PostgresServer::~PostgresServer() { process_.kill9(); }
+
+std::vector<std::string> PostgresServer::as_server_user(std::vector<std::string> argv) const {
+  if (!as_root()) return argv;
+  std::vector<std::string> out{"setpriv", "--reuid=" + std::string(kServerUser),
+                               "--regid=" + std::string(kServerUser), "--init-groups", "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::string PostgresServer::uri(const std::string& query) const {
+  return uri_as(kSuperuser, kPassword, kDatabase, query);
+}
+
+std::string PostgresServer::uri_as(const std::string& user, const std::string& password,
+                                   const std::string& database, const std::string& query) const {
+  return "postgres://" + user + ':' + password + "@127.0.0.1:" + std::to_string(port_) + '/' +
+         database + query;
+}
+
+void PostgresServer::kill9() { process_.kill9(); }
+
+void PostgresServer::start() {
+  const auto deadline = std::chrono::steady_clock::now() + kStartLimit;
+  while (true) {
+    if (!process_.running()) process_.start();
+    while (process_.running() && std::chrono::steady_clock::now() < deadline) {
+      if (accepts_logins()) return;
+      std::this_thread::sleep_for(50ms);
+    }
+    // It exited: after a kill -9, old backends may still hold the shared memory for a
+    // moment ("pre-existing shared memory block is still in use"); try again.
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw std::runtime_error("postgres did not come up: " + tail(process_.log_text()));
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
+bool PostgresServer::accepts_logins() const {
+  const std::string info = "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + kSuperuser +
+                           " password=" + kPassword + " dbname=" + kDatabase + " connect_timeout=2";
+  PGconn* conn = PQconnectdb(info.c_str());
+  const bool ok = PQstatus(conn) == CONNECTION_OK;
+  PQfinish(conn);
+  return ok;
+}
+
+std::vector<std::vector<std::string>> PostgresServer::query(const std::string& sql,
+                                                            const std::string& database) const {
+  const std::string info = "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + kSuperuser +
+                           " password=" + kPassword + " dbname=" + database + " connect_timeout=5";
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(info.c_str()), &PQfinish);
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    throw std::runtime_error(std::string("probe cannot connect: ") + PQerrorMessage(conn.get()));
+  }
+  std::unique_ptr<PGresult, decltype(&PQclear)> result(PQexec(conn.get(), sql.c_str()), &PQclear);
+  const auto status = PQresultStatus(result.get());
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    throw std::runtime_error("probe: " + sql + ": " + PQresultErrorMessage(result.get()));
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (int r = 0; r < PQntuples(result.get()); ++r) {
+    std::vector<std::string> row;
+    for (int c = 0; c < PQnfields(result.get()); ++c)
+      row.emplace_back(PQgetvalue(result.get(), r, c));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::optional<std::string> PostgresServer::value(const std::string& sql) const {
+  const auto rows = query(sql);
+  if (rows.empty() || rows.front().empty()) return std::nullopt;
+  return rows.front().front();
+}
+
+std::string pg_advisory_rows(const std::string& id_sql) {
+  return "locktype = 'advisory' AND objsubid = 1 AND database = (SELECT oid FROM pg_database "
+         "WHERE datname = current_database()) AND classid = ((" +
+         id_sql + ") >> 32 & 4294967295)::oid AND objid = ((" + id_sql + ") & 4294967295)::oid";
+}
+
+std::string pg_lock_id_sql(const std::string& group, const std::string& name) {
+  return "SELECT id FROM warden.locks WHERE grp = '" + group + "' AND name = '\\x" + hex(name) +
+         "'::bytea";
+}
+
+}  // namespace warden::testing
