@@ -9,12 +9,12 @@ packages=(
   # libraries warden links against
   libcli11-dev libfmt-dev nlohmann-json3-dev libasio-dev libhiredis-dev
   libzookeeper-mt-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcpp-httplib-dev libssl-dev libsodium-dev libpq-dev
+  libcpp-httplib-dev libssl-dev libsodium-dev libpq-dev libmariadb-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # real backends the tests start on loopback
   redis-server redis-tools etcd-server etcd-client zookeeper libslf4j-java default-jre-headless
-  postgresql
+  postgresql mariadb-server
   # process tools the fixtures use; openssl makes the TLS tests' certificates
   procps iproute2 openssl
   # scripts/check-skips.py reads the test report

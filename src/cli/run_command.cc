@@ -222,6 +222,7 @@ void add_run_command(Commands& commands) {
                  "  redis://[USER:PASS@]HOST:PORT[/DB], redlock://H1:P1,H2:P2,...,\n"
                  "  etcd://H1:P1,H2:P2,..., zk://H1:P1,H2:P2,.../CHROOT,\n"
                  "  postgres://USER:PASS@HOST:PORT/DB\n"
+                 "  mysql://USER:PASS@HOST:PORT/DB\n"
                  "\n"
                  "CMD runs with these environment variables:\n"
                  "  WARDEN_TOKEN      the grant's fencing token (decimal); pass it to what CMD\n"

@@ -5,6 +5,7 @@
 #include "core/tls_options.h"
 #include "engines/etcd/etcd_engine.h"
 #include "engines/mem/mem_engine.h"
+#include "engines/mysql/mysql_engine.h"
 #include "engines/postgres/pg_engine.h"
 #include "engines/redis/redis_engine.h"
 #include "engines/redlock/redlock_engine.h"
@@ -24,10 +25,11 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& given, const ClientOp
   if (uri.scheme == "etcd") return etcd::open(uri, options);
   if (uri.scheme == "zk") return zookeeper::open(uri, options);
   if (uri.scheme == "postgres" || uri.scheme == "postgresql") return postgres::open(uri, options);
+  if (uri.scheme == "mysql") return mysql::open(uri, options);
   throw Error(Errc::invalid_argument,
               "unknown URI scheme '" + uri.scheme +
                   "' (this build knows: mem, warden, wardens, redis, rediss, redlock, etcd, "
-                  "etcds, zk, postgres, postgresql)");
+                  "etcds, zk, postgres, postgresql, mysql)");
 }
 
 }  // namespace warden::engines

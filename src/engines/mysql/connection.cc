@@ -1,0 +1,219 @@
+#include "engines/mysql/connection.h"
+
+#include <mysql.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+
+#include "warden/error.h"
+
+namespace warden::engines::mysql {
+namespace {
+
+// libmariadb's global state is set up once, before any thread uses it.
+void library_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+unsigned int whole_seconds(std::chrono::milliseconds d) {
+  return static_cast<unsigned int>(std::max<long long>(1, (d.count() + 999) / 1000));
+}
+
+// An eventfd written when a stop is requested: a wait on the socket wakes up for it.
+class Waker {
+ public:
+  Waker() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  ~Waker() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Waker(const Waker&) = delete;
+  Waker& operator=(const Waker&) = delete;
+  int fd() const { return fd_; }
+  void wake() const {
+    const std::uint64_t one = 1;
+    (void)!::write(fd_, &one, sizeof one);
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string hex_literal(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "X'";
+  for (const char c : bytes) {
+    const auto u = static_cast<unsigned char>(c);
+    out += kHex[u >> 4];
+    out += kHex[u & 0xF];
+  }
+  out += '\'';
+  return out;
+}
+
+Connection::Connection(const MysqlConfig& config) {
+  library_init();
+  mysql_ = mysql_init(nullptr);
+  if (mysql_ == nullptr) throw Error(Errc::resource_exhausted, "mysql: out of memory");
+  const unsigned int timeout = whole_seconds(config.op_timeout);
+  mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+  // Statements have deadlines of their own (query()); the connect is the one blocking
+  // call, and these bound its handshake.
+  mysql_options(mysql_, MYSQL_OPT_READ_TIMEOUT, &timeout);
+  mysql_options(mysql_, MYSQL_OPT_WRITE_TIMEOUT, &timeout);
+  // A session that silently reconnected would have lost its locks: never.
+  const my_bool no = 0;
+  mysql_options(mysql_, MYSQL_OPT_RECONNECT, &no);
+  mysql_options(mysql_, MYSQL_OPT_NONBLOCK, nullptr);
+  if (mysql_real_connect(mysql_, config.host.c_str(), config.user.c_str(), config.password.c_str(),
+                         config.database.c_str(), config.port, nullptr,
+                         CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS) == nullptr) {
+    const unsigned int code = mysql_errno(mysql_);
+    const std::string message = mysql_error(mysql_);
+    mysql_close(mysql_);
+    mysql_ = nullptr;
+    throw_mysql_error(code, message,
+                      "connect to " + config.host + ':' + std::to_string(config.port) + " as '" +
+                          config.user + "', database '" + config.database + "'");
+  }
+  id_ = mysql_thread_id(mysql_);
+}
+
+Connection::~Connection() { close(); }
+
+void Connection::close() {
+  usable_ = false;
+  if (mysql_ != nullptr) {
+    mysql_close(mysql_);
+    mysql_ = nullptr;
+  }
+}
+
+std::vector<ResultSet> Connection::query(std::string_view sql, Clock::time_point deadline,
+                                         std::string_view what, std::stop_token stop,
+                                         const std::function<void()>& on_stop,
+                                         Clock::duration grace) {
+  if (!usable_ || mysql_ == nullptr) {
+    throw Error(Errc::unavailable, "mysql: " + std::string(what) + ": the session is closed");
+  }
+  Waker waker;
+  bool stopped = false;
+  std::optional<std::stop_callback<std::function<void()>>> on_request;
+  if (stop.stop_possible() && on_stop) {
+    on_request.emplace(stop, std::function<void()>([&waker] { waker.wake(); }));
+  }
+  // Runs one async step to its end: waits for what libmariadb asks for, handles the
+  // stop wake-up and the deadline.
+  const auto drive = [&](int status, auto&& cont) {
+    while (status != 0) {
+      int ready = 0;
+      while (true) {
+        const int wake_fd = (on_request && !stopped) ? waker.fd() : -1;
+        ready = wait_io(status, deadline, wake_fd);
+        if (ready != -1) break;
+        // The stop was requested: have the server end the statement, then wait for its
+        // reply a little longer.
+        stopped = true;
+        deadline = std::min(deadline, Clock::now() + grace);
+        if (on_stop) on_stop();
+      }
+      status = cont(ready);
+    }
+  };
+  const auto fail = [&](const char* step) {
+    const unsigned int code = mysql_errno(mysql_);
+    const std::string message = mysql_error(mysql_);
+    if (is_connection_error(code)) close();
+    throw_mysql_error(code, message, std::string(what) + (stopped ? " (cancelled)" : "") + step);
+  };
+
+  // A statement that fails on the server leaves the session usable; anything else (a
+  // deadline, a lost connection) has closed it before the Error is thrown.
+  std::vector<ResultSet> sets;
+  {
+    int err = 0;
+    drive(mysql_real_query_start(&err, mysql_, sql.data(), sql.size()),
+          [&](int ready) { return mysql_real_query_cont(&err, mysql_, ready); });
+    if (err != 0) fail("");
+    while (true) {
+      MYSQL_RES* result = nullptr;
+      drive(mysql_store_result_start(&result, mysql_),
+            [&](int ready) { return mysql_store_result_cont(&result, mysql_, ready); });
+      if (result != nullptr) {
+        ResultSet set;
+        const unsigned int fields = mysql_num_fields(result);
+        while (MYSQL_ROW row = mysql_fetch_row(result)) {
+          const unsigned long* lengths = mysql_fetch_lengths(result);
+          Row out;
+          out.reserve(fields);
+          for (unsigned int i = 0; i < fields; ++i) {
+            out.push_back(row[i] == nullptr ? Field{} : Field{std::string(row[i], lengths[i])});
+          }
+          set.push_back(std::move(out));
+        }
+        mysql_free_result(result);
+        sets.push_back(std::move(set));
+      } else if (mysql_field_count(mysql_) != 0) {
+        fail("");
+      }
+      if (!mysql_more_results(mysql_)) break;
+      int more = 0;
+      drive(mysql_next_result_start(&more, mysql_),
+            [&](int ready) { return mysql_next_result_cont(&more, mysql_, ready); });
+      if (more > 0) fail("");
+      if (more < 0) break;
+    }
+  }
+  return sets;
+}
+
+int Connection::wait_io(int status, Clock::time_point deadline, int wake_fd) {
+  pollfd fds[2] = {};
+  fds[0].fd = mysql_get_socket(mysql_);
+  if (status & MYSQL_WAIT_READ) fds[0].events |= POLLIN;
+  if (status & MYSQL_WAIT_WRITE) fds[0].events |= POLLOUT;
+  if (status & MYSQL_WAIT_EXCEPT) fds[0].events |= POLLPRI;
+  fds[1].fd = wake_fd;
+  fds[1].events = POLLIN;
+  const nfds_t count = wake_fd >= 0 ? 2 : 1;
+  while (true) {
+    long long wait_ms = -1;
+    bool library_timeout = false;
+    if (deadline != Clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      wait_ms = std::max<long long>(0, left.count());
+    }
+    if (status & MYSQL_WAIT_TIMEOUT) {
+      const long long own = mysql_get_timeout_value_ms(mysql_);
+      if (wait_ms < 0 || own <= wait_ms) {
+        wait_ms = own;
+        library_timeout = true;
+      }
+    }
+    const int n = ::poll(fds, count, static_cast<int>(std::min<long long>(wait_ms, 1 << 30)));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      close();
+      throw Error(Errc::unavailable, "mysql: poll failed");
+    }
+    if (count == 2 && (fds[1].revents & POLLIN)) return -1;
+    if (n == 0) {
+      if (library_timeout) return MYSQL_WAIT_TIMEOUT;
+      close();
+      throw Error(Errc::deadline_exceeded, "mysql: no reply from the server in time");
+    }
+    int ready = 0;
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) ready |= MYSQL_WAIT_READ;
+    if (fds[0].revents & (POLLOUT | POLLHUP | POLLERR)) ready |= MYSQL_WAIT_WRITE;
+    if (fds[0].revents & POLLPRI) ready |= MYSQL_WAIT_EXCEPT;
+    return ready;
+  }
+}
+
+}  // namespace warden::engines::mysql

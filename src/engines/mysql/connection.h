@@ -1,0 +1,85 @@
+// engines/mysql/connection.h — one session with the server through libmariadb's
+// non-blocking API, so that every call has a deadline and a wait can be cancelled.
+//
+// A session is what holds GET_LOCK locks: when it ends (closed, killed, or idle past
+// its wait_timeout) the server frees them. A Connection is used by one thread at a
+// time; it is not thread-safe. Server errors become warden::Error in errors.cc, the one
+// place that translates them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engines/mysql/mysql_config.h"
+#include "warden/types.h"
+
+struct st_mysql;
+
+namespace warden::engines::mysql {
+
+using Field = std::optional<std::string>;  // nullopt for SQL NULL
+using Row = std::vector<Field>;
+using ResultSet = std::vector<Row>;
+
+class Connection {
+ public:
+  // Connects and selects the database, bounded by config.op_timeout. Throws Error
+  // (permission_denied for refused credentials, invalid_argument for an unknown
+  // database, unavailable / deadline_exceeded when the server cannot be reached).
+  explicit Connection(const MysqlConfig& config);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // The server's id of this session (CONNECTION_ID(), the id KILL takes).
+  std::uint64_t id() const { return id_; }
+  // false once a call failed in a way that leaves the session unusable (lost, timed
+  // out, cancelled mid-reply); such a connection is closed and never reused.
+  bool usable() const { return usable_; }
+
+  // Runs `sql` (one or several statements separated by ';') and returns the rows of
+  // every result set, in order; statements without a result set add none. Waits for the
+  // reply until `deadline`; past it, the connection is closed and
+  // Error(deadline_exceeded) thrown. When `stop` is requested first, `on_stop` runs once
+  // (on this thread; it should make the server end the statement early, e.g. KILL
+  // QUERY) and the reply is then awaited for at most `grace`; a reply that does not come
+  // closes the connection and throws Error(deadline_exceeded). Throws Error for a server error
+  // (`what` says which operation failed).
+  std::vector<ResultSet> query(std::string_view sql, Clock::time_point deadline,
+                               std::string_view what, std::stop_token stop = {},
+                               const std::function<void()>& on_stop = {},
+                               Clock::duration grace = std::chrono::seconds(5));
+
+  // Ends the session now (the server frees its locks once it sees the socket close).
+  void close();
+
+ private:
+  // Waits for what libmariadb asked for in `status` (MYSQL_WAIT_*), or the stop wake-up;
+  // returns the events that happened for the next *_cont call.
+  int wait_io(int status, Clock::time_point deadline, int wake_fd);
+
+  st_mysql* mysql_ = nullptr;
+  std::uint64_t id_ = 0;
+  bool usable_ = true;
+};
+
+// X'…': any bytes as an SQL hex literal, so names need no escaping and no character
+// set ever reinterprets them.
+std::string hex_literal(std::string_view bytes);
+
+// errors.cc: the one place that turns a libmariadb / server error number into an
+// Error; `what` names the operation, the message is the server's.
+[[noreturn]] void throw_mysql_error(unsigned int code, std::string_view message,
+                                    std::string_view what);
+// true for the client-side errors that mean the session is gone (server gone, lost
+// connection, cannot connect).
+bool is_connection_error(unsigned int code);
+
+}  // namespace warden::engines::mysql

@@ -1,0 +1,335 @@
+#include "engines/mysql/mysql_engine.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "core/client_id.h"
+#include "engines/mysql/connection.h"
+#include "engines/mysql/mysql_config.h"
+#include "engines/mysql/pool.h"
+#include "engines/mysql/registry_schema.h"
+#include "warden/error.h"
+
+namespace warden::engines::mysql {
+namespace {
+
+using core::AcquireRequest;
+using core::Granted;
+using core::GrantRef;
+using core::Renewed;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// GET_LOCK's timeout for a wait without a deadline: a year; a wait that outlasts it
+// asks again (and queues again at the tail).
+constexpr std::int64_t kForeverSeconds = 365LL * 24 * 3600;
+
+std::uint64_t to_u64(const Field& field, const char* what) {
+  std::uint64_t value = 0;
+  if (!field ||
+      std::from_chars(field->data(), field->data() + field->size(), value).ec != std::errc()) {
+    throw Error(Errc::internal, std::string("mysql: unexpected ") + what + " in the reply");
+  }
+  return value;
+}
+
+// The server's idle limit for a session holding a lease of `ttl`: whole seconds,
+// rounded up (the server can only be later than the client's own deadline).
+seconds wait_timeout_for(milliseconds ttl) {
+  return seconds(std::max<std::int64_t>(1, (ttl.count() + 999) / 1000));
+}
+
+// GET_LOCK's timeout (seconds, MariaDB takes fractions) for a wait until `deadline`.
+std::string get_lock_timeout(Clock::time_point deadline) {
+  if (deadline == Clock::time_point::max()) return std::to_string(kForeverSeconds);
+  const auto now = Clock::now();
+  if (deadline <= now) return "0";  // a try (min() included: no overflow)
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - now).count();
+  if (left <= 0) return "0";
+  const std::int64_t capped = std::min<std::int64_t>(left, kForeverSeconds * 1000);
+  char text[32];
+  const int n =
+      std::snprintf(text, sizeof text, "%lld.%03lld", static_cast<long long>(capped / 1000),
+                    static_cast<long long>(capped % 1000));
+  return std::string(text, static_cast<std::size_t>(n));
+}
+
+// A grant and the session that is its lease.
+struct Held {
+  std::mutex mu;
+  std::unique_ptr<Connection> connection;  // guarded by mu; null once the session ended
+  std::string lock_name;                   // constant
+  Clock::time_point expires;               // guarded by mu
+};
+
+class MysqlEngine final : public core::Engine {
+ public:
+  explicit MysqlEngine(MysqlConfig config) : pool_(std::move(config)) {}
+
+  void install() {
+    pool_.with([&](Connection& c) {
+      install_registry(c, pool_.config());
+      return 0;
+    });
+  }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.shared = false;  // GET_LOCK has one mode
+    caps.fair = true;     // the server grants GET_LOCK waiters in arrival order
+    caps.non_fair = false;
+    caps.lock_delay = false;
+    caps.fencing = true;
+    caps.durable_tokens = true;  // InnoDB rows, committed before the grant is told
+    caps.check = true;
+    return caps;
+  }
+
+  std::optional<Granted> acquire(const AcquireRequest& request) override {
+    if (request.mode == Mode::shared) {
+      throw Error(Errc::unsupported, "mysql:// has no shared mode: GET_LOCK is exclusive only");
+    }
+    if (request.options.fairness == Fairness::non_fair) {
+      throw Error(Errc::unsupported,
+                  "mysql:// cannot barge: the server queues GET_LOCK waiters in order");
+    }
+    if (request.options.lock_delay.count() > 0) {
+      throw Error(Errc::unsupported, "mysql:// has no lock-delay");
+    }
+    const std::uint64_t id = lock_id(request.key);
+    const std::string name = pool_.config().lock_prefix() + std::to_string(id);
+    const seconds idle = wait_timeout_for(request.options.ttl);
+    while (true) {
+      bool reused = false;
+      std::unique_ptr<Connection> connection = pool_.take(&reused);
+      const std::uint64_t session = connection->id();
+      const auto send = Clock::now();
+      const std::string timeout = get_lock_timeout(request.deadline);
+      const std::string sql =
+          "SET SESSION wait_timeout = " + std::to_string(idle.count()) +
+          "; SET @warden_got = GET_LOCK('" + name + "', " + timeout +
+          "); UPDATE warden_locks SET token = LAST_INSERT_ID(token + 1), holder = "
+          "CONNECTION_ID() WHERE id = " +
+          std::to_string(id) + " AND @warden_got = 1; SELECT @warden_got, ROW_COUNT(), " +
+          "LAST_INSERT_ID()";
+      // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
+      const auto reply_by = request.deadline == Clock::time_point::max()
+                                ? Clock::time_point::max()
+                                : std::max(request.deadline, send) + pool_.config().op_timeout;
+      std::vector<ResultSet> sets;
+      try {
+        sets = connection->query(sql, reply_by, "acquire " + request.key.joined(), request.stop,
+                                 [&] { kill_query(session); });
+      } catch (const Error&) {
+        const bool stale = reused && !connection->usable();
+        pool_.discard(std::move(connection));  // whatever it held ends with it
+        if (request.stop.stop_requested()) return std::nullopt;
+        if (stale) continue;  // an idle session the server had closed: once more
+        throw;
+      }
+      const Row* row =
+          sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 3 ? &sets[0][0] : nullptr;
+      if (row == nullptr) {
+        pool_.discard(std::move(connection));
+        throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
+      }
+      const Field& got = (*row)[0];
+      if (!got || request.stop.stop_requested()) {
+        // Killed (NULL), or cancelled just as it was granted: the session ends, and with
+        // it anything it may hold.
+        pool_.discard(std::move(connection));
+        return std::nullopt;
+      }
+      if (*got == "0") {  // GET_LOCK timed out: nothing left behind
+        pool_.give_back(std::move(connection), idle);
+        if (request.deadline == Clock::time_point::max()) continue;
+        return std::nullopt;
+      }
+      if (to_u64((*row)[1], "row count") != 1) {
+        pool_.discard(std::move(connection));
+        forget_id(request.key);
+        throw Error(Errc::internal, "mysql: the registry row of " + request.key.joined() +
+                                        " vanished (was warden_locks edited by hand?)");
+      }
+      const std::uint64_t token = to_u64((*row)[2], "token");
+      auto held = std::make_shared<Held>();
+      held->connection = std::move(connection);
+      held->lock_name = name;
+      held->expires = send + request.options.ttl;
+      const std::string owner = std::to_string(session) + ':' + core::random_client_id();
+      {
+        std::lock_guard lock(mu_);
+        held_[owner] = held;
+      }
+      return Granted{GrantRef{request.key, Mode::exclusive, token, request.options.ttl, owner},
+                     held->expires};
+    }
+  }
+
+  std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
+    std::vector<Renewed> out;
+    out.reserve(grants.size());
+    for (const GrantRef& grant : grants) {
+      const auto held = find(grant.owner);
+      if (!held) {
+        out.push_back(Renewed::lost());
+        continue;
+      }
+      std::lock_guard lock(held->mu);
+      if (!held->connection) {
+        out.push_back(Renewed::lost());
+        continue;
+      }
+      const auto send = Clock::now();
+      try {
+        // A round trip on the grant's own session: it resets the server's idle clock,
+        // and says whether the session still holds the lock.
+        const auto sets = held->connection->query(
+            "SELECT IS_USED_LOCK('" + held->lock_name + "') = CONNECTION_ID()",
+            send + std::min(grant.ttl, pool_.config().op_timeout), "renew");
+        const bool still = sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
+                           sets[0][0][0] == "1";
+        if (still) {
+          held->expires = send + grant.ttl;
+          out.push_back(Renewed::until(held->expires));
+          continue;
+        }
+      } catch (const Error&) {
+        // The session is unusable: the lease cannot be renewed on any other.
+      }
+      end_session(*held);
+      out.push_back(Renewed::lost());
+    }
+    return out;
+  }
+
+  void release(const GrantRef& grant) override {
+    const auto held = find(grant.owner);
+    if (!held) return;  // not ours, or released already
+    std::unique_lock lock(held->mu);
+    if (!held->connection) {
+      // The session ended without a confirmed release: the server frees the lock when
+      // it notices, at the latest by the lease's end.
+      if (Clock::now() < held->expires) {
+        throw Error(Errc::unavailable,
+                    "mysql: the session holding " + grant.key.joined() +
+                        " was lost; the server frees the lock by the lease's end");
+      }
+      lock.unlock();
+      forget(grant.owner);
+      return;
+    }
+    try {
+      held->connection->query("DO RELEASE_LOCK('" + held->lock_name +
+                                  "'); SET SESSION wait_timeout = @@GLOBAL.wait_timeout",
+                              Clock::now() + pool_.config().op_timeout, "release");
+    } catch (const Error&) {
+      end_session(*held);
+      throw;
+    }
+    auto connection = std::move(held->connection);
+    lock.unlock();
+    forget(grant.owner);
+    pool_.give_back(std::move(connection), seconds(3600));
+  }
+
+  bool check(const Sequencer& sequencer) override {
+    if (sequencer.mode != Mode::exclusive) return false;
+    const std::string prefix = pool_.config().lock_prefix();
+    return pool_.with([&](Connection& c) {
+      const auto sets =
+          c.query("SELECT IS_USED_LOCK(CONCAT('" + prefix +
+                      "', id)) = holder AND token = " + std::to_string(sequencer.token) +
+                      " FROM warden_locks WHERE grp = " + hex_literal(sequencer.group) +
+                      " AND name = " + hex_literal(sequencer.name),
+                  Clock::now() + pool_.config().op_timeout, "check");
+      return sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
+             sets[0][0][0] == "1";
+    });
+  }
+
+  LockStatus inspect(const core::LockKey& key) override { return inspect_on(pool_, key); }
+
+  std::vector<LockSummary> list(std::string_view group) override { return list_on(pool_, group); }
+
+ private:
+  // The lock's registry id, created on first use; cached, since it never changes.
+  std::uint64_t lock_id(const core::LockKey& key) {
+    const std::string joined = key.joined();
+    {
+      std::lock_guard lock(mu_);
+      if (const auto it = ids_.find(joined); it != ids_.end()) return it->second;
+    }
+    const std::uint64_t id = pool_.with([&](Connection& c) {
+      const auto sets = c.query("INSERT INTO warden_locks (grp, name) VALUES (" +
+                                    hex_literal(key.group) + ", " + hex_literal(key.name) +
+                                    ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id); "
+                                    "SELECT LAST_INSERT_ID()",
+                                Clock::now() + pool_.config().op_timeout, "register " + joined);
+      if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 1) {
+        throw Error(Errc::internal, "mysql: unexpected reply while registering " + joined);
+      }
+      return to_u64(sets[0][0][0], "lock id");
+    });
+    std::lock_guard lock(mu_);
+    ids_.emplace(joined, id);
+    return id;
+  }
+
+  void forget_id(const core::LockKey& key) {
+    std::lock_guard lock(mu_);
+    ids_.erase(key.joined());
+  }
+
+  // Ends the waiting statement of session `id` from another session; a statement that
+  // already ended is not affected (the caller closes its session in any case).
+  void kill_query(std::uint64_t id) {
+    try {
+      pool_.with([&](Connection& c) {
+        c.query("KILL QUERY " + std::to_string(id), Clock::now() + pool_.config().op_timeout,
+                "cancel a wait");
+        return 0;
+      });
+    } catch (const Error&) {
+      // Unknown thread (the wait ended), or no session to send it from: the caller's
+      // grace period then closes the waiting session, which ends the wait as well.
+    }
+  }
+
+  std::shared_ptr<Held> find(const std::string& owner) {
+    std::lock_guard lock(mu_);
+    const auto it = held_.find(owner);
+    return it == held_.end() ? nullptr : it->second;
+  }
+
+  void forget(const std::string& owner) {
+    std::lock_guard lock(mu_);
+    held_.erase(owner);
+  }
+
+  // Closes a grant's session; held->mu must be held.
+  void end_session(Held& held) {
+    if (held.connection) pool_.discard(std::move(held.connection));
+  }
+
+  Pool pool_;
+  std::mutex mu_;
+  std::map<std::string, std::uint64_t> ids_;           // guarded by mu_
+  std::map<std::string, std::shared_ptr<Held>> held_;  // guarded by mu_; by owner
+};
+
+}  // namespace
+
+std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
+  auto engine = std::make_unique<MysqlEngine>(parse_config(uri, options));
+  engine->install();
+  return engine;
+}
+
+}  // namespace warden::engines::mysql

@@ -1,0 +1,60 @@
+#include "engines/mysql/pool.h"
+
+#include <string>
+#include <utility>
+
+#include "warden/error.h"
+
+namespace warden::engines::mysql {
+
+std::unique_ptr<Connection> Pool::take(bool* reused) {
+  std::vector<std::unique_ptr<Connection>> expired;  // closed outside the lock
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    while (!idle_.empty()) {
+      Idle idle = std::move(idle_.back());
+      idle_.pop_back();
+      if (idle.usable_until > now) {
+        if (reused) *reused = true;
+        open_ -= expired.size();
+        return std::move(idle.connection);
+      }
+      expired.push_back(std::move(idle.connection));
+    }
+    open_ -= expired.size();
+    if (open_ >= config_.pool) {
+      throw Error(Errc::resource_exhausted,
+                  "mysql: all " + std::to_string(config_.pool) +
+                      " sessions of this client are in use (held locks and waits); raise "
+                      "?pool=N");
+    }
+    ++open_;
+  }
+  if (reused) *reused = false;
+  try {
+    return std::make_unique<Connection>(config_);
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    --open_;
+    throw;
+  }
+}
+
+void Pool::give_back(std::unique_ptr<Connection> connection, std::chrono::seconds idle_limit) {
+  if (!connection) return;
+  if (!connection->usable()) return discard(std::move(connection));
+  std::lock_guard lock(mu_);
+  // Half the server's idle limit: a session is never handed out just as the server
+  // closes it.
+  idle_.push_back(Idle{std::move(connection), Clock::now() + idle_limit / 2});
+}
+
+void Pool::discard(std::unique_ptr<Connection> connection) {
+  if (!connection) return;
+  connection->close();
+  std::lock_guard lock(mu_);
+  --open_;
+}
+
+}  // namespace warden::engines::mysql

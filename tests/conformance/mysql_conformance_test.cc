@@ -1,0 +1,56 @@
+// The conformance suite against mysql://, on a real MariaDB (Debian's mariadbd) started
+// for each test on a free loopback port with a temp data dir (tests/support).
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "conformance/backend.h"
+#include "conformance/conformance_suite.h"
+#include "support/mariadb_server.h"
+
+namespace warden::conformance {
+namespace {
+
+// mysql:// is exclusive only (GET_LOCK has one mode) and queues waiters in arrival
+// order (the server's lock queue; Conformance.FairWaitersAreGrantedInFifoOrder holds
+// it to that); no barging, no lock-delay; tokens are InnoDB rows, so they survive a
+// restart (docs/engines/mysql.md).
+constexpr Capabilities kMysql{.shared = false,
+                              .fair = true,
+                              .non_fair = false,
+                              .lock_delay = false,
+                              .fencing = true,
+                              .durable_tokens = true,
+                              .check = true};
+
+class MariaDbBackend final : public Backend {
+ public:
+  std::string uri() const override { return server_.uri(); }
+
+  // Behind the clients' back, as an operator could: KILL the session that holds the
+  // lock. The client's other sessions live on.
+  bool drop_grants(std::string_view group, std::string_view name) override {
+    if (const auto session = server_.holder_session(group, name)) {
+      server_.query("KILL " + std::to_string(*session));
+    }
+    return true;
+  }
+
+  // The sessions the server shows waiting in GET_LOCK on the lock's name.
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    return server_.waiting_sessions(group, name);
+  }
+
+ private:
+  testing::MariaDbServer server_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Mysql, Conformance,
+                         ::testing::Values(EngineCase{
+                             "MariaDb", kMysql, [] { return std::make_unique<MariaDbBackend>(); }}),
+                         name_printer);
+
+}  // namespace
+}  // namespace warden::conformance
