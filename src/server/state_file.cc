@@ -14,10 +14,20 @@
 #include <utility>
 #include <vector>
 
+#include "server/file_io.h"
 #include "warden/error.h"
 
 namespace warden::server {
 namespace {
+
+using file_io::errno_text;
+using file_io::fsync_retrying;
+using file_io::get_u32;
+using file_io::get_u64;
+using file_io::put_u32;
+using file_io::put_u64;
+using file_io::quoted;
+using file_io::write_all;
 
 constexpr std::size_t kVersionOffset = 12;
 constexpr std::size_t kReservedOffset = 16;
@@ -27,56 +37,6 @@ constexpr std::size_t kCrcOffset = 32;
 constexpr off_t kMaxReadBytes = 1 << 20;
 
 [[noreturn]] void fail(Errc code, const std::string& message) { throw Error(code, message); }
-
-std::string errno_text(int err) { return std::system_category().message(err); }
-
-// Built with append: g++ 12 at -O2 reports a false -Wrestrict on "'" + std::string&&.
-std::string quoted(const std::filesystem::path& p) {
-  std::string out = "'";
-  out.append(p.string()).append("'");
-  return out;
-}
-
-void put_u32(std::byte* out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<std::byte>(v >> (8 * i));
-}
-
-void put_u64(std::byte* out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>(v >> (8 * i));
-}
-
-std::uint32_t get_u32(const std::byte* in) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::to_integer<std::uint32_t>(in[i]) << (8 * i);
-  return v;
-}
-
-std::uint64_t get_u64(const std::byte* in) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= std::to_integer<std::uint64_t>(in[i]) << (8 * i);
-  return v;
-}
-
-// Retries on EINTR. Returns 0 or an errno value.
-int write_all(int fd, std::span<const std::byte> data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return 0;
-}
-
-int fsync_retrying(int fd) {
-  while (::fsync(fd) != 0) {
-    if (errno != EINTR) return errno;
-  }
-  return 0;
-}
 
 // Makes a new directory's own entry durable in its parent.
 void fsync_parent_of(const std::filesystem::path& dir) {
@@ -94,30 +54,8 @@ void fsync_parent_of(const std::filesystem::path& dir) {
 
 // Reads a whole (small) file. Throws Error(unavailable) on I/O errors.
 std::vector<std::byte> read_file(int fd, const std::filesystem::path& path) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    fail(Errc::unavailable, "cannot stat " + quoted(path) + ": " + errno_text(err));
-  }
-  if (st.st_size > kMaxReadBytes) {
-    fail(Errc::internal, "state file " + quoted(path) + " is damaged: it has " +
-                             std::to_string(st.st_size) + " bytes, expected " +
-                             std::to_string(kStateRecordSize));
-  }
-  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size) + 1);
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
-    if (n < 0) {
-      const int err = errno;
-      if (err == EINTR) continue;
-      fail(Errc::unavailable, "cannot read " + quoted(path) + ": " + errno_text(err));
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  bytes.resize(got);
-  return bytes;
+  return file_io::read_whole(fd, path, kMaxReadBytes, "state file",
+                             "expected " + std::to_string(kStateRecordSize));
 }
 
 // Names of the directory's entries, for the "state missing" decision and its message.

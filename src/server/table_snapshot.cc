@@ -16,24 +16,23 @@
 #include <utility>
 
 #include "core/names.h"
+#include "server/file_io.h"
 #include "warden/error.h"
 #include "warden/options.h"
 
 namespace warden::server {
 namespace {
 
+using file_io::errno_text;
+using file_io::fsync_retrying;
+using file_io::get_u32;
+using file_io::quoted;
+using file_io::write_all;
+
 constexpr std::size_t kHeaderSize = 40;
 constexpr std::size_t kCrcSize = 4;
 
 [[noreturn]] void fail(Errc code, const std::string& message) { throw Error(code, message); }
-
-std::string errno_text(int err) { return std::system_category().message(err); }
-
-std::string quoted(const std::filesystem::path& p) {
-  std::string out = "'";
-  out.append(p.string()).append("'");
-  return out;
-}
 
 // Appends little-endian integers.
 class Writer {
@@ -88,12 +87,6 @@ class Reader {
   const std::string& name_;
   std::size_t pos_ = 0;
 };
-
-std::uint32_t get_u32(const std::byte* in) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::to_integer<std::uint32_t>(in[i]) << (8 * i);
-  return v;
-}
 
 // The record's key as a lock identity, or a defect naming it.
 void check_key(std::string_view key, const std::string& where) {
@@ -160,27 +153,6 @@ void check_consistent(const TableSnapshot& s, const std::string& name) {
   }
 }
 
-// Retries on EINTR. Returns 0 or an errno value.
-int write_all(int fd, std::span<const std::byte> data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return 0;
-}
-
-int fsync_retrying(int fd) {
-  while (::fsync(fd) != 0) {
-    if (errno != EINTR) return errno;
-  }
-  return 0;
-}
-
 // The directory, opened for *at() calls and fsync; closed on destruction.
 class DirFd {
  public:
@@ -203,32 +175,9 @@ class DirFd {
 // Reads the whole file. Throws Error(internal) for one larger than
 // kMaxTableSnapshotBytes (not read), Error(unavailable) on I/O errors.
 std::vector<std::byte> read_all(int fd, const std::filesystem::path& path) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    fail(Errc::unavailable, "cannot stat " + quoted(path) + ": " + errno_text(err));
-  }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size > kMaxTableSnapshotBytes) {
-    fail(Errc::internal, "table snapshot " + quoted(path) + " is damaged: it has " +
-                             std::to_string(size) + " bytes, more than the " +
-                             std::to_string(kMaxTableSnapshotBytes) + " a snapshot may have");
-  }
-  // One byte more than it should have: a file that grows meanwhile is seen as damaged.
-  std::vector<std::byte> bytes(static_cast<std::size_t>(size) + 1);
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
-    if (n < 0) {
-      const int err = errno;
-      if (err == EINTR) continue;
-      fail(Errc::unavailable, "cannot read " + quoted(path) + ": " + errno_text(err));
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  bytes.resize(got);
-  return bytes;
+  return file_io::read_whole(
+      fd, path, kMaxTableSnapshotBytes, "table snapshot",
+      "more than the " + std::to_string(kMaxTableSnapshotBytes) + " a snapshot may have");
 }
 
 }  // namespace
