@@ -11,8 +11,10 @@
 #
 # Engines: warden (wardend), redis, redis-aof (appendfsync always), redlock (3 masters),
 # redlock-aof, etcd (3 members, etcd's default timings), zk (standalone, tickTime 250 ms,
-# session timeout 2 s). mem:// is left out: its lock table lives inside each client
-# process, so separate client processes never contend.
+# session timeout 2 s), postgres (PostgreSQL 15: initdb + postgres, as the `postgres`
+# user when run as root, since PostgreSQL refuses root), mysql (MariaDB:
+# mariadb-install-db + mariadbd). mem:// is left out: its lock table lives inside each
+# client process, so separate client processes never contend.
 #
 # Every run writes history.jsonl, summary.txt and timeline.svg under
 # build/torture/ENGINE/NEMESIS (TORTURE_OUT to change). A cell that fails its checks
@@ -24,7 +26,7 @@ build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
-all_engines="warden redis redis-aof redlock redlock-aof etcd zk"
+all_engines="warden redis redis-aof redlock redlock-aof etcd zk postgres mysql"
 all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client"
 engines=${TORTURE_ENGINES:-$all_engines}
 nemeses=${TORTURE_NEMESES:-$all_nemeses}
@@ -45,6 +47,8 @@ done
 . "$root/scripts/common.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/warden-torture-matrix-XXXXXX")
+# PostgreSQL runs as its own user when we are root: it must be able to reach its dirs.
+chmod 755 "$tmp"
 # stop_servers DIR: kill -9 every server started under DIR, restarted ones included:
 # each start script appends the PID it started to DIR/pids (a restarted server is not
 # our child, and redis-server rewrites its command line, so neither wait nor pkill -f
@@ -77,6 +81,39 @@ server() {
   } >"$start"
   chmod +x "$start"
   server_args+=(--server-pid "$("$start")" --server-restart "$start")
+}
+
+# server_when_ready NAME READY CMD...: like server, but the start script waits until the
+# shell command READY succeeds and starts CMD again if it exited first. A PostgreSQL
+# started right after a kill -9 of its postmaster exits at once while the old backends
+# still hold the shared memory ("pre-existing shared memory block is still in use"); the
+# nemesis must get the PID of the server that stays up, not of that one.
+server_when_ready() {
+  local name=$1 ready=$2; shift 2
+  local start=$cell/$name.start
+  # shellcheck disable=SC2016 # the $ are the start script's own
+  {
+    echo '#!/usr/bin/env bash'
+    echo 'for try in $(seq 1 100); do'
+    printf '  '
+    printf '%q ' "$@"
+    printf '>>%q 2>&1 </dev/null &\n' "$cell/$name.log"
+    echo '  pid=$!'
+    printf '  echo "$pid" >>%q\n' "$cell/pids"
+    echo '  for wait in $(seq 1 600); do'
+    echo '    kill -0 "$pid" 2>/dev/null || break'
+    printf '    if %s >/dev/null 2>&1; then echo "$pid"; exit 0; fi\n' "$ready"
+    echo '    sleep 0.1'
+    echo '  done'
+    echo '  kill -KILL "$pid" 2>/dev/null'
+    echo '  sleep 0.2'
+    echo 'done'
+    echo 'exit 1'
+  } >"$start"
+  chmod +x "$start"
+  local pid
+  pid=$("$start") || { cat "$cell/$name.log" >&2; exit 1; }
+  server_args+=(--server-pid "$pid" --server-restart "$start")
 }
 
 redis_server() {  # NAME PORT APPENDONLY
@@ -143,6 +180,44 @@ start_engine() {
       wait_until 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && echo ruok >&3 && grep -q imok <&3" \
         || { cat "$cell/zk.log" >&2; exit 1; }
       url="zk://127.0.0.1:$port?session_timeout_ms=2000" epsilon=1000ms ;;
+    postgres)
+      # As tests/support/postgres_server.cc: a cluster of its own with one superuser,
+      # password logins over TCP, its own socket dir. The server-fault nemeses hit the
+      # postmaster (the PID setpriv execs into): kill -9 of it ends every backend (they
+      # watch for its death); SIGSTOP of it freezes only new connections.
+      local as_pg=() pg=/usr/lib/postgresql/15/bin
+      port=$(free_port)
+      mkdir -p "$cell/pg/sockets"
+      echo warden-secret >"$cell/pg/pwfile"
+      if [ "$(id -u)" = 0 ]; then
+        chown -R postgres: "$cell/pg"
+        as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+      fi
+      "${as_pg[@]}" "$pg/initdb" -D "$cell/pg/data" -U warden --pwfile "$cell/pg/pwfile" \
+        --auth-host=scram-sha-256 --auth-local=trust -N -E UTF8 --locale=C \
+        >"$cell/initdb.log" 2>&1 || { cat "$cell/initdb.log" >&2; exit 1; }
+      server_when_ready postgres "$pg/pg_isready -q -h 127.0.0.1 -p $port" \
+        "${as_pg[@]}" "$pg/postgres" -D "$cell/pg/data" -p "$port" -k "$cell/pg/sockets" \
+        -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=16MB
+      url=postgres://warden:warden-secret@127.0.0.1:$port/postgres epsilon=500ms ;;
+    mysql)
+      # As tests/support/mariadb_server.cc: a data dir of its own, root without a
+      # password on loopback, and an account with every right on database "warden" only.
+      port=$(free_port)
+      mariadb-install-db --no-defaults --user=root --datadir="$cell/mysql" \
+        --auth-root-authentication-method=normal --skip-test-db >"$cell/install.log" 2>&1 \
+        || { cat "$cell/install.log" >&2; exit 1; }
+      server_when_ready mariadbd \
+        "mariadb-admin --no-defaults -h 127.0.0.1 -P $port -u root --connect-timeout=2 ping" \
+        mariadbd --no-defaults --user=root --datadir="$cell/mysql" --port="$port" \
+        --bind-address=127.0.0.1 --socket="$cell/mysql.sock" --pid-file="$cell/mysql.pid" \
+        --skip-name-resolve --innodb-buffer-pool-size=16M --innodb-log-file-size=8M \
+        --max-connections=1000 --skip-log-bin --performance-schema=OFF
+      mariadb --no-defaults -h 127.0.0.1 -P "$port" -u root -e "CREATE DATABASE warden; \
+        CREATE USER 'warden'@'%' IDENTIFIED BY 'secret'; GRANT ALL ON warden.* TO 'warden'@'%'"
+      # The lease is wait_timeout, whole seconds rounded up: a silent holder's session
+      # ends ceil(ttl) after its last statement.
+      url=mysql://warden:secret@127.0.0.1:$port/warden epsilon=1000ms ;;
     *)
       echo "torture-matrix.sh: unknown engine '$1'" >&2
       exit 1 ;;

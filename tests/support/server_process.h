@@ -50,6 +50,9 @@ class ServerProcess {
   // Starts (again) with the same argv. Throws std::runtime_error if it cannot spawn.
   void start();
   pid_t pid() const { return pid_; }
+  // The command it runs, to start the same server from elsewhere (a nemesis that
+  // restarts it after a kill -9).
+  const std::vector<std::string>& argv() const { return argv_; }
   bool running();  // reaps the child if it exited
   // Sends `sig` (SIGSTOP/SIGCONT leave it running).
   void signal(int sig) const;
