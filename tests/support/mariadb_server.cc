@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -18,29 +19,42 @@ namespace fs = std::filesystem;
 
 constexpr auto kStartLimit = 60s;
 
-// mariadb-install-db takes about a second: run once per process, copied per server.
-const fs::path& template_data_dir() {
-  static TempDir dir("warden-mariadb-template");
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const fs::path data = dir.path() / "data";
-    const std::string command = "mariadb-install-db --no-defaults --user=root --datadir='" +
-                                data.string() +
-                                "' --auth-root-authentication-method=normal --skip-test-db "
-                                ">'" +
-                                (dir.path() / "install.log").string() + "' 2>&1";
-    if (std::system(command.c_str()) != 0) {
-      throw std::runtime_error("mariadb-install-db failed; see " +
-                               (dir.path() / "install.log").string());
-    }
-  });
-  static const fs::path data = dir.path() / "data";
-  return data;
-}
-
 std::string tail(const std::string& text, std::size_t bytes = 2000) {
   return text.size() <= bytes ? text : text.substr(text.size() - bytes);
 }
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// mariadb-install-db takes about a second: run once per process, copied per server. It
+// failed once, unexplained, on a machine loaded far beyond its cores; so it gets three
+// tries on a fresh directory, and the error carries its log (the temp dir that held it
+// is gone by the time anyone reads the message).
+const fs::path& template_data_dir() {
+  static TempDir dir("warden-mariadb-template");
+  static std::once_flag once;
+  static fs::path data;
+  std::call_once(once, [] {
+    const fs::path log = dir.path() / "install.log";
+    for (int attempt = 1;; ++attempt) {
+      data = dir.path() / ("data" + std::to_string(attempt));
+      const std::string command = "mariadb-install-db --no-defaults --user=root --datadir='" +
+                                  data.string() +
+                                  "' --auth-root-authentication-method=normal --skip-test-db "
+                                  ">'" +
+                                  log.string() + "' 2>&1";
+      if (std::system(command.c_str()) == 0) return;
+      if (attempt == 3) {
+        throw std::runtime_error("mariadb-install-db failed three times; the last log:\n" +
+                                 tail(read_text(log)));
+      }
+    }
+  });
+  return data;
+}
+
 
 }  // namespace
 
