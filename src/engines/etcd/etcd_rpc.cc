@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
+#include <thread>
 #include <utility>
 
 #include "engines/etcd/etcd_tls.h"
@@ -193,7 +195,19 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
 
 void EtcdRpc::ping() {
   try {
-    ping_members();
+    try {
+      ping_members();
+    } catch (const Error& error) {
+      // gRPC gives up a TLS handshake it started ("handshaker shutdown") when the member
+      // is slow to answer it, as a member just started on a loaded machine can be: that
+      // is a member that is there, so it gets one more try before open fails.
+      if (!config_.tls.enabled ||
+          std::string_view(error.what()).find("handshaker shutdown") == std::string_view::npos) {
+        throw;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ping_members();
+    }
   } catch (const Error& error) {
     if (auto better = explain_open_failure(error, config_.endpoints, config_.tls,
                                            std::min(config_.op_timeout, kProbeLimit))) {
