@@ -6,8 +6,8 @@
 #   BENCH_ROUNDS=1 scripts/bench.sh      # warden then baseline, not alternating
 #   WARDEN_BUILD=build/asan scripts/bench.sh
 #   BENCH_SETS="etcd zk" scripts/bench.sh  # only some sets: resp (warden://, redis://,
-#                                        # mem://), capacity (wardend), redlock, etcd, zk;
-#                                        # default all
+#                                        # mem://), capacity (wardend), tls, redlock, etcd,
+#                                        # zk; default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -19,6 +19,8 @@
 #     (warden:// against redis:// is the ratio of their cycles/s in these runs);
 #   - 1,000,000 held locks on a fresh wardend (bytes per lock);
 #   - 10,000 idle connections on a fresh wardend;
+#   - wardens:// (TLS) against warden:// (plain) on one wardend with both listeners, 1 and
+#     8 clients, uncontended and contended (certificates made by the openssl CLI);
 #   - redlock:// on 3 and on 5 masters (redis-servers of their own), 1 and 8 clients,
 #     uncontended and contended, against the raw single-Redis lock on the baseline
 #     server; redis:// against the same baseline in the same run;
@@ -34,7 +36,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity redlock etcd zk} "
+sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -45,7 +47,7 @@ for bin in "$warden" "$wardend"; do
     exit 1
   fi
 done
-for tool in redis-server redis-cli ss etcd java; do
+for tool in redis-server redis-cli ss etcd java openssl; do
   command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
 
@@ -77,13 +79,15 @@ start_redis() {
   wait_until 10 redis-cli -p "$redis_port" ping || { cat "$tmp/$name.log" >&2; exit 1; }
 }
 
-# start_wardend NAME: sets wardend_port.
+# start_wardend NAME [OPTION...]: sets wardend_port.
 start_wardend() {
+  local name=$1
+  shift
   wardend_port=$(free_port)
-  mkdir -p "$tmp/$1"
-  "$wardend" --listen "127.0.0.1:$wardend_port" --data-dir "$tmp/$1" >"$tmp/$1.log" 2>&1 &
+  mkdir -p "$tmp/$name"
+  "$wardend" --listen "127.0.0.1:$wardend_port" --data-dir "$tmp/$name" "$@" >"$tmp/$name.log" 2>&1 &
   pids+=($!)
-  wait_until 10 grep -q "listening on" "$tmp/$1.log" || { cat "$tmp/$1.log" >&2; exit 1; }
+  wait_until 10 grep -q "listening on" "$tmp/$name.log" || { cat "$tmp/$name.log" >&2; exit 1; }
 }
 
 # start_etcd NAME MEMBERS: a fresh etcd cluster of MEMBERS on free ports; sets etcd_url.
@@ -185,6 +189,23 @@ if [[ $sets == *" capacity "* ]]; then
   stop_last
   start_wardend wardend-conn
   run bench --url "warden://127.0.0.1:$wardend_port" --idle-connections 10000 --idle-hold 3s
+  stop_last
+fi
+
+# wardens:// against warden:// on one wardend that serves both: the ratio is what TLS
+# costs a lock cycle. The CA and server certificate are made here (EC P-256).
+if [[ $sets == *" tls "* ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj /CN=warden-bench-ca -keyout "$tmp/ca.key" -out "$tmp/ca.pem" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+    -keyout "$tmp/server.key" -out "$tmp/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$tmp/server.ext"
+  openssl x509 -req -in "$tmp/server.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
+    -set_serial 1 -days 2 -extfile "$tmp/server.ext" -out "$tmp/server.pem" 2>/dev/null
+  tls_port=$(free_port)
+  start_wardend wardend-tls --tls-listen "127.0.0.1:$tls_port" --tls-cert "$tmp/server.pem" \
+    --tls-key "$tmp/server.key"
+  grid "wardens://127.0.0.1:$tls_port?ca=$tmp/ca.pem" "warden://127.0.0.1:$wardend_port" 0
   stop_last
 fi
 
