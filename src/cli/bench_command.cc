@@ -11,6 +11,7 @@
 
 #include "cli/bench_capacity.h"
 #include "cli/bench_etcd.h"
+#include "cli/bench_mysql.h"
 #include "cli/bench_postgres.h"
 #include "cli/bench_redis.h"
 #include "cli/bench_report.h"
@@ -115,10 +116,12 @@ Plan make_plan(const BenchOptions& o) {
     plan.baseline_text = redacted("--baseline", plan.baseline);
     const std::string scheme = core::Uri::parse(plan.baseline).scheme;
     if (scheme != "redis" && scheme != "etcd" && scheme != "zk" && scheme != "warden" &&
-        scheme != "wardens" && scheme != "postgres" && scheme != "postgresql") {
+        scheme != "wardens" && scheme != "postgres" && scheme != "postgresql" &&
+        scheme != "mysql") {
       throw Failure(exit_code::kUsage, "--baseline",
                     "expected a redis://HOST:PORT, etcd://HOST:PORT, zk://HOST:PORT, "
-                    "postgres://USER:PASS@HOST:PORT/DB or warden(s)://HOST:PORT URL");
+                    "postgres://USER:PASS@HOST:PORT/DB, mysql://USER:PASS@HOST:PORT/DB or "
+                    "warden(s)://HOST:PORT URL");
     }
   }
   plan.handoff_samples = o.handoff_samples;
@@ -204,6 +207,7 @@ int run_bench(const BenchOptions& options) {
       if (scheme == "postgres" || scheme == "postgresql") {
         return bench::open_postgres_clients(plan.baseline, w);
       }
+      if (scheme == "mysql") return bench::open_mysql_clients(plan.baseline, w);
       return bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
     });
   }
@@ -282,9 +286,12 @@ void add_bench_command(Commands& commands) {
       app.add_option("--baseline", o->baseline,
                      "Also run a baseline lock: raw single Redis (SET NX PX + "
                      "compare-and-delete), etcd's own lock service (v3lock), raw "
-                     "ZooKeeper create+delete pairs, or warden:// itself at another URL "
-                     "(e.g. plain against TLS)")
-          ->type_name("redis://H:P|etcd://H:P|zk://H:P|postgres://U:P@H:P/DB|warden(s)://H:P");
+                     "ZooKeeper create+delete pairs, raw PostgreSQL advisory lock or MariaDB "
+                     "GET_LOCK pairs, or warden:// itself at another URL (e.g. plain "
+                     "against TLS)")
+          ->type_name(
+              "redis://H:P|etcd://H:P|zk://H:P|postgres://U:P@H:P/DB|mysql://U:P@H:P/DB|"
+              "warden(s)://H:P");
   auto* rounds =
       app.add_option("--rounds", o->rounds,
                      "Cut --duration into R slices, warden and baseline taking turns (see below)")
@@ -352,6 +359,10 @@ void add_bench_command(Commands& commands) {
       "Unlock RPCs, one lease per client, exclusive only) on the URL's first member.\n"
       "--baseline zk://H:P runs raw ZooKeeper pairs: create(EPHEMERAL_SEQUENTIAL) +\n"
       "delete through the C client, one session per client: the floor of any ZK lock.\n"
+      "--baseline postgres://U:P@H:P/DB runs raw pg_advisory_lock + pg_advisory_unlock\n"
+      "pairs (two-int4 keys, which postgres:// never uses), one session per client.\n"
+      "--baseline mysql://U:P@H:P/DB runs raw GET_LOCK + RELEASE_LOCK pairs on names\n"
+      "under wbench: (mysql:// names start warden:), one session per client.\n"
       "\n"
       "Hand-off: client A holds a lock, client B queues for it; A waits 1 ms after B\n"
       "announced its acquire, takes t0 and releases; B takes t1 when granted. One\n"

@@ -66,6 +66,13 @@ std::string baseline_notes(const std::string& url, const Workload& w) {
         "workload)\n";
   } else if (url.rfind("zk://", 0) == 0) {
     out += "  note: the baseline (ZooKeeper create+delete) never waits: a create always succeeds\n";
+  } else if (url.rfind("postgres", 0) == 0 || url.rfind("mysql://", 0) == 0) {
+    if (w.mix != LockMix::exclusive) {
+      out += "  note: the baseline took exclusive locks whatever --mode said\n";
+    }
+    if (url.rfind("mysql://", 0) == 0 && w.contended) {
+      out += "  note: baseline waiters ask GET_LOCK again every 0.2 s (and queue again)\n";
+    }
   } else {
     if (w.mix != LockMix::exclusive) {
       out += "  note: the baseline (SET NX) has no shared mode; it took exclusive locks\n";
@@ -135,6 +142,12 @@ std::string format_json(const BenchReport& r) {
       j["baseline"]["mode"] = "exclusive";
     } else if (url.rfind("zk://", 0) == 0) {
       j["baseline"]["lock"] = "ZooKeeper create + delete";
+      j["baseline"]["mode"] = "exclusive";
+    } else if (url.rfind("postgres", 0) == 0) {
+      j["baseline"]["lock"] = "pg_advisory_lock + pg_advisory_unlock";
+      j["baseline"]["mode"] = "exclusive";
+    } else if (url.rfind("mysql://", 0) == 0) {
+      j["baseline"]["lock"] = "GET_LOCK + RELEASE_LOCK";
       j["baseline"]["mode"] = "exclusive";
     } else {
       j["baseline"]["lock"] = "SET NX PX + compare-and-delete EVALSHA";

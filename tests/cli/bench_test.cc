@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "cli/bench_stats.h"
+#include "core/uri.h"
 #include "process.h"
+#include "support/mariadb_server.h"
+#include "support/postgres_server.h"
 #include "support/server_process.h"
 #include "warden/client.h"
 
@@ -159,6 +162,49 @@ TEST(WardenBench, BaselineCanBeWardenItselfAtAnotherUrl) {
   expect_phase(j.at("baseline"), server.uri());
   EXPECT_EQ(j.at("baseline").at("lock"), "warden:// engine");
   EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
+}
+
+TEST(WardenBench, PostgresBaselineRunsRawAdvisoryLocksInTheSameRun) {
+  warden::testing::PostgresServer pg;
+  const std::string url = pg.uri();
+  const auto o = warden({"bench", "--url", url, "--clients", "2", "--duration", "1s", "--rounds",
+                         "2", "--handoff-samples", "0", "--baseline", url, "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  const std::string shown = core::Uri::parse(url).redacted();
+  expect_phase(j.at("warden"), shown);
+  expect_phase(j.at("baseline"), shown);
+  EXPECT_EQ(j.at("baseline").at("lock"), "pg_advisory_lock + pg_advisory_unlock");
+  EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
+  // Every lock of both sides was released: no session holds an advisory lock.
+  EXPECT_EQ(pg.value("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"), "0");
+}
+
+TEST(WardenBench, MysqlBaselineRunsRawGetLockPairsInTheSameRun) {
+  warden::testing::MariaDbServer db;
+  const std::string url = db.uri();
+  const auto o = warden({"bench", "--url", url, "--clients", "2", "--duration", "1s", "--rounds",
+                         "2", "--handoff-samples", "0", "--baseline", url, "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  const std::string shown = core::Uri::parse(url).redacted();
+  expect_phase(j.at("warden"), shown);
+  expect_phase(j.at("baseline"), shown);
+  EXPECT_EQ(j.at("baseline").at("lock"), "GET_LOCK + RELEASE_LOCK");
+  EXPECT_EQ(j.at("baseline").at("mode"), "exclusive");
+  EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
+  // The baseline's names never entered warden's registry: only the two warden locks
+  // (one per client) are there.
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM warden.warden_locks"), "2");
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM warden.warden_locks WHERE name LIKE '%wbench%'"), "0");
+}
+
+TEST(WardenBench, MysqlBaselineWithRefusedCredentialsExits77BeforeAnyRun) {
+  warden::testing::MariaDbServer db;
+  const auto o = warden({"bench", "--url", "mem://", "--duration", "60s", "--baseline",
+                         db.uri_as("warden", "wrong-password")});
+  EXPECT_EQ(o.status, 77) << o.err;
+  EXPECT_LT(o.elapsed, 30s) << "the warden run started before the baseline was checked";
 }
 
 TEST(WardenBench, UnreachableBaselineFailsBeforeAnyRun) {

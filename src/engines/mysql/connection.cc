@@ -24,26 +24,23 @@ unsigned int whole_seconds(std::chrono::milliseconds d) {
   return static_cast<unsigned int>(std::max<long long>(1, (d.count() + 999) / 1000));
 }
 
-// An eventfd written when a stop is requested: a wait on the socket wakes up for it.
-class Waker {
- public:
-  Waker() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
-  ~Waker() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Waker(const Waker&) = delete;
-  Waker& operator=(const Waker&) = delete;
-  int fd() const { return fd_; }
-  void wake() const {
-    const std::uint64_t one = 1;
-    (void)!::write(fd_, &one, sizeof one);
-  }
-
- private:
-  int fd_;
-};
-
 }  // namespace
+
+Waker::Waker() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (fd_ < 0) throw Error(Errc::resource_exhausted, "mysql: no eventfd for a cancellable wait");
+}
+
+Waker::~Waker() { ::close(fd_); }
+
+void Waker::wake() const {
+  const std::uint64_t one = 1;
+  (void)!::write(fd_, &one, sizeof one);
+}
+
+void Waker::drain() const {
+  std::uint64_t count = 0;
+  (void)!::read(fd_, &count, sizeof count);
+}
 
 std::string hex_literal(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -102,11 +99,14 @@ std::vector<ResultSet> Connection::query(std::string_view sql, Clock::time_point
   if (!usable_ || mysql_ == nullptr) {
     throw Error(Errc::unavailable, "mysql: " + std::string(what) + ": the session is closed");
   }
-  Waker waker;
   bool stopped = false;
   std::optional<std::stop_callback<std::function<void()>>> on_request;
   if (stop.stop_possible() && on_stop) {
-    on_request.emplace(stop, std::function<void()>([&waker] { waker.wake(); }));
+    // One eventfd per session, made on its first cancellable statement: a wake-up left
+    // from an earlier statement is drained first (its callback ended with it).
+    if (!waker_) waker_ = std::make_unique<Waker>();
+    waker_->drain();
+    on_request.emplace(stop, std::function<void()>([this] { waker_->wake(); }));
   }
   // Runs one async step to its end: waits for what libmariadb asks for, handles the
   // stop wake-up and the deadline.
@@ -114,7 +114,7 @@ std::vector<ResultSet> Connection::query(std::string_view sql, Clock::time_point
     while (status != 0) {
       int ready = 0;
       while (true) {
-        const int wake_fd = (on_request && !stopped) ? waker.fd() : -1;
+        const int wake_fd = (on_request && !stopped) ? waker_->fd() : -1;
         ready = wait_io(status, deadline, wake_fd);
         if (ready != -1) break;
         // The stop was requested: have the server end the statement, then wait for its

@@ -28,6 +28,21 @@ using Field = std::optional<std::string>;  // nullopt for SQL NULL
 using Row = std::vector<Field>;
 using ResultSet = std::vector<Row>;
 
+// An eventfd written when a stop is requested: a wait on the socket wakes up for it.
+class Waker {
+ public:
+  Waker();  // throws Error(resource_exhausted)
+  ~Waker();
+  Waker(const Waker&) = delete;
+  Waker& operator=(const Waker&) = delete;
+  int fd() const { return fd_; }
+  void wake() const;
+  void drain() const;  // forgets earlier wake-ups
+
+ private:
+  int fd_;
+};
+
 class Connection {
  public:
   // Connects and selects the database, bounded by config.op_timeout. Throws Error
@@ -43,6 +58,11 @@ class Connection {
   // false once a call failed in a way that leaves the session unusable (lost, timed
   // out, cancelled mid-reply); such a connection is closed and never reused.
   bool usable() const { return usable_; }
+
+  // The session's wait_timeout as the engine last set it (0: never set, the server's
+  // default), so that a pooled session is not given the same idle limit again.
+  std::chrono::seconds wait_timeout() const { return wait_timeout_; }
+  void set_wait_timeout(std::chrono::seconds limit) { wait_timeout_ = limit; }
 
   // Runs `sql` (one or several statements separated by ';') and returns the rows of
   // every result set, in order; statements without a result set add none. Waits for the
@@ -68,6 +88,8 @@ class Connection {
   st_mysql* mysql_ = nullptr;
   std::uint64_t id_ = 0;
   bool usable_ = true;
+  std::chrono::seconds wait_timeout_{0};
+  std::unique_ptr<Waker> waker_;  // made on the first cancellable statement
 };
 
 // X'…': any bytes as an SQL hex literal, so names need no escaping and no character

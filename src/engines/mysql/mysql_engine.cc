@@ -1,6 +1,7 @@
 #include "engines/mysql/mysql_engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <map>
@@ -70,7 +71,8 @@ struct Held {
 
 class MysqlEngine final : public core::Engine {
  public:
-  explicit MysqlEngine(MysqlConfig config) : pool_(std::move(config)) {}
+  explicit MysqlEngine(MysqlConfig config)
+      : pool_(std::move(config)), instance_(core::random_client_id()) {}
 
   void install() {
     pool_.with([&](Connection& c) {
@@ -111,13 +113,16 @@ class MysqlEngine final : public core::Engine {
       const std::uint64_t session = connection->id();
       const auto send = Clock::now();
       const std::string timeout = get_lock_timeout(request.deadline);
-      const std::string sql =
-          "SET SESSION wait_timeout = " + std::to_string(idle.count()) +
-          "; SET @warden_got = GET_LOCK('" + name + "', " + timeout +
-          "); UPDATE warden_locks SET token = LAST_INSERT_ID(token + 1), holder = "
-          "CONNECTION_ID() WHERE id = " +
-          std::to_string(id) + " AND @warden_got = 1; SELECT @warden_got, ROW_COUNT(), " +
-          "LAST_INSERT_ID()";
+      // The session keeps the idle limit it was last given (pooled sessions too): it is
+      // set again only for a grant of another TTL.
+      std::string sql;
+      if (connection->wait_timeout() != idle) {
+        sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
+      }
+      // GET_LOCK as a statement of its own (so the server shows the waiter as waiting
+      // for this name), then the token and the holders row (registry_schema.h).
+      sql += "SET @warden_got = GET_LOCK('" + name + "', " + timeout + "); CALL warden_token(" +
+             std::to_string(id) + ", @warden_got)";
       // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
       const auto reply_by = request.deadline == Clock::time_point::max()
                                 ? Clock::time_point::max()
@@ -133,8 +138,9 @@ class MysqlEngine final : public core::Engine {
         if (stale) continue;  // an idle session the server had closed: once more
         throw;
       }
+      connection->set_wait_timeout(idle);
       const Row* row =
-          sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 3 ? &sets[0][0] : nullptr;
+          sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 2 ? &sets[0][0] : nullptr;
       if (row == nullptr) {
         pool_.discard(std::move(connection));
         throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
@@ -151,18 +157,12 @@ class MysqlEngine final : public core::Engine {
         if (request.deadline == Clock::time_point::max()) continue;
         return std::nullopt;
       }
-      if (to_u64((*row)[1], "row count") != 1) {
-        pool_.discard(std::move(connection));
-        forget_id(request.key);
-        throw Error(Errc::internal, "mysql: the registry row of " + request.key.joined() +
-                                        " vanished (was warden_locks edited by hand?)");
-      }
-      const std::uint64_t token = to_u64((*row)[2], "token");
+      const std::uint64_t token = to_u64((*row)[1], "token");
       auto held = std::make_shared<Held>();
       held->connection = std::move(connection);
       held->lock_name = name;
       held->expires = send + request.options.ttl;
-      const std::string owner = std::to_string(session) + ':' + core::random_client_id();
+      const std::string owner = instance_ + '-' + std::to_string(++grants_);
       {
         std::lock_guard lock(mu_);
         held_[owner] = held;
@@ -226,8 +226,8 @@ class MysqlEngine final : public core::Engine {
       return;
     }
     try {
-      held->connection->query("DO RELEASE_LOCK('" + held->lock_name +
-                                  "'); SET SESSION wait_timeout = @@GLOBAL.wait_timeout",
+      // The holders row stays: it names this session, which holds the lock no more.
+      held->connection->query("DO RELEASE_LOCK('" + held->lock_name + "')",
                               Clock::now() + pool_.config().op_timeout, "release");
     } catch (const Error&) {
       end_session(*held);
@@ -236,7 +236,10 @@ class MysqlEngine final : public core::Engine {
     auto connection = std::move(held->connection);
     lock.unlock();
     forget(grant.owner);
-    pool_.give_back(std::move(connection), seconds(3600));
+    // It keeps the grant's idle limit, so the next grant of that TTL need not set it;
+    // the pool hands it out only well within that limit.
+    const seconds idle = connection->wait_timeout();
+    pool_.give_back(std::move(connection), idle);
   }
 
   bool check(const Sequencer& sequencer) override {
@@ -245,9 +248,9 @@ class MysqlEngine final : public core::Engine {
     return pool_.with([&](Connection& c) {
       const auto sets =
           c.query("SELECT IS_USED_LOCK(CONCAT('" + prefix +
-                      "', id)) = holder AND token = " + std::to_string(sequencer.token) +
-                      " FROM warden_locks WHERE grp = " + hex_literal(sequencer.group) +
-                      " AND name = " + hex_literal(sequencer.name),
+                      "', l.id)) = h.holder AND h.token = " + std::to_string(sequencer.token) +
+                      " FROM warden_locks l JOIN warden_holders h ON h.id = l.id WHERE l.grp = " +
+                      hex_literal(sequencer.group) + " AND l.name = " + hex_literal(sequencer.name),
                   Clock::now() + pool_.config().op_timeout, "check");
       return sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
              sets[0][0][0] == "1";
@@ -319,6 +322,10 @@ class MysqlEngine final : public core::Engine {
   }
 
   Pool pool_;
+  // Owners are this instance's random id and a count: renew and release act only on
+  // grants in held_, whose sessions are the lease the server enforces.
+  const std::string instance_;
+  std::atomic<std::uint64_t> grants_{0};
   std::mutex mu_;
   std::map<std::string, std::uint64_t> ids_;           // guarded by mu_
   std::map<std::string, std::shared_ptr<Held>> held_;  // guarded by mu_; by owner

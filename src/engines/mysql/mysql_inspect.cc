@@ -1,5 +1,5 @@
 // Status of mysql:// locks, read without changing anything: holders from IS_USED_LOCK
-// and the registry row, waiters from the sessions the server shows waiting in GET_LOCK
+// and warden_holders, waiters from the sessions the server shows waiting in GET_LOCK
 // on the lock's name (information_schema.PROCESSLIST, state "User lock"; a user without
 // the PROCESS privilege sees its own sessions only).
 #include <charconv>
@@ -27,7 +27,7 @@ std::uint64_t number(const Field& field) {
 std::string columns(const std::string& prefix) {
   const std::string lock = "CONCAT('" + prefix + "', l.id)";
   return "l.name, IS_USED_LOCK(" + lock +
-         "), l.holder, l.token, (SELECT COUNT(*) FROM "
+         "), h.holder, h.token, (SELECT COUNT(*) FROM "
          "information_schema.PROCESSLIST p WHERE p.STATE = 'User lock' AND LOCATE(CONCAT("
          "'GET_LOCK(''', " +
          lock + ", ''''), p.INFO) > 0)";
@@ -41,16 +41,17 @@ LockStatus inspect_on(Pool& pool, const core::LockKey& key) {
   status.group = key.group;
   status.name = key.name;
   const auto sets = pool.with([&](Connection& c) {
-    return c.query("SELECT " + columns(config.lock_prefix()) + " FROM warden_locks l WHERE grp = " +
-                       hex_literal(key.group) + " AND name = " + hex_literal(key.name),
-                   Clock::now() + config.op_timeout, "inspect " + key.joined());
+    return c.query(
+        "SELECT " + columns(config.lock_prefix()) +
+            " FROM warden_locks l LEFT JOIN warden_holders h ON h.id = l.id WHERE l.grp = " +
+            hex_literal(key.group) + " AND l.name = " + hex_literal(key.name),
+        Clock::now() + config.op_timeout, "inspect " + key.joined());
   });
   if (sets.size() != 1 || sets[0].empty()) return status;  // never used: free
   const Row& row = sets[0][0];
   if (row.size() != 5) throw Error(Errc::internal, "mysql: unexpected reply to inspect");
   if (row[1]) {
-    // Held. The token is the row's while the session that drew it holds the lock; a
-    // session granted a moment ago has not written its token yet: the newest shown.
+    // Held. The token is the holders row's, written in the grant's own round trip.
     status.holders.push_back(HolderStatus{Mode::exclusive, number(row[3]), std::nullopt});
   }
   const std::uint64_t waiting = number(row[4]);
@@ -66,9 +67,11 @@ std::vector<LockSummary> list_on(Pool& pool, std::string_view group) {
   std::optional<std::string> after;
   while (true) {
     const std::string sql = "SELECT " + columns(config.lock_prefix()) +
-                            " FROM warden_locks l WHERE grp = " + hex_literal(group) +
-                            (after ? " AND name > " + hex_literal(*after) : std::string()) +
-                            " ORDER BY name LIMIT " + std::to_string(kPage);
+                            " FROM warden_locks l LEFT JOIN warden_holders h ON h.id = l.id "
+                            "WHERE l.grp = " +
+                            hex_literal(group) +
+                            (after ? " AND l.name > " + hex_literal(*after) : std::string()) +
+                            " ORDER BY l.name LIMIT " + std::to_string(kPage);
     const auto sets = pool.with([&](Connection& c) {
       return c.query(sql, Clock::now() + config.op_timeout,
                      "list group '" + std::string(group) + "'");

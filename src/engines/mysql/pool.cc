@@ -1,5 +1,6 @@
 #include "engines/mysql/pool.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -44,6 +45,10 @@ std::unique_ptr<Connection> Pool::take(bool* reused) {
 void Pool::give_back(std::unique_ptr<Connection> connection, std::chrono::seconds idle_limit) {
   if (!connection) return;
   if (!connection->usable()) return discard(std::move(connection));
+  // A session keeps the idle limit of the last grant it held: the server's, if lower.
+  if (connection->wait_timeout().count() > 0) {
+    idle_limit = std::min(idle_limit, connection->wait_timeout());
+  }
   std::lock_guard lock(mu_);
   // Half the server's idle limit: a session is never handed out just as the server
   // closes it.

@@ -151,6 +151,32 @@ Reply PgConnection::query(const std::string& sql, const std::vector<Param>& para
   return finish(limits);
 }
 
+Reply PgConnection::query_prepared(const std::string& name, const std::string& sql,
+                                   const std::vector<Param>& params, const QueryLimits& limits) {
+  if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
+  if (!prepared_.contains(name)) {
+    if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 0) {
+      broken("preparing a statement failed");
+    }
+    Reply prepared = finish(limits);
+    if (!prepared.ok()) return prepared;
+    prepared_.insert(name);
+  }
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+  for (const Param& p : params) {
+    values.push_back(p.value.data());
+    lengths.push_back(static_cast<int>(p.value.size()));
+    formats.push_back(p.bytes ? 1 : 0);
+  }
+  if (PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(params.size()), values.data(),
+                          lengths.data(), formats.data(), 0) == 0) {
+    broken("sending a query failed");
+  }
+  return finish(limits);
+}
+
 Reply PgConnection::script(const std::string& sql, const QueryLimits& limits) {
   if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
   if (PQsendQuery(conn_, sql.c_str()) == 0) broken("sending a statement failed");

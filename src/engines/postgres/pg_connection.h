@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -68,6 +69,11 @@ class PgConnection {
   // reply included. Throws Error(unavailable) if the connection breaks (it is closed),
   // Error(deadline_exceeded) at limits.give_up_at.
   Reply query(const std::string& sql, const std::vector<Param>& params, const QueryLimits& limits);
+  // Like query, for the statement prepared on this session as `name` (parameters sent
+  // as text, typed by the server from `sql`). The first call on a session prepares it
+  // (one more round trip, once).
+  Reply query_prepared(const std::string& name, const std::string& sql,
+                       const std::vector<Param>& params, const QueryLimits& limits);
   // Runs a statement list without parameters (the simple protocol: DDL in one round trip).
   Reply script(const std::string& sql, const QueryLimits& limits);
 
@@ -78,6 +84,13 @@ class PgConnection {
   void close();
   int backend_pid() const { return pid_; }
 
+  // The idle_session_timeout the engine last set on this session (0: none, the server's
+  // default), so that a grant with the same TTL need not set it again.
+  int idle_timeout_ms() const { return idle_timeout_ms_; }
+  void set_idle_timeout_ms(int ms) { idle_timeout_ms_ = ms; }
+  // For the pool: a session with an idle timeout is handed out only until then.
+  Clock::time_point pooled_until = Clock::time_point::max();
+
  private:
   explicit PgConnection(PGconn* conn);
   Reply finish(const QueryLimits& limits);
@@ -86,6 +99,8 @@ class PgConnection {
   PGconn* conn_;
   PGcancel* cancel_;
   int pid_;
+  int idle_timeout_ms_ = 0;
+  std::set<std::string> prepared_;  // statement names prepared on this session
 };
 
 // Error(...) for a failed reply: the code from its SQLSTATE, `what` and the server's

@@ -34,6 +34,10 @@ constexpr const char* kHeldSql =
 // Frees everything the session holds and ends its lease clock: it is pooled again.
 constexpr const char* kResetSql =
     "SELECT pg_advisory_unlock_all(), set_config('idle_session_timeout', '0', false)";
+// A release: frees the grant's lock and marker. The session keeps its idle timeout (the
+// next grant with that TTL need not set it again) and is pooled within it.
+constexpr const char* kReleaseName = "warden_release";
+constexpr const char* kReleaseSql = "SELECT pg_advisory_unlock_all()";
 
 std::string check_sql(const std::string& schema) {
   return "SELECT EXISTS (SELECT 1 FROM " + quoted(schema) +
@@ -61,7 +65,7 @@ class PgEngine final : public core::Engine {
  public:
   explicit PgEngine(PgConfig config)
       : config_(std::move(config)),
-        grant_sql_(grant_sql(config_.schema)),
+        grants_sql_(all_grants(config_.schema)),
         check_sql_(check_sql(config_.schema)),
         instance_(core::random_client_id()) {}
 
@@ -101,13 +105,18 @@ class PgEngine final : public core::Engine {
       limits.cancel_at = request.deadline + kCancelGrace;
     }
     const milliseconds ttl = request.options.ttl;
-    const std::vector<Param> params{
-        Param::text(std::to_string(id)), Param::text(request.mode == Mode::shared ? "t" : "f"),
-        Param::text(wait ? "t" : "f"), Param::text(std::to_string(wait_ms)),
-        Param::text(std::to_string(std::clamp<std::int64_t>(ttl.count(), 1, INT_MAX)))};
+    const int ttl_ms = static_cast<int>(std::clamp<std::int64_t>(ttl.count(), 1, INT_MAX));
+    const GrantWait how = !wait          ? GrantWait::none
+                          : wait_ms == 0 ? GrantWait::forever
+                                         : GrantWait::timed;
+    const bool set_ttl = conn->idle_timeout_ms() != ttl_ms;
+    const GrantStatement& statement = grants_sql_[grant_index(request.mode, how, set_ttl)];
+    std::vector<Param> params{Param::text(std::to_string(id))};
+    if (how == GrantWait::timed) params.push_back(Param::text(std::to_string(wait_ms)));
+    if (set_ttl) params.push_back(Param::text(std::to_string(ttl_ms)));
     const auto sent = Clock::now();
     // Throws with the connection closed: the session, and whatever it took, is gone.
-    Reply reply = conn->query(grant_sql_, params, limits);
+    Reply reply = conn->query_prepared(statement.name, statement.sql, params, limits);
     if (!reply.ok()) {
       // A cancel can land after the lock was taken: free whatever the session holds.
       settle(std::move(conn));
@@ -119,10 +128,11 @@ class PgEngine final : public core::Engine {
       }
       throw_reply(reply, "acquiring " + request.key.joined());
     }
-    if (reply.null(0, 0)) {  // a try on a busy lock
+    if (reply.rows() == 0) {  // a try on a busy lock: nothing was set
       give_back(std::move(conn));
       return std::nullopt;
     }
+    if (set_ttl) conn->set_idle_timeout_ms(ttl_ms);
     const auto token = reply.integer(0, 0);
     // The server's idle clock starts when the grant's reply is sent, which is no earlier
     // than our send. After a long wait that bound is stale: one more round trip restarts
@@ -167,7 +177,7 @@ class PgEngine final : public core::Engine {
     forget(grant.owner);
     if (!conn) return;
     try {
-      const Reply reply = conn->query(kResetSql, {}, op_limits());
+      const Reply reply = conn->query_prepared(kReleaseName, kReleaseSql, {}, op_limits());
       if (reply.ok()) {
         give_back(std::move(conn));
         return;
@@ -271,35 +281,60 @@ class PgEngine final : public core::Engine {
     return id;
   }
 
-  // An idle session from the pool, or a new one.
+  // An idle session from the pool, or a new one. A pooled session that keeps a grant's
+  // idle timeout is handed out only within half of it, never as the server ends it.
   std::unique_ptr<PgConnection> take() {
     {
       std::lock_guard lock(mu_);
+      const auto now = Clock::now();
       while (!idle_.empty()) {
         auto conn = std::move(idle_.back());
         idle_.pop_back();
-        if (conn->alive()) return conn;
+        if (now < conn->pooled_until && conn->alive()) return conn;
       }
     }
     return PgConnection::open(config_);
   }
 
   void give_back(std::unique_ptr<PgConnection> conn) {
+    conn->pooled_until = conn->idle_timeout_ms() > 0
+                             ? Clock::now() + milliseconds(conn->idle_timeout_ms()) / 2
+                             : Clock::time_point::max();
     std::lock_guard lock(mu_);
     if (conn->usable() && idle_.size() < config_.pool) idle_.push_back(std::move(conn));
   }
 
-  // After a failed grant round trip: unlock everything, then pool it again.
+  // After a failed grant round trip: unlock everything, end the lease clock, then pool
+  // it again.
   void settle(std::unique_ptr<PgConnection> conn) {
     try {
-      if (conn->query(kResetSql, {}, op_limits()).ok()) give_back(std::move(conn));
+      if (conn->query(kResetSql, {}, op_limits()).ok()) {
+        conn->set_idle_timeout_ms(0);
+        give_back(std::move(conn));
+      }
     } catch (const Error&) {
       // Closed: the session's end freed anything it took.
     }
   }
 
+  // grants_sql_ holds every variant: mode x wait x set_ttl.
+  static std::size_t grant_index(Mode mode, GrantWait wait, bool set_ttl) {
+    return (mode == Mode::shared ? 6 : 0) + static_cast<std::size_t>(wait) * 2 + (set_ttl ? 1 : 0);
+  }
+  static std::vector<GrantStatement> all_grants(const std::string& schema) {
+    std::vector<GrantStatement> out;
+    for (const bool shared : {false, true}) {
+      for (const GrantWait wait : {GrantWait::none, GrantWait::timed, GrantWait::forever}) {
+        for (const bool set_ttl : {false, true}) {
+          out.push_back(grant_statement(schema, shared, wait, set_ttl));
+        }
+      }
+    }
+    return out;
+  }
+
   const PgConfig config_;
-  const std::string grant_sql_;
+  const std::vector<GrantStatement> grants_sql_;  // by grant_index()
   const std::string check_sql_;
   const std::string instance_;  // random: owners of other instances never match
   std::atomic<std::uint64_t> grants_{0};

@@ -6,9 +6,35 @@ namespace warden::engines::postgres {
 
 std::string quoted(const std::string& schema) { return '"' + schema + '"'; }
 
-std::string grant_sql(const std::string& schema) {
-  return "SELECT " + quoted(schema) +
-         ".grant($1::bigint, $2::boolean, $3::boolean, $4::integer, $5::integer)";
+GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait wait,
+                               bool set_ttl) {
+  const std::string lock = shared ? "pg_advisory_lock_shared" : "pg_advisory_lock";
+  GrantStatement out;
+  out.name = std::string("warden_grant_") + (shared ? 's' : 'x') +
+             (wait == GrantWait::forever ? 'f'
+              : wait == GrantWait::timed ? 't'
+                                         : 'n') +
+             (set_ttl ? "_ttl" : "");
+  // Each step reads the row of the one before, so each runs only after it: the lock,
+  // then (if granted) the token, then the marker lock and the lease's idle limit.
+  std::string sql = "WITH ";
+  int next = 2;
+  if (wait == GrantWait::timed) {
+    sql += "c AS MATERIALIZED (SELECT set_config('lock_timeout', $" + std::to_string(next++) +
+           ", true)), l AS MATERIALIZED (SELECT " + lock + "($1) FROM c), ";
+  } else if (wait == GrantWait::forever) {
+    sql += "l AS MATERIALIZED (SELECT " + lock + "($1)), ";
+  } else {
+    sql += "l AS MATERIALIZED (SELECT pg_try_" + lock.substr(3) + "($1) AS ok), ";
+  }
+  sql += "t AS MATERIALIZED (SELECT nextval('" + quoted(schema) + ".tokens') AS token FROM l" +
+         (wait == GrantWait::none ? " WHERE ok" : "") + ") SELECT token, pg_advisory_lock(-token)";
+  if (set_ttl) {
+    sql += ", set_config('idle_session_timeout', $" + std::to_string(next++) + ", false)";
+  }
+  out.sql = sql + " FROM t";
+  out.params = next - 1;
+  return out;
 }
 
 namespace {

@@ -42,8 +42,22 @@ void install(PgConnection& conn, const std::string& schema, const QueryLimits& l
 std::int64_t lock_id(PgConnection& conn, const std::string& schema, const core::LockKey& key,
                      const QueryLimits& limits);
 
-// "SCHEMA.grant($1..$5)" etc.: the statements, with the schema quoted.
-std::string grant_sql(const std::string& schema);
+// How a grant waits: not at all (a try), until lock_timeout, or for as long as it takes.
+enum class GrantWait { none, timed, forever };
+
+// One grant as a plain SQL statement (no plpgsql call), prepared once per session under
+// `name`: takes the advisory lock $1 (bigint), with lock_timeout = $2 when timed, draws
+// the token, takes the marker lock (key -token) and, with set_ttl, sets
+// idle_session_timeout = the last parameter (milliseconds, text). One row (token) when
+// granted; no row when a try finds the lock busy. Does what SCHEMA.grant() does, which
+// stays installed for clients that call it.
+struct GrantStatement {
+  std::string name;
+  std::string sql;
+  int params = 1;
+};
+GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait wait,
+                               bool set_ttl);
 std::string quoted(const std::string& schema);
 
 // pg_locks shows a bigint advisory key k as classid = k >> 32, objid = k & 0xffffffff

@@ -149,6 +149,44 @@ TEST(MysqlFailure, TokensNeverGoBackAcrossAServerCrash) {
   EXPECT_GT(lease.token(), last);
 }
 
+TEST(MysqlFailure, TokensNeverGoBackAcrossAServerCrashPastTheirDurableCeiling) {
+  // Tokens are counted in memory below a ceiling that is raised durably every 1000
+  // grants: 1005 grants cross one raise, and after a crash the count starts above it.
+  MariaDbServer server;
+  std::uint64_t last = 0;
+  {
+    Client client = Client::open(server.uri());
+    for (int i = 0; i < 1005; ++i) {
+      Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+      ASSERT_TRUE(lease);
+      ASSERT_GT(lease.token(), last);
+      last = lease.token();
+    }
+  }
+  server.kill9();
+  server.start();
+  Client client = Client::open(server.uri());
+  Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  EXPECT_GT(lease.token(), last);
+}
+
+TEST(MysqlFailure, ARegistryFromBeforeTheTokenCeilingKeepsTokensIncreasing) {
+  // Registries before warden_token_ceiling counted tokens in warden_locks.token.
+  MariaDbServer server;
+  {
+    Client first = Client::open(server.uri());
+    ASSERT_TRUE(first.lock("g", "x").acquire(Mode::exclusive, Wait::none()));
+  }
+  server.query(
+      "DROP TABLE warden.warden_token_ceiling, warden.warden_token_next; "
+      "DROP PROCEDURE warden.warden_token; UPDATE warden.warden_locks SET token = 5000");
+  Client client = Client::open(server.uri());
+  Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  EXPECT_GT(lease.token(), 5000u);
+}
+
 TEST(MysqlFailure, AWrongPasswordIsPermissionDenied) {
   MariaDbServer server;
   std::string message;

@@ -102,5 +102,41 @@ TEST(PostgresLease, HolderPausedPastItsTtlIsEndedByTheServerAndItsLateWriteIsFen
   EXPECT_EQ(server.value("SELECT warden.fence('accounts', 'nobody', 1)"), "f");
 }
 
+TEST(PostgresLease, APooledSessionKeepsItsTtlAndIsNeverReusedAfterTheServerEndedIt) {
+  // A released grant's session goes back to the pool with idle_session_timeout still at
+  // the TTL, so the next grant of that TTL need not set it again. The server ends that
+  // session once it has been idle a TTL: the next acquire must get a live one.
+  PostgresServer server;
+  Client client = Client::open(server.uri(), quick_options(3000ms));
+  LockOptions options;
+  options.ttl = 1s;
+  Lease first = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(first);
+  const std::string pid = holder_pid(server, "g", "x");
+  const std::uint64_t first_token = first.token();
+  first.release();
+  // Idle past its TTL: the server ends the pooled session.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return server.value("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == "0";
+      },
+      10s));
+  Lease second = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(second);
+  EXPECT_GT(second.token(), first_token);
+  // A grant with another TTL sets the session's idle timeout to it.
+  LockOptions longer;
+  longer.ttl = 20s;
+  second.release();
+  Lease third = client.lock("g", "y", longer).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(third);
+  const std::string holder = holder_pid(server, "g", "y");
+  ASSERT_FALSE(holder.empty());
+  std::this_thread::sleep_for(1500ms);  // longer than the first TTL, far below this one
+  EXPECT_EQ(server.value("SELECT count(*) FROM pg_stat_activity WHERE pid = " + holder), "1")
+      << "the session kept the shorter idle timeout of an earlier grant";
+  EXPECT_FALSE(third.lost());
+}
+
 }  // namespace
 }  // namespace warden::testing
