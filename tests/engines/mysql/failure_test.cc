@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <future>
 #include <string>
@@ -83,10 +84,23 @@ TEST(MysqlFailure, AHolderSilentPastItsTtlIsDisconnectedByTheServerAndFencedOff)
   const std::uint64_t late_token = held.token();
   const auto session = server.holder_session("accounts", "acct-42");
   ASSERT_TRUE(session);
-  const auto fenced_update = [&](std::uint64_t token, int balance) {
-    return server.scalar("UPDATE warden.accounts SET balance = " + std::to_string(balance) +
-                         " WHERE id = 42 AND warden.warden_fence('accounts', 'acct-42', " +
-                         std::to_string(token) + "); SELECT ROW_COUNT()");
+  // Written as a user's service would write it, and sent by MariaDB's own `mariadb`
+  // client, not by anything of warden's: the fence is plain SQL for any client.
+  const auto fenced_update = [&](std::uint64_t token, int balance) -> std::string {
+    const std::string sql = "UPDATE warden.accounts SET balance = " + std::to_string(balance) +
+                            " WHERE id = 42 AND warden.warden_fence('accounts', 'acct-42', " +
+                            std::to_string(token) + "); SELECT ROW_COUNT()";
+    const std::string command = "mariadb --no-defaults --protocol=TCP -h 127.0.0.1 -P " +
+                                std::to_string(server.port()) +
+                                " -u warden -psecret -D warden -N -B -e \"" + sql + "\" 2>&1";
+    std::FILE* out = ::popen(command.c_str(), "r");
+    if (out == nullptr) return "cannot run mariadb";
+    std::string text;
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, out) != nullptr) text += buffer;
+    const int status = ::pclose(out);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    return status == 0 ? text : "mariadb failed: " + text;
   };
   ASSERT_EQ(fenced_update(late_token, 90), "1");
 

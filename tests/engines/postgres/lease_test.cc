@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <future>
 #include <string>
 #include <thread>
@@ -29,13 +30,25 @@ std::string holder_pid(PostgresServer& server, const std::string& group, const s
       .value_or("");
 }
 
-// How many rows of accounts the UPDATE fenced by `token` changed.
+// How many rows of accounts the UPDATE fenced by `token` changed, written as a user's
+// service would write it and sent by PostgreSQL's own `psql`, not by anything of
+// warden's: the fence is plain SQL for any client.
 std::string fenced_update(PostgresServer& server, std::uint64_t token, int balance) {
-  return server
-      .value("WITH u AS (UPDATE accounts SET balance = " + std::to_string(balance) +
-             " WHERE id = 42 AND warden.fence('accounts', 'acct-42', " + std::to_string(token) +
-             ") RETURNING 1) SELECT count(*) FROM u")
-      .value_or("?");
+  const std::string sql = "WITH u AS (UPDATE accounts SET balance = " + std::to_string(balance) +
+                          " WHERE id = 42 AND warden.fence('accounts', 'acct-42', " +
+                          std::to_string(token) + ") RETURNING 1) SELECT count(*) FROM u";
+  const std::string command = std::string("PGPASSWORD=") + PostgresServer::kPassword +
+                              " psql -X -q -t -A -v ON_ERROR_STOP=1 -h 127.0.0.1 -p " +
+                              std::to_string(server.port()) + " -U " + PostgresServer::kSuperuser +
+                              " -d " + PostgresServer::kDatabase + " -c \"" + sql + "\" 2>&1";
+  std::FILE* out = ::popen(command.c_str(), "r");
+  if (out == nullptr) return "cannot run psql";
+  std::string text;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, out) != nullptr) text += buffer;
+  const int status = ::pclose(out);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return status == 0 ? text : "psql failed: " + text;
 }
 
 TEST(PostgresLease, KilledHolderFreesTheLockAtOnceAndIsToldItLostIt) {
