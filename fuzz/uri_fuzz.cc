@@ -172,7 +172,9 @@ void check_configs(const Uri& uri) {
   check_config<wardend::WardenConfig>(uri, wardend::parse_config, [&](const auto& c) {
     WARDEN_FUZZ_CHECK(uri.scheme == "warden" && uri.hosts.size() == 1);
     WARDEN_FUZZ_CHECK(c.pool_size >= 1 && c.pool_size <= wardend::kMaxPoolSize);
-    WARDEN_FUZZ_CHECK(c.connect.port != 0 && !c.connect.user);
+    WARDEN_FUZZ_CHECK(c.connect.port != 0);
+    // A user (wardend --users) is sent only with its password, and never empty.
+    WARDEN_FUZZ_CHECK(!c.connect.user || (!c.connect.user->empty() && c.connect.password));
   });
 }
 
