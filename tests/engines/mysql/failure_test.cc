@@ -6,12 +6,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <future>
 #include <string>
 #include <thread>
 
+#include "cli/process.h"
 #include "support/mariadb_server.h"
 #include "warden/client.h"
 #include "warden/error.h"
@@ -90,17 +90,14 @@ TEST(MysqlFailure, AHolderSilentPastItsTtlIsDisconnectedByTheServerAndFencedOff)
     const std::string sql = "UPDATE warden.accounts SET balance = " + std::to_string(balance) +
                             " WHERE id = 42 AND warden.warden_fence('accounts', 'acct-42', " +
                             std::to_string(token) + "); SELECT ROW_COUNT()";
-    const std::string command = "mariadb --no-defaults --protocol=TCP -h 127.0.0.1 -P " +
-                                std::to_string(server.port()) +
-                                " -u warden -psecret -D warden -N -B -e \"" + sql + "\" 2>&1";
-    std::FILE* out = ::popen(command.c_str(), "r");
-    if (out == nullptr) return "cannot run mariadb";
-    std::string text;
-    char buffer[256];
-    while (std::fgets(buffer, sizeof buffer, out) != nullptr) text += buffer;
-    const int status = ::pclose(out);
+    const auto outcome =
+        cli::testing::run({"/usr/bin/mariadb", "--no-defaults", "--protocol=TCP", "-h", "127.0.0.1",
+                           "-P", std::to_string(server.port()), "-u", "warden", "-psecret", "-D",
+                           "warden", "-N", "-B", "-e", sql},
+                          cli::testing::environment({}));
+    std::string text = outcome.out;
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    return status == 0 ? text : "mariadb failed: " + text;
+    return outcome.status == 0 ? text : "mariadb failed: " + outcome.err;
   };
   ASSERT_EQ(fenced_update(late_token, 90), "1");
 

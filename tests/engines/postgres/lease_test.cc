@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <future>
 #include <string>
 #include <thread>
 
+#include "cli/process.h"
 #include "support/postgres_server.h"
 #include "support/waiting.h"
 #include "warden/client.h"
@@ -37,18 +37,14 @@ std::string fenced_update(PostgresServer& server, std::uint64_t token, int balan
   const std::string sql = "WITH u AS (UPDATE accounts SET balance = " + std::to_string(balance) +
                           " WHERE id = 42 AND warden.fence('accounts', 'acct-42', " +
                           std::to_string(token) + ") RETURNING 1) SELECT count(*) FROM u";
-  const std::string command = std::string("PGPASSWORD=") + PostgresServer::kPassword +
-                              " psql -X -q -t -A -v ON_ERROR_STOP=1 -h 127.0.0.1 -p " +
-                              std::to_string(server.port()) + " -U " + PostgresServer::kSuperuser +
-                              " -d " + PostgresServer::kDatabase + " -c \"" + sql + "\" 2>&1";
-  std::FILE* out = ::popen(command.c_str(), "r");
-  if (out == nullptr) return "cannot run psql";
-  std::string text;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, out) != nullptr) text += buffer;
-  const int status = ::pclose(out);
+  const auto outcome = cli::testing::run(
+      {"/usr/bin/psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
+       std::to_string(server.port()), "-U", PostgresServer::kSuperuser, "-d",
+       PostgresServer::kDatabase, "-c", sql},
+      cli::testing::environment({}, {std::string("PGPASSWORD=") + PostgresServer::kPassword}));
+  std::string text = outcome.out;
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return status == 0 ? text : "psql failed: " + text;
+  return outcome.status == 0 ? text : "psql failed: " + outcome.err;
 }
 
 TEST(PostgresLease, KilledHolderFreesTheLockAtOnceAndIsToldItLostIt) {
