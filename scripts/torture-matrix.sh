@@ -211,7 +211,7 @@ start_engine() {
         "mariadb-admin --no-defaults -h 127.0.0.1 -P $port -u root --connect-timeout=2 ping" \
         mariadbd --no-defaults --user=root --datadir="$cell/mysql" --port="$port" \
         --bind-address=127.0.0.1 --socket="$cell/mysql.sock" --pid-file="$cell/mysql.pid" \
-        --skip-name-resolve --innodb-buffer-pool-size=16M --innodb-log-file-size=8M \
+        --tmpdir="$cell" --skip-name-resolve --innodb-buffer-pool-size=16M --innodb-log-file-size=8M \
         --max-connections=1000 --skip-log-bin --performance-schema=OFF
       mariadb --no-defaults -h 127.0.0.1 -P "$port" -u root -e "CREATE DATABASE warden; \
         CREATE USER 'warden'@'%' IDENTIFIED BY 'secret'; GRANT ALL ON warden.* TO 'warden'@'%'"

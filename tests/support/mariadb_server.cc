@@ -55,7 +55,6 @@ const fs::path& template_data_dir() {
   return data;
 }
 
-
 }  // namespace
 
 std::string sql_hex(std::string_view bytes) {
@@ -92,6 +91,9 @@ void MariaDbServer::start() {
         {"mariadbd", "--no-defaults", "--user=root", "--datadir=" + (dir_.path() / "data").string(),
          "--port=" + std::to_string(port_), "--bind-address=127.0.0.1",
          "--socket=" + (dir_.path() / "sock").string(),
+         // Its own temp dir: a mariadbd deletes the #sql temp files it finds in its tmpdir
+         // when it starts, so two servers sharing /tmp lose each other's temp tables.
+         "--tmpdir=" + dir_.path().string(),
          "--pid-file=" + (dir_.path() / "mariadbd.pid").string(), "--skip-name-resolve",
          "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M", "--max-connections=1000",
          "--skip-log-bin", "--performance-schema=OFF"},
