@@ -7,7 +7,7 @@
 #   WARDEN_BUILD=build/asan scripts/bench.sh
 #   BENCH_SETS="etcd zk" scripts/bench.sh  # only some sets: resp (warden://, redis://,
 #                                        # mem://), capacity (wardend), tls, redlock, etcd,
-#                                        # zk; default all
+#                                        # zk, db (postgres://, mysql://); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -28,7 +28,11 @@
 #     8 clients, uncontended and contended, each with --baseline against etcd's own lock
 #     service (v3lock) on the same cluster; hand-off on 1 client;
 #   - zk:// on a standalone ZooKeeper, 1 and 8 clients, uncontended and contended, each
-#     with --baseline against raw create(EPHEMERAL_SEQUENTIAL)+delete pairs; hand-off.
+#     with --baseline against raw create(EPHEMERAL_SEQUENTIAL)+delete pairs; hand-off;
+#   - postgres:// on a fresh PostgreSQL 15 and mysql:// on a fresh MariaDB, 1 and 8
+#     clients, uncontended and contended, each with --baseline against the database's raw
+#     lock pairs (pg_advisory_lock + pg_advisory_unlock, GET_LOCK + RELEASE_LOCK) on the
+#     same server; hand-off.
 # docs/performance.md explains the figures.
 set -euo pipefail
 
@@ -36,7 +40,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk} "
+sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -47,7 +51,7 @@ for bin in "$warden" "$wardend"; do
     exit 1
   fi
 done
-for tool in redis-server redis-cli ss etcd java openssl; do
+for tool in redis-server redis-cli ss etcd java openssl mariadbd mariadb-install-db; do
   command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
 
@@ -55,6 +59,8 @@ done
 . "$root/scripts/common.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench-XXXXXX")
+# PostgreSQL runs as its own user when we are root: it must be able to reach its dirs.
+chmod 755 "$tmp"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do
@@ -254,6 +260,30 @@ if [[ $sets == *" redlock "* ]]; then
       --rounds "$rounds" --baseline "$redis" --handoff-samples 0
   done
   for i in 1 2 3 4 5; do stop_last; done
+fi
+
+# postgres:// and mysql://, each against its database's raw lock pairs on the same server
+# (the servers' default durability: every token a grant draws is as durable as a commit).
+if [[ $sets == *" db "* ]]; then
+  echo
+  echo "postgresql: $(/usr/lib/postgresql/15/bin/postgres --version | cut -d' ' -f3)"
+  port=$(free_port)
+  postgres_prepare "$tmp" "$port"
+  "${postgres_cmd[@]}" >"$tmp/postgres.log" 2>&1 &
+  pids+=($!)
+  wait_until 30 $postgres_ready || { cat "$tmp/postgres.log" >&2; exit 1; }
+  grid "$postgres_url" "$postgres_url" 1000
+  stop_last
+  echo
+  echo "mariadb: $(mariadbd --version | sed 's/.*Ver \([^ ]*\).*/\1/')"
+  port=$(free_port)
+  mariadb_prepare "$tmp" "$port"
+  "${mariadb_cmd[@]}" >"$tmp/mariadb.log" 2>&1 &
+  pids+=($!)
+  wait_until 30 $mariadb_ready || { cat "$tmp/mariadb.log" >&2; exit 1; }
+  mariadb_add_user "$port"
+  grid "$mariadb_url" "$mariadb_url" 1000
+  stop_last
 fi
 
 echo

@@ -181,43 +181,21 @@ start_engine() {
         || { cat "$cell/zk.log" >&2; exit 1; }
       url="zk://127.0.0.1:$port?session_timeout_ms=2000" epsilon=1000ms ;;
     postgres)
-      # As tests/support/postgres_server.cc: a cluster of its own with one superuser,
-      # password logins over TCP, its own socket dir. The server-fault nemeses hit the
-      # postmaster (the PID setpriv execs into): kill -9 of it ends every backend (they
-      # watch for its death); SIGSTOP of it freezes only new connections.
-      local as_pg=() pg=/usr/lib/postgresql/15/bin
+      # The server-fault nemeses hit the postmaster (the PID setpriv execs into): kill -9
+      # of it ends every backend (they watch for its death); SIGSTOP of it freezes only
+      # new connections.
       port=$(free_port)
-      mkdir -p "$cell/pg/sockets"
-      echo warden-secret >"$cell/pg/pwfile"
-      if [ "$(id -u)" = 0 ]; then
-        chown -R postgres: "$cell/pg"
-        as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-      fi
-      "${as_pg[@]}" "$pg/initdb" -D "$cell/pg/data" -U warden --pwfile "$cell/pg/pwfile" \
-        --auth-host=scram-sha-256 --auth-local=trust -N -E UTF8 --locale=C \
-        >"$cell/initdb.log" 2>&1 || { cat "$cell/initdb.log" >&2; exit 1; }
-      server_when_ready postgres "$pg/pg_isready -q -h 127.0.0.1 -p $port" \
-        "${as_pg[@]}" "$pg/postgres" -D "$cell/pg/data" -p "$port" -k "$cell/pg/sockets" \
-        -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=16MB
-      url=postgres://warden:warden-secret@127.0.0.1:$port/postgres epsilon=500ms ;;
+      postgres_prepare "$cell" "$port" || exit 1
+      server_when_ready postgres "$postgres_ready" "${postgres_cmd[@]}"
+      url=$postgres_url epsilon=500ms ;;
     mysql)
-      # As tests/support/mariadb_server.cc: a data dir of its own, root without a
-      # password on loopback, and an account with every right on database "warden" only.
       port=$(free_port)
-      mariadb-install-db --no-defaults --user=root --datadir="$cell/mysql" \
-        --auth-root-authentication-method=normal --skip-test-db >"$cell/install.log" 2>&1 \
-        || { cat "$cell/install.log" >&2; exit 1; }
-      server_when_ready mariadbd \
-        "mariadb-admin --no-defaults -h 127.0.0.1 -P $port -u root --connect-timeout=2 ping" \
-        mariadbd --no-defaults --user=root --datadir="$cell/mysql" --port="$port" \
-        --bind-address=127.0.0.1 --socket="$cell/mysql.sock" --pid-file="$cell/mysql.pid" \
-        --tmpdir="$cell" --skip-name-resolve --innodb-buffer-pool-size=16M --innodb-log-file-size=8M \
-        --max-connections=1000 --skip-log-bin --performance-schema=OFF
-      mariadb --no-defaults -h 127.0.0.1 -P "$port" -u root -e "CREATE DATABASE warden; \
-        CREATE USER 'warden'@'%' IDENTIFIED BY 'secret'; GRANT ALL ON warden.* TO 'warden'@'%'"
+      mariadb_prepare "$cell" "$port" || exit 1
+      server_when_ready mariadbd "$mariadb_ready" "${mariadb_cmd[@]}"
+      mariadb_add_user "$port"
       # The lease is wait_timeout, whole seconds rounded up: a silent holder's session
       # ends ceil(ttl) after its last statement.
-      url=mysql://warden:secret@127.0.0.1:$port/warden epsilon=1000ms ;;
+      url=$mariadb_url epsilon=1000ms ;;
     *)
       echo "torture-matrix.sh: unknown engine '$1'" >&2
       exit 1 ;;

@@ -61,12 +61,17 @@ std::string get_lock_timeout(Clock::time_point deadline) {
   return std::string(text, static_cast<std::size_t>(n));
 }
 
-// A grant and the session that is its lease.
+// A grant and the session that is its lease. The session holds two GET_LOCK locks: the
+// lock's own name, and "NAME/TOKEN", which says to any other session which token the
+// holder drew (check, status).
 struct Held {
   std::mutex mu;
   std::unique_ptr<Connection> connection;  // guarded by mu; null once the session ended
   std::string lock_name;                   // constant
+  std::uint64_t id = 0;                    // constant: the registry id
+  std::uint64_t token = 0;                 // constant
   Clock::time_point expires;               // guarded by mu
+  bool published = false;                  // guarded by mu: warden_holders has its row
 };
 
 class MysqlEngine final : public core::Engine {
@@ -88,7 +93,7 @@ class MysqlEngine final : public core::Engine {
     caps.non_fair = false;
     caps.lock_delay = false;
     caps.fencing = true;
-    caps.durable_tokens = true;  // InnoDB rows, committed before the grant is told
+    caps.durable_tokens = true;  // make_durable, before the grant is told
     caps.check = true;
     return caps;
   }
@@ -119,10 +124,12 @@ class MysqlEngine final : public core::Engine {
       if (connection->wait_timeout() != idle) {
         sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
       }
-      // GET_LOCK as a statement of its own (so the server shows the waiter as waiting
-      // for this name), then the token and the holders row (registry_schema.h).
-      sql += "SET @warden_got = GET_LOCK('" + name + "', " + timeout + "); CALL warden_token(" +
-             std::to_string(id) + ", @warden_got)";
+      // One statement, parsed without touching a table but the sequence: GET_LOCK, and
+      // only if it granted, the next token and the lock "NAME/TOKEN" beside it. Answers
+      // the token, 0 for a wait that timed out, NULL for a killed one.
+      sql += "SELECT CASE GET_LOCK('" + name + "', " + timeout + ") WHEN 1 THEN IF(GET_LOCK(CONCAT('" +
+             name + "/', NEXTVAL(warden_tokens)), 0) = 1, LASTVAL(warden_tokens), NULL) WHEN 0 " +
+             "THEN 0 END";
       // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
       const auto reply_by = request.deadline == Clock::time_point::max()
                                 ? Clock::time_point::max()
@@ -139,28 +146,36 @@ class MysqlEngine final : public core::Engine {
         throw;
       }
       connection->set_wait_timeout(idle);
-      const Row* row =
-          sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 2 ? &sets[0][0] : nullptr;
-      if (row == nullptr) {
+      const Field* got = sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1
+                             ? &sets[0][0][0]
+                             : nullptr;
+      if (got == nullptr) {
         pool_.discard(std::move(connection));
         throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
       }
-      const Field& got = (*row)[0];
-      if (!got || request.stop.stop_requested()) {
+      if (!*got || request.stop.stop_requested()) {
         // Killed (NULL), or cancelled just as it was granted: the session ends, and with
         // it anything it may hold.
         pool_.discard(std::move(connection));
         return std::nullopt;
       }
-      if (*got == "0") {  // GET_LOCK timed out: nothing left behind
+      if (**got == "0") {  // GET_LOCK timed out: nothing left behind
         pool_.give_back(std::move(connection), idle);
         if (request.deadline == Clock::time_point::max()) continue;
         return std::nullopt;
       }
-      const std::uint64_t token = to_u64((*row)[1], "token");
+      const std::uint64_t token = to_u64(*got, "token");
+      try {
+        make_durable(*connection, token);
+      } catch (const Error&) {
+        pool_.discard(std::move(connection));  // the grant ends untold
+        throw;
+      }
       auto held = std::make_shared<Held>();
       held->connection = std::move(connection);
       held->lock_name = name;
+      held->id = id;
+      held->token = token;
       held->expires = send + request.options.ttl;
       const std::string owner = instance_ + '-' + std::to_string(++grants_);
       {
@@ -189,13 +204,20 @@ class MysqlEngine final : public core::Engine {
       const auto send = Clock::now();
       try {
         // A round trip on the grant's own session: it resets the server's idle clock,
-        // and says whether the session still holds the lock.
+        // and says whether the session still holds the lock. The first one also writes
+        // the holders row that status starts from (mysql_inspect.cc).
+        std::string sql = "SELECT IS_USED_LOCK('" + held->lock_name + "') = CONNECTION_ID()";
+        if (!held->published) {
+          sql += "; INSERT INTO warden_holders (id, holder, token) VALUES (" +
+                 std::to_string(held->id) + ", CONNECTION_ID(), " + std::to_string(held->token) +
+                 ") ON DUPLICATE KEY UPDATE holder = VALUES(holder), token = VALUES(token)";
+        }
         const auto sets = held->connection->query(
-            "SELECT IS_USED_LOCK('" + held->lock_name + "') = CONNECTION_ID()",
-            send + std::min(grant.ttl, pool_.config().op_timeout), "renew");
+            sql, send + std::min(grant.ttl, pool_.config().op_timeout), "renew");
         const bool still = sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
                            sets[0][0][0] == "1";
         if (still) {
+          held->published = true;
           held->expires = send + grant.ttl;
           out.push_back(Renewed::until(held->expires));
           continue;
@@ -226,8 +248,9 @@ class MysqlEngine final : public core::Engine {
       return;
     }
     try {
-      // The holders row stays: it names this session, which holds the lock no more.
-      held->connection->query("DO RELEASE_LOCK('" + held->lock_name + "')",
+      // Both locks of the grant (the session holds no others). A holders row stays: the
+      // token lock it names is gone, so status no longer believes it.
+      held->connection->query("DO RELEASE_ALL_LOCKS()",
                               Clock::now() + pool_.config().op_timeout, "release");
     } catch (const Error&) {
       end_session(*held);
@@ -244,14 +267,16 @@ class MysqlEngine final : public core::Engine {
 
   bool check(const Sequencer& sequencer) override {
     if (sequencer.mode != Mode::exclusive) return false;
-    const std::string prefix = pool_.config().lock_prefix();
+    // True while one session holds both the lock and its token lock "NAME/TOKEN": the
+    // session that drew the token, which still holds the lock.
+    const std::string lock = "CONCAT('" + pool_.config().lock_prefix() + "', id)";
     return pool_.with([&](Connection& c) {
-      const auto sets =
-          c.query("SELECT IS_USED_LOCK(CONCAT('" + prefix +
-                      "', l.id)) = h.holder AND h.token = " + std::to_string(sequencer.token) +
-                      " FROM warden_locks l JOIN warden_holders h ON h.id = l.id WHERE l.grp = " +
-                      hex_literal(sequencer.group) + " AND l.name = " + hex_literal(sequencer.name),
-                  Clock::now() + pool_.config().op_timeout, "check");
+      const auto sets = c.query("SELECT IS_USED_LOCK(" + lock + ") = IS_USED_LOCK(CONCAT(" + lock +
+                                    ", '/" + std::to_string(sequencer.token) +
+                                    "')) FROM warden_locks WHERE grp = " +
+                                    hex_literal(sequencer.group) +
+                                    " AND name = " + hex_literal(sequencer.name),
+                                Clock::now() + pool_.config().op_timeout, "check");
       return sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
              sets[0][0][0] == "1";
     });
@@ -290,6 +315,33 @@ class MysqlEngine final : public core::Engine {
     ids_.erase(key.joined());
   }
 
+  // Tokens. NEXTVAL writes the sequence's table once per kTokenCache values, and that
+  // write reaches the disk only with the next redo log flush; a server crashed before
+  // it starts again below tokens already drawn. So before telling a token above
+  // durable_, the grant's session reads the sequence's stored bound (every value below it
+  // is covered by a write that is in the redo log already) and commits an update, which
+  // flushes the log up to itself: the bound is durable, and a restarted server hands out
+  // nothing below it. One extra round trip per kTokenCache tokens (and at the first grant).
+  void make_durable(Connection& connection, std::uint64_t token) {
+    if (token <= durable_.load()) return;
+    const auto sets = connection.query(
+        "SELECT next_not_cached_value FROM warden_tokens; "
+        "INSERT INTO warden_token_sync (k, n) VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1",
+        Clock::now() + pool_.config().op_timeout, "make tokens durable");
+    if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 1) {
+      throw Error(Errc::internal, "mysql: unexpected reply while making tokens durable");
+    }
+    const std::uint64_t bound = to_u64(sets[0][0][0], "sequence bound");
+    if (bound <= token) {
+      throw Error(Errc::internal, "mysql: warden_tokens stores " + std::to_string(bound) +
+                                      ", not above token " + std::to_string(token) +
+                                      " it handed out");
+    }
+    std::uint64_t known = durable_.load();
+    while (known < bound - 1 && !durable_.compare_exchange_weak(known, bound - 1)) {
+    }
+  }
+
   // Ends the waiting statement of session `id` from another session; a statement that
   // already ended is not affected (the caller closes its session in any case).
   void kill_query(std::uint64_t id) {
@@ -326,6 +378,7 @@ class MysqlEngine final : public core::Engine {
   // grants in held_, whose sessions are the lease the server enforces.
   const std::string instance_;
   std::atomic<std::uint64_t> grants_{0};
+  std::atomic<std::uint64_t> durable_{0};  // no token up to it can be drawn again
   std::mutex mu_;
   std::map<std::string, std::uint64_t> ids_;           // guarded by mu_
   std::map<std::string, std::shared_ptr<Held>> held_;  // guarded by mu_; by owner

@@ -1,12 +1,13 @@
-// engines/mysql/mysql_engine.h — mysql://: an exclusive lock on one MariaDB / MySQL
-// server through GET_LOCK, with the session as the lease (docs/engines/mysql.md).
+// engines/mysql/mysql_engine.h — mysql://: an exclusive lock on one MariaDB server
+// (10.5 or later) through GET_LOCK, with the session as the lease (docs/engines/mysql.md).
 //
 // A lock (group, name) is a row of warden_locks (registry_schema.h); its name on the
 // server is "warden:DATABASE:ID". An acquire runs on a session of its own, in one round
 // trip: SET SESSION wait_timeout = ceil(TTL), GET_LOCK(name, wait), and — only if
-// granted — the row's token incremented and the session's id recorded beside it. The
-// session then belongs to the grant: the watchdog's renewal is a round trip on it
-// (resetting the server's idle clock), release is RELEASE_LOCK on it. A holder that dies
+// granted — the token, the next value of the warden_tokens sequence, with a second lock
+// "NAME/TOKEN" that tells other sessions which token the holder has. The session then
+// belongs to the grant: the watchdog's renewal is a round trip on it (resetting the
+// server's idle clock), release is RELEASE_ALL_LOCKS on it. A holder that dies
 // frees the lock when its socket closes; one that stops talking is disconnected by the
 // server after wait_timeout, which frees it too.
 //
@@ -34,7 +35,7 @@ std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& op
 
 class Pool;
 
-// mysql_inspect.cc: one lock's holder (from IS_USED_LOCK and the registry row) and its
+// mysql_inspect.cc: one lock's holder (from IS_USED_LOCK and its token lock) and its
 // waiters (sessions the server shows in state "User lock" on the lock's GET_LOCK), and
 // a group's locks that are held or waited for, paged by name. Read only.
 LockStatus inspect_on(Pool& pool, const core::LockKey& key);

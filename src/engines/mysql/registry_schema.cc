@@ -11,16 +11,29 @@ constexpr const char* kLocksTable = R"(CREATE TABLE IF NOT EXISTS warden_locks (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   grp VARBINARY(64) NOT NULL,
   name VARBINARY(512) NOT NULL,
-  token BIGINT UNSIGNED NOT NULL DEFAULT 0,
-  holder BIGINT UNSIGNED NOT NULL DEFAULT 0,
   UNIQUE KEY grp_name (grp, name)
 ) ENGINE=InnoDB)";
 
-// Who holds each lock and with which token, for check and status. It lives in memory,
-// like the GET_LOCK locks it describes: a server restart empties both, and writing it
-// costs no redo log flush. The session's max_heap_table_size at creation caps it; the
-// install raises that to 1 GiB (tens of millions of locks; rows take memory only once
-// written).
+// Tokens. NEXTVAL hands values out in order to every session (the cache is the
+// server's, not a session's), and it writes the table only once per kTokenCache values.
+// That write is durable only once a later commit flushes the redo log, which the engine
+// forces before it tells a token beyond what it knows to be durable (kSyncTable).
+const std::string kTokenSequence =
+    "CREATE SEQUENCE IF NOT EXISTS warden_tokens START WITH 1 CACHE " +
+    std::to_string(kTokenCache) + " NOCYCLE ENGINE=InnoDB";
+
+// One row, upserted to commit: a commit flushes the redo log up to itself
+// (innodb_flush_log_at_trx_commit=1), so every earlier sequence write with it.
+constexpr const char* kSyncTable = R"(CREATE TABLE IF NOT EXISTS warden_token_sync (
+  k TINYINT UNSIGNED NOT NULL PRIMARY KEY,
+  n BIGINT UNSIGNED NOT NULL
+) ENGINE=InnoDB)";
+
+// Which session held each lock with which token when a holder's first renewal wrote
+// it: a hint for status, which believes it only while the lock's token lock
+// ("NAME/TOKEN") is held by the session holding the lock. In memory: a restart empties
+// it with the locks. The session's max_heap_table_size at creation caps it; the install
+// raises that to 1 GiB (tens of millions of locks; rows take memory only once written).
 constexpr const char* kHoldersTable = R"(CREATE TABLE IF NOT EXISTS warden_holders (
   id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
   holder BIGINT UNSIGNED NOT NULL,
@@ -48,57 +61,6 @@ BEGIN
   RETURN highest = p_token;
 END)";
 
-// Tokens are drawn hi/lo. warden_token_ceiling (InnoDB, committed durably) bounds every
-// token ever handed out; warden_token_next (MEMORY, shared by every session, emptied by
-// a restart) counts v up to `safe`, a copy of the ceiling. The copy is only ever written
-// from the committed ceiling, so it never exceeds the durable value, and v never
-// passes it. At the copy (or with no row, after a restart: v starts again at the
-// ceiling, above every token handed out before) the durable ceiling is first raised by
-// kTokenBlock: one redo log flush per kTokenBlock grants.
-constexpr const char* kCeilingTable = R"(CREATE TABLE IF NOT EXISTS warden_token_ceiling (
-  k TINYINT UNSIGNED NOT NULL PRIMARY KEY,
-  ceiling BIGINT UNSIGNED NOT NULL
-) ENGINE=InnoDB)";
-
-constexpr const char* kNextTable = R"(CREATE TABLE IF NOT EXISTS warden_token_next (
-  k TINYINT UNSIGNED NOT NULL PRIMARY KEY,
-  v BIGINT UNSIGNED NOT NULL,
-  safe BIGINT UNSIGNED NOT NULL
-) ENGINE=MEMORY)";
-
-// After GET_LOCK, in the same round trip: p_got is its result. When granted, draws the
-// token and records the holder; answers one row (p_got, token or NULL). A procedure's
-// statements are parsed once per session, and each locks its tables only while it
-// runs.
-std::string token_procedure() {
-  const std::string block = std::to_string(kTokenBlock);
-  return R"(CREATE PROCEDURE warden_token(p_id BIGINT UNSIGNED, p_got INT)
-MODIFIES SQL DATA
-BEGIN
-  DECLARE drawn BIGINT UNSIGNED DEFAULT NULL;
-  IF p_got = 1 THEN
-    UPDATE warden_token_next SET v = LAST_INSERT_ID(v + 1) WHERE k = 1 AND v < safe;
-    WHILE ROW_COUNT() = 0 DO
-      IF NOT EXISTS (SELECT 1 FROM warden_token_ceiling WHERE k = 1) THEN
-        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'warden_token_ceiling has no row';
-      END IF;
-      INSERT IGNORE INTO warden_token_next (k, v, safe)
-        SELECT 1, ceiling, ceiling FROM warden_token_ceiling WHERE k = 1;
-      UPDATE warden_token_ceiling SET ceiling = GREATEST(ceiling,
-        (SELECT v FROM warden_token_next WHERE k = 1) + )" +
-         block + R"() WHERE k = 1;
-      UPDATE warden_token_next SET safe = GREATEST(safe,
-        (SELECT ceiling FROM warden_token_ceiling WHERE k = 1)) WHERE k = 1;
-      UPDATE warden_token_next SET v = LAST_INSERT_ID(v + 1) WHERE k = 1 AND v < safe;
-    END WHILE;
-    SET drawn = LAST_INSERT_ID();
-    INSERT INTO warden_holders (id, holder, token) VALUES (p_id, CONNECTION_ID(), drawn)
-      ON DUPLICATE KEY UPDATE holder = VALUES(holder), token = VALUES(token);
-  END IF;
-  SELECT p_got, drawn;
-END)";
-}
-
 bool as_bool(const Field& field) { return field && *field != "0"; }
 
 }  // namespace
@@ -118,10 +80,8 @@ void install_registry(Connection& connection, const MysqlConfig& config) {
           table("warden_fences") +
           ", (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "
           "DATABASE() AND ROUTINE_NAME = 'warden_fence'), " +
-          table("warden_token_ceiling") + ", " + table("warden_holders") +
-          ", (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "
-          "DATABASE() AND ROUTINE_NAME = 'warden_token'), " +
-          table("warden_token_next"),
+          table("warden_tokens") + ", " + table("warden_token_sync") + ", " +
+          table("warden_holders") + ", VERSION()",
       deadline(), "look for the registry");
   if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 8) {
     throw Error(Errc::internal, "mysql: unexpected reply while looking for the registry");
@@ -131,7 +91,15 @@ void install_registry(Connection& connection, const MysqlConfig& config) {
     throw Error(Errc::deadline_exceeded, "mysql: another client kept the registry's install lock " +
                                              guard + " for " + seconds + " s");
   }
-  const auto create = [&](bool exists, const char* sql, const std::string& what,
+  // Sequences (10.3) and RELEASE_ALL_LOCKS (10.5) are MariaDB's; MySQL has neither.
+  const std::string version = row[7].value_or("");
+  if (version.find("MariaDB") == std::string::npos) {
+    connection.query("DO RELEASE_LOCK(" + guard + ")", deadline(), "release the install lock");
+    throw Error(Errc::unsupported, "mysql: the server is '" + version +
+                                       "'; mysql:// needs MariaDB 10.5 or later (it draws "
+                                       "tokens from a SEQUENCE, which MySQL lacks)");
+  }
+  const auto create = [&](bool exists, const std::string& sql, const std::string& what,
                           const char* privilege) {
     if (exists) return;
     try {
@@ -147,23 +115,13 @@ void install_registry(Connection& connection, const MysqlConfig& config) {
   create(as_bool(row[1]), kLocksTable, "the registry table warden_locks", "CREATE");
   create(as_bool(row[2]), kFencesTable, "the table warden_fences", "CREATE");
   create(as_bool(row[3]), kFenceFunction, "the stored function warden_fence()", "CREATE ROUTINE");
-  if (!as_bool(row[4])) {
-    create(false, kCeilingTable, "the table warden_token_ceiling", "CREATE");
-    // Above every token the per-lock counters of an older registry handed out, so that
-    // tokens keep increasing across the upgrade.
-    connection.query(
-        "INSERT IGNORE INTO warden_token_ceiling (k, ceiling) SELECT 1, COALESCE(MAX(token), 0) "
-        "FROM warden_locks",
-        deadline(), "start the token ceiling");
-  }
-  if (!as_bool(row[7])) create(false, kNextTable, "the table warden_token_next", "CREATE");
-  if (!as_bool(row[5])) {
+  create(as_bool(row[4]), kTokenSequence, "the sequence warden_tokens", "CREATE");
+  create(as_bool(row[5]), kSyncTable, "the table warden_token_sync", "CREATE");
+  if (!as_bool(row[6])) {
     connection.query("SET SESSION max_heap_table_size = 1073741824", deadline(),
                      "size the holders table");
     create(false, kHoldersTable, "the table warden_holders", "CREATE");
   }
-  create(as_bool(row[6]), token_procedure().c_str(), "the stored procedure warden_token()",
-         "CREATE ROUTINE");
   connection.query("DO RELEASE_LOCK(" + guard + ")", deadline(), "release the install lock");
 }
 

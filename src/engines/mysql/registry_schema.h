@@ -4,15 +4,11 @@
 //   warden_locks   one row per lock ever used: (grp, name) → id, the lock's name on
 //                  the server ("warden:DATABASE:ID", so any name of 1..512 bytes fits
 //                  the server's 64-character GET_LOCK limit and is never truncated).
-//                  Its token column is that of registries before warden_token_ceiling,
-//                  read once to start the ceiling above it.
-//   warden_token_ceiling (InnoDB) one row: no token ever handed out is above it
-//   warden_token_next (MEMORY) one row: the last token drawn, and a copy of the
-//                  ceiling; emptied by a restart, then started again at the ceiling
-//   warden_holders (MEMORY) lock id → the session holding it and its token, for check
-//                  and status; emptied by a restart, like the locks themselves
-//   warden_token(lock id, GET_LOCK's result) → (that result, token): draws the token
-//                  of a grant and records its holder (registry_schema.cc says how)
+//   warden_tokens  a SEQUENCE: every grant's token is its next value
+//   warden_token_sync (InnoDB) one row, updated to commit: the commit makes the
+//                  sequence's last cache refill durable (mysql_engine.cc, tokens)
+//   warden_holders (MEMORY) lock id → a session that held it and its token, written
+//                  at a grant's first renewal: a hint for status (mysql_inspect.cc)
 //   warden_fences  the highest token each lock's resource has seen
 //   warden_fence(grp, name, token) → TRUE iff token >= every token fenced before for
 //                  (grp, name), which it records; for a WHERE clause in the user's own
@@ -24,8 +20,8 @@
 
 namespace warden::engines::mysql {
 
-// Tokens drawn per durable raise of warden_token_ceiling (one redo log flush).
-inline constexpr int kTokenBlock = 1000;
+// Values warden_tokens hands out per write of its table (its CACHE).
+inline constexpr int kTokenCache = 10000;
 
 // Creates what is missing, under a GET_LOCK of its own so that clients opening at the
 // same time do not race each other's DDL. Creates nothing that exists (so a user without
