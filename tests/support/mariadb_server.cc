@@ -190,8 +190,8 @@ std::size_t MariaDbServer::waiting_sessions(std::string_view group, std::string_
   if (!id) return 0;
   const auto n = scalar(
       "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND "
-      "LOCATE('GET_LOCK(''warden:warden:" +
-      std::to_string(*id) + "''', INFO) > 0");
+      "LOCATE('warden_grant(''warden:warden:" +
+      std::to_string(*id) + "'',', INFO) > 0");
   return n ? std::stoul(*n) : 0;
 }
 

@@ -124,12 +124,9 @@ class MysqlEngine final : public core::Engine {
       if (connection->wait_timeout() != idle) {
         sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
       }
-      // One statement, parsed without touching a table but the sequence: GET_LOCK, and
-      // only if it granted, the next token and the lock "NAME/TOKEN" beside it. Answers
-      // the token, 0 for a wait that timed out, NULL for a killed one.
-      sql += "SELECT CASE GET_LOCK('" + name + "', " + timeout + ") WHEN 1 THEN IF(GET_LOCK(CONCAT('" +
-             name + "/', NEXTVAL(warden_tokens)), 0) = 1, LASTVAL(warden_tokens), NULL) WHEN 0 " +
-             "THEN 0 END";
+      // GET_LOCK, and only if it granted, the token and the token lock (registry_schema.h).
+      // The server shows the waiter in state "User lock" with this statement's text.
+      sql += "SELECT warden_grant('" + name + "', " + timeout + ")";
       // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
       const auto reply_by = request.deadline == Clock::time_point::max()
                                 ? Clock::time_point::max()

@@ -1,7 +1,7 @@
 // Status of mysql:// locks, read without changing anything: holders from IS_USED_LOCK,
 // waiters from the sessions the server shows waiting in GET_LOCK on the lock's name
-// (information_schema.PROCESSLIST, state "User lock"; a user without the PROCESS
-// privilege sees its own sessions only).
+// (information_schema.PROCESSLIST, state "User lock", statement warden_grant('NAME', …);
+// a user without the PROCESS privilege sees its own sessions only).
 //
 // A holder's token is the one whose token lock "NAME/TOKEN" the holding session holds.
 // GET_LOCK locks cannot be listed, only tested by name, so the token is found from a
@@ -40,8 +40,8 @@ std::string columns(const std::string& prefix) {
   return "l.name, IS_USED_LOCK(" + lock + "), h.token, IS_USED_LOCK(CONCAT(" + lock +
          ", '/', h.token)), (SELECT next_not_cached_value FROM warden_tokens), "
          "(SELECT COUNT(*) FROM information_schema.PROCESSLIST p WHERE p.STATE = 'User lock' "
-         "AND LOCATE(CONCAT('GET_LOCK(''', " +
-         lock + ", ''''), p.INFO) > 0), l.id";
+         "AND LOCATE(CONCAT('warden_grant(''', " +
+         lock + ", ''','), p.INFO) > 0), l.id";
 }
 
 // The token of session `holder`'s grant of the lock named `lock` on the server: the one

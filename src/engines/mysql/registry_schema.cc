@@ -40,6 +40,18 @@ constexpr const char* kHoldersTable = R"(CREATE TABLE IF NOT EXISTS warden_holde
   token BIGINT UNSIGNED NOT NULL
 ) ENGINE=MEMORY)";
 
+// A grant in one statement that opens no table but the sequence: GET_LOCK, and only if
+// it granted, the next token and the token lock "NAME/TOKEN" beside it. Returns the
+// token, 0 for a wait that timed out, NULL for a killed one. A function's body is parsed
+// once per session, where the same expression sent as text was parsed at every grant.
+constexpr const char* kGrantFunction =
+    R"(CREATE FUNCTION warden_grant(p_name VARCHAR(64) CHARACTER SET ascii, p_wait DOUBLE)
+RETURNS BIGINT UNSIGNED NOT DETERMINISTIC MODIFIES SQL DATA
+RETURN CASE GET_LOCK(p_name, p_wait)
+  WHEN 1 THEN IF(GET_LOCK(CONCAT(p_name, '/', NEXTVAL(warden_tokens)), 0) = 1,
+                 LASTVAL(warden_tokens), NULL)
+  WHEN 0 THEN 0 END)";
+
 constexpr const char* kFencesTable = R"(CREATE TABLE IF NOT EXISTS warden_fences (
   grp VARBINARY(64) NOT NULL,
   name VARBINARY(512) NOT NULL,
@@ -81,9 +93,11 @@ void install_registry(Connection& connection, const MysqlConfig& config) {
           ", (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "
           "DATABASE() AND ROUTINE_NAME = 'warden_fence'), " +
           table("warden_tokens") + ", " + table("warden_token_sync") + ", " +
-          table("warden_holders") + ", VERSION()",
+          table("warden_holders") +
+          ", (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "
+          "DATABASE() AND ROUTINE_NAME = 'warden_grant'), VERSION()",
       deadline(), "look for the registry");
-  if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 8) {
+  if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 9) {
     throw Error(Errc::internal, "mysql: unexpected reply while looking for the registry");
   }
   const Row& row = sets[0][0];
@@ -92,7 +106,7 @@ void install_registry(Connection& connection, const MysqlConfig& config) {
                                              guard + " for " + seconds + " s");
   }
   // Sequences (10.3) and RELEASE_ALL_LOCKS (10.5) are MariaDB's; MySQL has neither.
-  const std::string version = row[7].value_or("");
+  const std::string version = row[8].value_or("");
   if (version.find("MariaDB") == std::string::npos) {
     connection.query("DO RELEASE_LOCK(" + guard + ")", deadline(), "release the install lock");
     throw Error(Errc::unsupported, "mysql: the server is '" + version +
@@ -117,6 +131,8 @@ void install_registry(Connection& connection, const MysqlConfig& config) {
   create(as_bool(row[3]), kFenceFunction, "the stored function warden_fence()", "CREATE ROUTINE");
   create(as_bool(row[4]), kTokenSequence, "the sequence warden_tokens", "CREATE");
   create(as_bool(row[5]), kSyncTable, "the table warden_token_sync", "CREATE");
+  create(as_bool(row[7]), kGrantFunction, "the stored function warden_grant()",
+         "CREATE ROUTINE");
   if (!as_bool(row[6])) {
     connection.query("SET SESSION max_heap_table_size = 1073741824", deadline(),
                      "size the holders table");

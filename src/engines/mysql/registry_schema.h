@@ -9,6 +9,8 @@
 //                  sequence's last cache refill durable (mysql_engine.cc, tokens)
 //   warden_holders (MEMORY) lock id → a session that held it and its token, written
 //                  at a grant's first renewal: a hint for status (mysql_inspect.cc)
+//   warden_grant(name, wait) → token, 0 (timed out) or NULL (killed): GET_LOCK, then
+//                  the token and its token lock "NAME/TOKEN", in one statement
 //   warden_fences  the highest token each lock's resource has seen
 //   warden_fence(grp, name, token) → TRUE iff token >= every token fenced before for
 //                  (grp, name), which it records; for a WHERE clause in the user's own
