@@ -27,7 +27,9 @@ namespace warden {
 // One grant held now.
 struct HolderStatus {
   Mode mode = Mode::exclusive;
-  std::uint64_t token = 0;  // the grant's fencing token
+  // The grant's fencing token; 0 (never a token) when the engine cannot tell which
+  // token the holder has (mysql://, rarely: docs/engines/mysql.md, Status).
+  std::uint64_t token = 0;
   // Time until the lease runs out unless renewed (0 if it is running out now);
   // nullopt when the backend ties leases to something else (a ZooKeeper session).
   std::optional<std::chrono::milliseconds> ttl_left;

@@ -28,7 +28,8 @@ std::string lock_text(const LockStatus& s) {
     out += fmt::format("  holders ({}):\n    {:<10} {:>20} {:>14}\n", s.holders.size(), "MODE",
                        "TOKEN", "TTL LEFT (ms)");
     for (const HolderStatus& h : s.holders) {
-      out += fmt::format("    {:<10} {:>20} {:>14}\n", to_string(h.mode), h.token,
+      out += fmt::format("    {:<10} {:>20} {:>14}\n", to_string(h.mode),
+                         h.token == 0 ? std::string("unknown") : std::to_string(h.token),
                          ms_or(h.ttl_left, "session"));
     }
   }
@@ -47,7 +48,9 @@ std::string lock_json(const std::string& url, const LockStatus& s) {
   json holders = json::array();
   for (const HolderStatus& h : s.holders) {
     holders.push_back(
-        {{"mode", to_string(h.mode)}, {"token", h.token}, {"ttl_left_ms", ms_or_null(h.ttl_left)}});
+        {{"mode", to_string(h.mode)},
+         {"token", h.token == 0 ? json(nullptr) : json(h.token)},
+         {"ttl_left_ms", ms_or_null(h.ttl_left)}});
   }
   json waiters = json::array();
   for (const WaiterStatus& w : s.waiters) {

@@ -13,7 +13,8 @@ namespace warden::cli {
 std::string lock_text(const LockStatus& status);
 //   {"url", "lock": "G/N", "holders": [{"mode", "token", "ttl_left_ms"}],
 //    "waiters": [{"mode", "deadline_left_ms"}], "lock_delay_left_ms"}
-// A time the backend does not know (or a wait without deadline) is null.
+// A token or a time the backend does not know (or a wait without deadline) is null;
+// the text says "unknown" for such a token.
 std::string lock_json(const std::string& url, const LockStatus& status);
 
 // A group: its locks' names with holder and waiter counts.
