@@ -1,5 +1,5 @@
 // engines/mysql/mysql_config.h — what a mysql:// URI and the ClientOptions say about
-// talking to one MariaDB (or MySQL) server.
+// talking to one MariaDB server.
 //
 //   mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?pool=N]
 //
