@@ -47,10 +47,9 @@ std::string lock_text(const LockStatus& s) {
 std::string lock_json(const std::string& url, const LockStatus& s) {
   json holders = json::array();
   for (const HolderStatus& h : s.holders) {
-    holders.push_back(
-        {{"mode", to_string(h.mode)},
-         {"token", h.token == 0 ? json(nullptr) : json(h.token)},
-         {"ttl_left_ms", ms_or_null(h.ttl_left)}});
+    holders.push_back({{"mode", to_string(h.mode)},
+                       {"token", h.token == 0 ? json(nullptr) : json(h.token)},
+                       {"ttl_left_ms", ms_or_null(h.ttl_left)}});
   }
   json waiters = json::array();
   for (const WaiterStatus& w : s.waiters) {

@@ -247,8 +247,8 @@ class MysqlEngine final : public core::Engine {
     try {
       // Both locks of the grant (the session holds no others). A holders row stays: the
       // token lock it names is gone, so status no longer believes it.
-      held->connection->query("DO RELEASE_ALL_LOCKS()",
-                              Clock::now() + pool_.config().op_timeout, "release");
+      held->connection->query("DO RELEASE_ALL_LOCKS()", Clock::now() + pool_.config().op_timeout,
+                              "release");
     } catch (const Error&) {
       end_session(*held);
       throw;
@@ -268,12 +268,11 @@ class MysqlEngine final : public core::Engine {
     // session that drew the token, which still holds the lock.
     const std::string lock = "CONCAT('" + pool_.config().lock_prefix() + "', id)";
     return pool_.with([&](Connection& c) {
-      const auto sets = c.query("SELECT IS_USED_LOCK(" + lock + ") = IS_USED_LOCK(CONCAT(" + lock +
-                                    ", '/" + std::to_string(sequencer.token) +
-                                    "')) FROM warden_locks WHERE grp = " +
-                                    hex_literal(sequencer.group) +
-                                    " AND name = " + hex_literal(sequencer.name),
-                                Clock::now() + pool_.config().op_timeout, "check");
+      const auto sets =
+          c.query("SELECT IS_USED_LOCK(" + lock + ") = IS_USED_LOCK(CONCAT(" + lock + ", '/" +
+                      std::to_string(sequencer.token) + "')) FROM warden_locks WHERE grp = " +
+                      hex_literal(sequencer.group) + " AND name = " + hex_literal(sequencer.name),
+                  Clock::now() + pool_.config().op_timeout, "check");
       return sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
              sets[0][0][0] == "1";
     });

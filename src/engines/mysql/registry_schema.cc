@@ -131,8 +131,7 @@ void install_registry(Connection& connection, const MysqlConfig& config) {
   create(as_bool(row[3]), kFenceFunction, "the stored function warden_fence()", "CREATE ROUTINE");
   create(as_bool(row[4]), kTokenSequence, "the sequence warden_tokens", "CREATE");
   create(as_bool(row[5]), kSyncTable, "the table warden_token_sync", "CREATE");
-  create(as_bool(row[7]), kGrantFunction, "the stored function warden_grant()",
-         "CREATE ROUTINE");
+  create(as_bool(row[7]), kGrantFunction, "the stored function warden_grant()", "CREATE ROUTINE");
   if (!as_bool(row[6])) {
     connection.query("SET SESSION max_heap_table_size = 1073741824", deadline(),
                      "size the holders table");

@@ -39,8 +39,9 @@ std::uint64_t status_token(Client& client) {
 }
 
 std::string holders_row(MariaDbServer& server, std::uint64_t id) {
-  return server.scalar("SELECT CONCAT(holder, ':', token) FROM warden.warden_holders WHERE id = " +
-                       std::to_string(id))
+  return server
+      .scalar("SELECT CONCAT(holder, ':', token) FROM warden.warden_holders WHERE id = " +
+              std::to_string(id))
       .value_or("none");
 }
 
