@@ -1,6 +1,7 @@
 #include "engines/redis/redis_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "core/tls_options.h"
@@ -13,7 +14,17 @@ namespace {
   throw Error(Errc::invalid_argument,
               "redis:// URI: " + why +
                   " (expected redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]"
-                  "[?pool=N&waiter_ttl_ms=M][&tls=1&ca=FILE&cert=FILE&key=FILE])");
+                  "[?pool=N&waiter_ttl_ms=M][&tls=1&ca=FILE&cert=FILE&key=FILE], or "
+                  "redis+sentinel://[[USER]:PASSWORD@]S1[:PORT],S2,.../MASTER[/DB]"
+                  "[?sentinel_user=U&sentinel_password=P&...])");
+}
+
+// Sentinel's master names: what `sentinel monitor` accepts without quoting.
+bool is_master_name(const std::string& name) {
+  if (name.empty() || name.size() > 128) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 // A decimal number in [low, high], or invalid() naming `what`.
@@ -27,9 +38,10 @@ std::int64_t parse_number(const std::string& text, std::int64_t low, std::int64_
 }  // namespace
 
 RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
-  if (uri.scheme != "redis") invalid("scheme is '" + uri.scheme + "'");
+  const bool sentinel = uri.scheme == "redis+sentinel";
+  if (uri.scheme != "redis" && !sentinel) invalid("scheme is '" + uri.scheme + "'");
   if (uri.hosts.empty()) invalid("no host");
-  if (uri.hosts.size() > 1) {
+  if (!sentinel && uri.hosts.size() > 1) {
     invalid(
         "more than one host; redis:// is one Redis server (for several independent "
         "masters use redlock://)");
@@ -38,14 +50,41 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   if (uri.user && !uri.user->empty() && !uri.password) invalid("a user needs a password");
 
   RedisConfig config;
-  if (!uri.path.empty()) {
-    config.connect.db = static_cast<int>(parse_number(uri.path, 0, 1'000'000, "database"));
+  std::string db = uri.path;
+  if (sentinel) {
+    resp_client::SentinelOptions sentinels;
+    const auto slash = uri.path.find('/');
+    sentinels.master_name = uri.path.substr(0, slash);
+    db = slash == std::string::npos ? std::string() : uri.path.substr(slash + 1);
+    if (sentinels.master_name.empty()) invalid("no master name (redis+sentinel://S1,S2/MASTER)");
+    if (!is_master_name(sentinels.master_name)) {
+      invalid("master name '" + sentinels.master_name + "' is not 1..128 of [A-Za-z0-9._-]");
+    }
+    if (slash != std::string::npos && db.empty()) invalid("empty database after the master name");
+    for (const auto& host : uri.hosts) {
+      sentinels.sentinels.push_back({host.host, host.port.value_or(kDefaultSentinelPort)});
+    }
+    config.sentinel = std::move(sentinels);
+  }
+  if (!db.empty()) {
+    config.connect.db = static_cast<int>(parse_number(db, 0, 1'000'000, "database"));
   }
   for (const auto& [key, value] : uri.query) {
     if (core::is_tls_parameter(key)) continue;  // parse_tls_options below
-    if (key == "pool") {
+    if (sentinel && key == "sentinel_user") {
+      if (value.empty()) invalid("empty sentinel_user");
+      config.sentinel->user = value;
+    } else if (sentinel && key == "sentinel_password") {
+      if (value.empty()) invalid("empty sentinel_password");
+      config.sentinel->password = value;
+    } else if (key == "pool") {
       config.pool_size = static_cast<std::size_t>(
           parse_number(value, 1, static_cast<std::int64_t>(kMaxPoolSize), "pool"));
+    } else if (key == "min_replicas") {
+      config.min_replicas = static_cast<int>(parse_number(value, 1, 16, "min_replicas"));
+    } else if (key == "replica_timeout_ms") {
+      config.replica_timeout =
+          std::chrono::milliseconds(parse_number(value, 1, 60'000, "replica_timeout_ms"));
     } else if (key == "waiter_ttl_ms") {
       config.waiter_ttl = std::chrono::milliseconds(
           parse_number(value, kMinWaiterTtl.count(), kMaxWaiterTtl.count(), "waiter_ttl_ms"));
@@ -58,7 +97,17 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   if (uri.user && !uri.user->empty()) config.connect.user = uri.user;
   config.connect.password = uri.password;
   config.connect.timeout = options.op_timeout;
+  if (uri.query.count("replica_timeout_ms") && config.min_replicas == 0) {
+    invalid("replica_timeout_ms needs min_replicas");
+  }
   config.connect.tls = core::parse_tls_options(uri, "redis");
+  if (config.sentinel) {
+    if (config.sentinel->user && !config.sentinel->password) {
+      invalid("sentinel_user needs sentinel_password");
+    }
+    config.sentinel->timeout = options.op_timeout;
+    config.sentinel->tls = config.connect.tls;
+  }
   config.op_timeout = options.op_timeout;
   config.retry = options.retry;
   config.poll = options.retry;

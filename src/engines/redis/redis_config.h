@@ -3,6 +3,10 @@
 //
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?pool=N&waiter_ttl_ms=M][&TLS]
 //   rediss://...  = redis://...?tls=1
+//   redis+sentinel://[[USER]:PASSWORD@]S1[:PORT],S2,.../MASTER[/DB][?...]
+//                   the master named MASTER, found from the sentinels S1, S2, ... (port
+//                   default 26379); USER and PASSWORD are the data nodes'; the sentinels'
+//                   own AUTH by sentinel_user=U&sentinel_password=P
 //
 //   USER, PASSWORD  AUTH [USER] PASSWORD on every connection (Redis 6 ACL user, or the
 //                   default user's requirepass when USER is empty); %-escaped
@@ -13,19 +17,26 @@
 //   waiter_ttl_ms=M how long a waiter stays queued without refreshing its place, 100 ..
 //                   600000, default 3000: a waiter whose process died is evicted after
 //                   at most M ms; live waiters refresh every M/3
+//   min_replicas=N  every grant, renewal and release is followed by WAIT N in the same
+//                   round trip; a grant fewer than N replicas acknowledged in time is
+//                   released again (1..16; default 0: no WAIT)
+//   replica_timeout_ms=M  WAIT's timeout, 1..60000, default 500
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "core/uri.h"
 #include "engines/resp_client/connection.h"
+#include "engines/resp_client/master_locator.h"
 #include "warden/options.h"
 
 namespace warden::engines::redis {
 
 inline constexpr std::uint16_t kDefaultPort = 6379;
+inline constexpr std::uint16_t kDefaultSentinelPort = 26379;
 inline constexpr std::size_t kDefaultPoolSize = 2;
 inline constexpr std::size_t kMaxPoolSize = 64;
 inline constexpr std::chrono::milliseconds kDefaultWaiterTtl{3'000};
@@ -34,8 +45,12 @@ inline constexpr std::chrono::milliseconds kMaxWaiterTtl{600'000};
 
 struct RedisConfig {
   resp_client::ConnectOptions connect;  // timeout = op_timeout
+  // redis+sentinel://: where to find the master (connect.host/port are then unused).
+  std::optional<resp_client::SentinelOptions> sentinel;
   std::size_t pool_size = kDefaultPoolSize;
   std::chrono::milliseconds waiter_ttl = kDefaultWaiterTtl;
+  int min_replicas = 0;
+  std::chrono::milliseconds replica_timeout{500};
   std::chrono::milliseconds op_timeout{5'000};
   // Reconnect back-off, and the waiters' polling between messages (its max capped at
   // waiter_ttl / 3 so a waiter refreshes its place in time).

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,10 +51,22 @@ class RedisEngine final : public core::Engine {
       : config_(std::move(config)),
         connector_(std::make_shared<Connector>(config_.connect, config_.retry)),
         subscriber_(config_.connect, config_.retry, connector_->tls()),
-        client_id_(core::random_client_id()) {
+        client_id_(core::random_client_id()),
+        wait_(config_.min_replicas == 0
+                  ? resp_client::Command{}
+                  : resp_client::Command{"WAIT", std::to_string(config_.min_replicas),
+                                         std::to_string(config_.replica_timeout.count())}) {
     for (std::size_t i = 0; i < config_.pool_size; ++i) {
       pipelines_.push_back(std::make_unique<Pipeline>(connector_, config_.op_timeout));
     }
+    if (config_.connect.master) {
+      config_.connect.master->watch([this] { recheck_after_failover(); });
+    }
+  }
+
+  ~RedisEngine() override {
+    // The listener uses this engine's pipelines: no failover is handled past this point.
+    if (config_.connect.master) config_.connect.master->stop_watching();
   }
 
   // Connects the first pipelined connection (AUTH, SELECT) and asks PING.
@@ -93,19 +109,43 @@ class RedisEngine final : public core::Engine {
     while (true) {
       Clock::time_point sent;
       Attempt attempt;
+      std::optional<std::int64_t> acknowledged;  // replicas, with min_replicas
       try {
-        auto result = run_scripts(pipeline(), {call});
+        auto result = run_scripts(pipeline(), {call}, wait_command());
         sent = result.sent;
         attempt = attempt_of(result.replies.at(0), context("acquire"));
-      } catch (const Error&) {
+        if (wait_command() != nullptr) acknowledged = replicas_of(result.replies.back());
+      } catch (const Error& e) {
         // The script may have run (and granted, or queued us) with only its reply lost.
         withdraw(keys, entry);
-        throw;
+        // Behind Sentinel a master that is gone is replaced within seconds: a waiter
+        // asks again (queueing again at the new master) until its own deadline.
+        const bool transient = e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded;
+        if (!config_.connect.master || !waits || !transient) throw;
+        if (!pause_before_retry(request, poll.next_delay())) return std::nullopt;
+        continue;
+      }
+      if (attempt.granted && acknowledged && *acknowledged < config_.min_replicas) {
+        // A grant a failover could lose: given back, and the acquire fails (or asks
+        // again within its wait, as replicas may catch up).
+        release_quietly(keys, attempt.token, owner);
+        const Error why(Errc::unavailable, context("acquire") + ": the grant reached " +
+                                               std::to_string(*acknowledged) + " of the " +
+                                               std::to_string(config_.min_replicas) +
+                                               " replicas min_replicas asks for within " +
+                                               std::to_string(config_.replica_timeout.count()) +
+                                               " ms; released");
+        if (!waits) throw why;
+        if (!pause_before_retry(request, poll.next_delay())) throw why;
+        continue;
       }
       if (attempt.granted) {
-        return Granted{
-            GrantRef{request.key, request.mode, attempt.token, request.options.ttl, owner},
-            sent + request.options.ttl};
+        GrantRef grant{request.key, request.mode, attempt.token, request.options.ttl, owner};
+        if (config_.connect.master) {
+          std::lock_guard lock(held_mu_);
+          held_.emplace(owner, grant);
+        }
+        return Granted{std::move(grant), sent + request.options.ttl};
       }
       if (!waits) return std::nullopt;
       // Subscribing only now keeps the uncontended path at one round trip; a message
@@ -142,8 +182,13 @@ class RedisEngine final : public core::Engine {
       }
       calls.push_back(std::move(call));
     }
-    const auto result = run_scripts(pipeline(), calls);
+    const auto result = run_scripts(pipeline(), calls, wait_command());
     const std::string what = context("renew");
+    // Renewed on the master but not on enough replicas: neither kept nor lost; the old
+    // expiries stand and the core asks again soon.
+    if (wait_command() != nullptr && replicas_of(result.replies.back()) < config_.min_replicas) {
+      return std::vector<Renewed>(grants.size(), Renewed::unknown());
+    }
     std::vector<Renewed> out;
     out.reserve(grants.size());
     for (std::size_t c = 0; c < calls.size(); ++c) {
@@ -158,6 +203,10 @@ class RedisEngine final : public core::Engine {
       for (std::size_t n = 0; n < count; ++n) {
         const GrantRef& grant = grants[c * kRenewChunk + n];
         const bool held = integer_of(reply.elements[n], what) == 1;
+        if (!held && config_.connect.master) {
+          std::lock_guard lock(held_mu_);
+          held_.erase(grant.owner);
+        }
         out.push_back(Renewed{held ? std::optional(result.sent + grant.ttl) : std::nullopt});
       }
     }
@@ -166,12 +215,18 @@ class RedisEngine final : public core::Engine {
 
   void release(const GrantRef& grant) override {
     const LockKeys keys = LockKeys::of(grant.key);
-    const auto result = run_scripts(
-        pipeline(), {ScriptCall{&k_release_script,
+    const auto result =
+        run_scripts(pipeline(),
+                    {ScriptCall{&k_release_script,
                                 all_keys(keys),
-                                {keys.channel, std::to_string(grant.token), grant.owner}}});
+                                {keys.channel, std::to_string(grant.token), grant.owner}}},
+                    wait_command());
     // 0 ("was not held") is a release too: release is idempotent.
     integer_of(result.replies.at(0), context("release"));
+    if (config_.connect.master) {
+      std::lock_guard lock(held_mu_);
+      held_.erase(grant.owner);
+    }
   }
 
   bool check(const Sequencer& sequencer) override {
@@ -202,6 +257,71 @@ class RedisEngine final : public core::Engine {
     return std::string(what) + " on " + connector_->endpoint();
   }
 
+  // WAIT min_replicas replica_timeout, to follow writes; nullptr without min_replicas.
+  const resp_client::Command* wait_command() const { return wait_.empty() ? nullptr : &wait_; }
+
+  // The number of replicas a WAIT reply counts; 0 for anything else (an error reply).
+  static std::int64_t replicas_of(const Reply& reply) {
+    return reply.is_integer() ? reply.integer : 0;
+  }
+
+  // Gives a grant back, confirmed or not (it lapses by its TTL otherwise).
+  void release_quietly(const LockKeys& keys, std::uint64_t token, const std::string& owner) {
+    try {
+      run_scripts(pipeline(), {ScriptCall{&k_release_script,
+                                          all_keys(keys),
+                                          {keys.channel, std::to_string(token), owner}}});
+    } catch (const Error&) {
+    }
+  }
+
+  // Waits `delay` (less if the deadline comes first, or a stop); false if the waiter
+  // should give up: stopped, or its deadline passed.
+  static bool pause_before_retry(const AcquireRequest& request, Clock::duration delay) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait_until(lock, request.stop, std::min(request.deadline, Clock::now() + delay),
+                  [] { return false; });
+    return !request.stop.stop_requested() && Clock::now() < request.deadline;
+  }
+
+  // The sentinels moved the master. Replication is asynchronous, so a grant made just
+  // before the switch may be missing on the new master, where someone else can now take
+  // the lock: every grant this client holds is checked there at once, not at its next
+  // renewal, and one that is missing is reported lost now. (Waiters need nothing: their
+  // next attempt queues them at the new master.)
+  void recheck_after_failover() {
+    std::vector<GrantRef> grants;
+    {
+      std::lock_guard lock(held_mu_);
+      for (const auto& [owner, grant] : held_) grants.push_back(grant);
+    }
+    if (grants.empty()) return;
+    std::vector<ScriptCall> calls;
+    for (const GrantRef& grant : grants) {
+      const LockKeys keys = LockKeys::of(grant.key);
+      calls.push_back(
+          ScriptCall{&k_check_script,
+                     {keys.holders, keys.info},
+                     {std::to_string(grant.token), grant.mode == Mode::exclusive ? "x" : "s"}});
+    }
+    try {
+      const auto result = run_scripts(pipeline(), calls);
+      for (std::size_t i = 0; i < grants.size(); ++i) {
+        const Reply& reply = result.replies.at(i);
+        if (!reply.is_integer() || reply.integer != 0) continue;  // held, or undecided
+        {
+          std::lock_guard lock(held_mu_);
+          held_.erase(grants[i].owner);
+        }
+        report_lost(grants[i]);
+      }
+    } catch (const Error&) {
+      // The new master cannot be asked yet: the watchdog's renewals decide, as always.
+    }
+  }
+
   // Takes a waiter's entry (and a grant made for it) off the lock. If Redis cannot be
   // reached, the entry lapses by its liveness and a grant by its ttl, since nobody
   // refreshes or renews them.
@@ -220,12 +340,22 @@ class RedisEngine final : public core::Engine {
   Subscriber subscriber_;
   const std::string client_id_;
   std::atomic<std::uint64_t> sequence_{0};
+  const resp_client::Command wait_;  // empty without min_replicas
+  // Behind Sentinel: the grants this client holds, by owner, for the check after a
+  // failover.
+  std::mutex held_mu_;
+  std::map<std::string, GrantRef> held_;  // guarded by held_mu_
 };
 
 }  // namespace
 
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
-  auto engine = std::make_unique<RedisEngine>(parse_config(uri, options));
+  RedisConfig config = parse_config(uri, options);
+  if (config.sentinel) {
+    config.connect.master =
+        std::make_shared<resp_client::MasterLocator>(*config.sentinel, config.retry);
+  }
+  auto engine = std::make_unique<RedisEngine>(std::move(config));
   engine->ping();
   return engine;
 }

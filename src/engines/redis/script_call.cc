@@ -6,10 +6,12 @@
 namespace warden::engines::redis {
 
 resp_client::Pipeline::Result run_scripts(resp_client::Pipeline& pipeline,
-                                          const std::vector<ScriptCall>& calls) {
+                                          const std::vector<ScriptCall>& calls,
+                                          const resp_client::Command* then) {
   std::vector<resp_client::Command> commands;
-  commands.reserve(calls.size());
+  commands.reserve(calls.size() + 1);
   for (const ScriptCall& call : calls) commands.push_back(resp_client::script_command(call, true));
+  if (then != nullptr) commands.push_back(*then);
   auto result = pipeline.run(std::move(commands));
 
   std::vector<std::size_t> unknown;
@@ -20,10 +22,13 @@ resp_client::Pipeline::Result run_scripts(resp_client::Pipeline& pipeline,
   std::vector<resp_client::Command> retry;
   retry.reserve(unknown.size());
   for (std::size_t i : unknown) retry.push_back(resp_client::script_command(calls[i], false));
+  if (then != nullptr) retry.push_back(*then);
   auto second = pipeline.run(std::move(retry));
   for (std::size_t n = 0; n < unknown.size(); ++n) {
     result.replies[unknown[n]] = std::move(second.replies[n]);
   }
+  // The second round's `then` acknowledges the scripts it ran, and the first round's ones.
+  if (then != nullptr) result.replies.back() = std::move(second.replies.back());
   return result;
 }
 

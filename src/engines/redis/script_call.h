@@ -15,8 +15,11 @@ using resp_client::ScriptCall;
 // Runs `calls` in one pipelined round (two if some met NOSCRIPT: those are sent again
 // with EVAL). Result::sent is when the first round started, so it is no later than
 // any script ran. Error replies (other than NOSCRIPT) come back as replies; transport
-// failures throw as Pipeline::run does.
+// failures throw as Pipeline::run does. `then`, when given, follows the scripts in every
+// round sent (WAIT, which then acknowledges them), and its reply from the last round
+// comes after the calls' replies.
 resp_client::Pipeline::Result run_scripts(resp_client::Pipeline& pipeline,
-                                          const std::vector<ScriptCall>& calls);
+                                          const std::vector<ScriptCall>& calls,
+                                          const resp_client::Command* then = nullptr);
 
 }  // namespace warden::engines::redis

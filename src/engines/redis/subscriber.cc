@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "engines/resp_client/connector.h"
 #include "warden/error.h"
 
 namespace warden::engines::redis {
@@ -131,6 +132,8 @@ void Subscriber::run() {
       orders.swap(orders_);
       anyone = !channels_.empty();
     }
+    // Behind Sentinel, a connection to a master that moved hears nothing of the new one.
+    if (conn && !resp_client::still_current(*conn, options_)) conn.reset();
     if (!conn) {
       // Nobody waits: no connection; sleep until an order comes.
       if (!anyone) {
@@ -138,7 +141,7 @@ void Subscriber::run() {
         continue;
       }
       try {
-        conn = Connection::open(options_, tls_);
+        conn = resp_client::open_connection(options_, tls_);
         backoff.reset();
       } catch (const Error&) {
         // Waiters poll meanwhile; orders are not lost: a fresh connection subscribes

@@ -37,6 +37,8 @@ namespace warden::engines::resp_client {
 // One command: its arguments, binary-safe ("SET", key, value, ...).
 using Command = std::vector<std::string>;
 
+class MasterLocator;
+
 struct ConnectOptions {
   std::string host;  // a name or an IPv4/IPv6 address
   std::uint16_t port = 0;
@@ -50,6 +52,10 @@ struct ConnectOptions {
   std::chrono::milliseconds timeout{5'000};
   // TLS (core/tls_options.h); tls.enabled false: plain TCP.
   core::TlsOptions tls;
+  // A master behind Redis Sentinel: host and port are then the master's as the locator
+  // finds it, and a server that is not the master is refused (master_locator.h). Used by
+  // open_connection(), not by Connection::open.
+  std::shared_ptr<MasterLocator> master;
 };
 
 // "host:port", or "[v6-address]:port".

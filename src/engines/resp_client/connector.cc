@@ -3,11 +3,24 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engines/resp_client/master_locator.h"
+
 namespace warden::engines::resp_client {
+
+std::unique_ptr<Connection> open_connection(const ConnectOptions& options,
+                                            const std::shared_ptr<const TlsContext>& tls) {
+  if (options.master) return options.master->connect(options, tls);
+  return Connection::open(options, tls);
+}
+
+bool still_current(const Connection& conn, const ConnectOptions& options) {
+  return !options.master || options.master->is_current(conn.endpoint());
+}
 
 Connector::Connector(ConnectOptions options, const RetryPolicy& retry)
     : options_(std::move(options)),
-      endpoint_(endpoint_name(options_.host, options_.port)),
+      endpoint_(options_.master ? options_.master->description()
+                                : endpoint_name(options_.host, options_.port)),
       tls_(options_.tls.enabled ? TlsContext::create(options_.tls, endpoint_) : nullptr),
       backoff_(retry),
       suspect_backoff_(retry) {}
@@ -39,10 +52,14 @@ void Connector::answered() {
   suspect_until_ = {};
 }
 
+void Connector::not_master(const Connection& conn) {
+  if (options_.master) options_.master->forget(conn.endpoint());
+}
+
 std::unique_ptr<Connection> Connector::connect() {
   throw_if_backing_off();
   try {
-    auto conn = Connection::open(options_, tls_);
+    auto conn = open_connection(options_, tls_);
     std::lock_guard guard(mu_);
     backoff_.reset();
     not_before_ = {};

@@ -24,6 +24,14 @@
 
 namespace warden::engines::resp_client {
 
+// A connection to the server `options` name: their host and port, or the master their
+// locator finds. Throws what Connection::open / MasterLocator::connect throw.
+std::unique_ptr<Connection> open_connection(const ConnectOptions& options,
+                                            const std::shared_ptr<const TlsContext>& tls);
+// false if `conn` goes to a server that is no longer the one `options` mean (the master
+// moved): its user should drop it and open another.
+bool still_current(const Connection& conn, const ConnectOptions& options);
+
 class Connector {
  public:
   // With options.tls.enabled, loads the TLS files now: throws what TlsContext::create
@@ -45,6 +53,9 @@ class Connector {
   // connection into a backlog nobody reads. answered() ends the suspicion.
   void suspect(const Error& why);
   void answered();
+  // The server behind `conn` said it is no longer the master (READONLY): behind
+  // Sentinel, the next connect asks the sentinels again.
+  void not_master(const Connection& conn);
 
   // "host:port", for messages.
   const std::string& endpoint() const { return endpoint_; }

@@ -36,6 +36,7 @@ void Pipeline::execute(const std::vector<Batch*>& round) {
   try {
     // A connection the server closed meanwhile (a restart) is replaced before the round
     // rather than failing it.
+    if (conn_ && !still_current(*conn_, connector_->options())) conn_.reset();
     if (!conn_ || !conn_->reusable()) {
       conn_.reset();
       conn_ = connector_->connect();
@@ -51,6 +52,15 @@ void Pipeline::execute(const std::vector<Batch*>& round) {
     std::vector<Reply> replies;
     replies.reserve(total);
     for (std::size_t i = 0; i < total; ++i) replies.push_back(conn_->read_reply(deadline));
+    // A server that refuses writes as a replica is no longer the master (a failover
+    // demoted it): the next round goes to whichever server is.
+    for (const Reply& reply : replies) {
+      if (reply.is_error() && reply.error_code() == "READONLY") {
+        connector_->not_master(*conn_);
+        conn_.reset();
+        break;
+      }
+    }
 
     auto next = replies.begin();
     for (Batch* batch : round) {
