@@ -133,12 +133,21 @@ void check_config(const Uri& uri, Config (*parse)(const Uri&, const ClientOption
 void check_configs(const Uri& uri) {
   using namespace warden::engines;
   check_config<redis::RedisConfig>(uri, redis::parse_config, [&](const auto& c) {
-    WARDEN_FUZZ_CHECK(uri.scheme == "redis" && uri.hosts.size() == 1);
+    if (c.sentinel) {
+      WARDEN_FUZZ_CHECK(uri.scheme == "redis+sentinel");
+      WARDEN_FUZZ_CHECK(c.sentinel->sentinels.size() == uri.hosts.size());
+      WARDEN_FUZZ_CHECK(!c.sentinel->master_name.empty() && c.sentinel->master_name.size() <= 128);
+      WARDEN_FUZZ_CHECK(c.sentinel->master_name.find_first_of(" /?\r\n") == std::string::npos);
+      WARDEN_FUZZ_CHECK(!c.sentinel->user || c.sentinel->password);
+    } else {
+      WARDEN_FUZZ_CHECK(uri.scheme == "redis" && uri.hosts.size() == 1);
+    }
+    WARDEN_FUZZ_CHECK(c.min_replicas >= 0 && c.min_replicas <= 16);
     WARDEN_FUZZ_CHECK(c.pool_size >= 1 && c.pool_size <= redis::kMaxPoolSize);
     WARDEN_FUZZ_CHECK(c.waiter_ttl >= redis::kMinWaiterTtl && c.waiter_ttl <= redis::kMaxWaiterTtl);
     WARDEN_FUZZ_CHECK(c.poll.max.count() >= 1 && c.poll.max <= c.waiter_ttl / 3);
     WARDEN_FUZZ_CHECK(c.poll.initial <= c.poll.max);
-    WARDEN_FUZZ_CHECK(c.connect.port != 0 && !c.connect.host.empty());
+    WARDEN_FUZZ_CHECK(c.sentinel || (c.connect.port != 0 && !c.connect.host.empty()));
     WARDEN_FUZZ_CHECK(!c.connect.password || !c.connect.password->empty());
   });
   check_config<redlock::RedlockConfig>(uri, redlock::parse_config, [&](const auto& c) {
@@ -213,7 +222,8 @@ void check_parsed(const Uri& uri) {
 // the query, and error messages quoted those.)
 void check_password_never_shown(std::string_view input) {
   if (input.find('\x01') != std::string_view::npos) return;
-  static constexpr std::string_view kSchemes[] = {"redis", "redlock", "etcd", "zk", "warden"};
+  static constexpr std::string_view kSchemes[] = {"redis", "redis+sentinel", "redlock", "etcd",
+                                                  "zk", "warden"};
   const std::string password(input);
   for (const std::string_view scheme : kSchemes) {
     for (const std::string& text : {std::string(scheme) + "://u:\x01" + password + "@h:1",
