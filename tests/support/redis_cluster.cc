@@ -183,32 +183,15 @@ void RedisClusterGroup::start_nodes() {
     for (int attempt = 0;; ++attempt) {
       n->port = pick_port();
       n->bus_port = pick_port();
-      n->process = ServerProcess({redis_server_path(),
-                                  "--port",
-                                  std::to_string(n->port),
-                                  "--cluster-port",
-                                  std::to_string(n->bus_port),
-                                  "--bind",
-                                  "127.0.0.1",
-                                  "--dir",
-                                  n->dir.path().string(),
-                                  "--cluster-enabled",
-                                  "yes",
-                                  "--cluster-config-file",
-                                  "nodes.conf",
-                                  "--cluster-node-timeout",
-                                  "2000",
-                                  "--save",
-                                  "",
-                                  "--appendonly",
-                                  "no",
-                                  "--protected-mode",
-                                  "no",
-                                  "--daemonize",
-                                  "no",
-                                  "--logfile",
-                                  ""},
-                                 n->dir.path() / "redis.log");
+      n->process =
+          ServerProcess({redis_server_path(), "--port", std::to_string(n->port), "--cluster-port",
+                         std::to_string(n->bus_port), "--bind", "127.0.0.1", "--dir",
+                         n->dir.path().string(), "--cluster-enabled", "yes",
+                         "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+                         // Sync a new replica at once, not after 5 s.
+                         "--repl-diskless-sync-delay", "0", "--save", "", "--appendonly", "no",
+                         "--protected-mode", "no", "--daemonize", "no", "--logfile", ""},
+                        n->dir.path() / "redis.log");
       n->process.start();
       if (n->process.wait_for_log("Ready to accept connections", 10s) &&
           wait_for_port(n->port, 5s)) {
@@ -535,6 +518,7 @@ std::optional<std::string> RedisClusterGroup::unstable() {
     return false;
   };
   std::optional<std::vector<ClusterSlotRange>> agreed;
+  std::map<std::uint16_t, std::vector<ClusterNodeLine>> views;  // by the viewer's port
   std::uint16_t agreed_by = 0;
   for (const auto& n : nodes_) {
     if (!n->process.running()) continue;
@@ -552,11 +536,13 @@ std::optional<std::string> RedisClusterGroup::unstable() {
       if (replication["role"] == "slave" && replication["master_link_status"] != "up") {
         return at + "replica link " + replication["master_link_status"];
       }
-      for (const ClusterNodeLine& line : cluster_nodes(n->port)) {
+      std::vector<ClusterNodeLine> view = cluster_nodes(n->port);
+      for (const ClusterNodeLine& line : view) {
         if (line.flags.find("fail") != std::string::npos && is_running(line.port)) {
           return at + "flags running node " + std::to_string(line.port) + " " + line.flags;
         }
       }
+      views[n->port] = std::move(view);
       auto table = slot_table(n->port);
       // Replicas come and go from the lists as they sync; the masters must agree.
       for (auto& r : table) {
@@ -577,6 +563,24 @@ std::optional<std::string> RedisClusterGroup::unstable() {
     }
   }
   if (!agreed) return "no node is running";
+  // Every running node's role, as it says itself, is known to all the others: a replica
+  // that is told to follow a master knows it before gossip tells the rest.
+  for (const auto& [self_port, self_view] : views) {
+    const auto self = std::find_if(self_view.begin(), self_view.end(), [](const auto& line) {
+      return line.flags.find("myself") != std::string::npos;
+    });
+    if (self == self_view.end()) return "node " + std::to_string(self_port) + ": no myself line";
+    for (const auto& [port, view] : views) {
+      const auto seen = std::find_if(view.begin(), view.end(),
+                                     [&](const auto& line) { return line.id == self->id; });
+      if (seen == view.end() || seen->master_id != self->master_id ||
+          (seen->flags.find("slave") == std::string::npos) !=
+              (self->flags.find("slave") == std::string::npos)) {
+        return "node " + std::to_string(port) + " does not yet see node " +
+               std::to_string(self_port) + " as " + self->flags + " of " + self->master_id;
+      }
+    }
+  }
   return std::nullopt;
 }
 

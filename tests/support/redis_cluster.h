@@ -106,8 +106,9 @@ class RedisClusterGroup {
   void finish_migration(int slot, std::uint16_t to_port);
 
   // Waits until every running node reports cluster_state:ok with all 16384 slots ok,
-  // knows every node, flags no running node as failing, sees the same masters for every slot (none
-  // of them a killed node), and every running replica's link to its master is up.
+  // knows every node, flags no running node as failing, sees the same masters for every
+  // slot (none of them a killed node) and every running node in the role it claims
+  // itself, and every running replica's link to its master is up.
   void wait_until_stable(std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
   // Runs commands on one new connection to the node on `port`, in order; each reply as
