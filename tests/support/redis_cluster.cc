@@ -387,6 +387,9 @@ bool RedisClusterGroup::running(std::uint16_t port) { return node(port).process.
 std::uint16_t RedisClusterGroup::wait_for_failover(std::uint16_t old_master_port,
                                                    std::chrono::milliseconds timeout) {
   node(old_master_port);  // throws for a port that is no node
+  if (options_.replicas_per_master == 0) {
+    throw std::logic_error("redis cluster: no replicas, so no failover");
+  }
   std::vector<ClusterSlotRange> served = served_when_killed_[old_master_port];
   if (served.empty()) {
     for (auto& r : any_slot_table()) {

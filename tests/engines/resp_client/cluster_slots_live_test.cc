@@ -5,6 +5,7 @@
 #include <hiredis/hiredis.h>
 
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
