@@ -1,7 +1,9 @@
 // The conformance suite against redis://, a real redis-server started for each test on
-// a free loopback port with a temp dir of its own and no persistence; and once more
-// over TLS (rediss://, the server's TLS port, certificates from support/test_certs.h),
-// so every clause also holds when the bytes go through OpenSSL.
+// a free loopback port with a temp dir of its own and no persistence; once more over
+// TLS (rediss://, the server's TLS port, certificates from support/test_certs.h), so
+// every clause also holds when the bytes go through OpenSSL; and once more behind
+// Sentinel (redis+sentinel://, a master with a replica and a sentinel per test), so
+// every clause also holds when the master is found through the sentinels.
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -9,9 +11,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "support/redis_sentinel.h"
 #include "support/redis_server.h"
 #include "support/test_certs.h"
 
@@ -37,6 +41,21 @@ testing::RedisOptions tls_server() {
   return options;
 }
 
+// Every key the engine keeps for the lock shares its hash tag `{warden:GROUP/NAME}`
+// (holders, info, queue, waiters, admitted waiters).
+std::vector<std::string> lock_keys(std::string_view group, std::string_view name) {
+  const std::string tag = testing::lock_tag(group, name);
+  return {tag + ":h", tag + ":i", tag + ":q", tag + ":w", tag + ":p"};
+}
+
+std::size_t count_of(const std::string& reply) {
+  try {
+    return static_cast<std::size_t>(std::stoull(reply));
+  } catch (const std::exception&) {
+    throw std::runtime_error("ZCARD answered " + reply);
+  }
+}
+
 class RedisBackend final : public Backend {
  public:
   // tls: clients connect to the TLS port (rediss://); probes keep the plain one.
@@ -49,10 +68,10 @@ class RedisBackend final : public Backend {
   // the engine keeps for the lock. They share the lock's hash tag `{warden:GROUP/NAME}`
   // (holders, info, queue, waiters, admitted waiters).
   bool drop_grants(std::string_view group, std::string_view name) override {
-    const std::string tag = testing::lock_tag(group, name);
+    std::vector<std::string> del = lock_keys(group, name);
+    del.insert(del.begin(), "DEL");
     testing::RedisProbe probe(server_);
-    const std::string deleted =
-        probe.command({"DEL", tag + ":h", tag + ":i", tag + ":q", tag + ":w", tag + ":p"});
+    const std::string deleted = probe.command(del);
     if (deleted.rfind("(error)", 0) == 0) throw std::runtime_error("DEL answered " + deleted);
     return true;
   }
@@ -61,12 +80,7 @@ class RedisBackend final : public Backend {
   // admitted or gives up. (":q", the list, holds the fair waiters only.)
   std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
     testing::RedisProbe probe(server_);
-    const std::string reply = probe.command({"ZCARD", testing::lock_tag(group, name) + ":w"});
-    try {
-      return static_cast<std::size_t>(std::stoull(reply));
-    } catch (const std::exception&) {
-      throw std::runtime_error("ZCARD answered " + reply);
-    }
+    return count_of(probe.command({"ZCARD", testing::lock_tag(group, name) + ":w"}));
   }
 
  private:
@@ -74,11 +88,37 @@ class RedisBackend final : public Backend {
   testing::RedisServer server_;
 };
 
+// The same keys, on the master the sentinel names.
+class RedisSentinelBackend final : public Backend {
+ public:
+  RedisSentinelBackend() : group_({.replicas = 1, .sentinels = 1}) {}
+
+  std::string uri() const override { return group_.uri(); }
+
+  bool drop_grants(std::string_view group, std::string_view name) override {
+    std::vector<std::string> del = lock_keys(group, name);
+    del.insert(del.begin(), "DEL");
+    const std::string deleted = group_.command(group_.master_port(), del);
+    if (deleted.rfind("(error)", 0) == 0) throw std::runtime_error("DEL answered " + deleted);
+    return true;
+  }
+
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    return count_of(group_.command(group_.master_port(),
+                                   {"ZCARD", testing::lock_tag(group, name) + ":w"}));
+  }
+
+ private:
+  mutable testing::RedisSentinelGroup group_;
+};
+
 INSTANTIATE_TEST_SUITE_P(
     Redis, Conformance,
     ::testing::Values(EngineCase{"Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }},
                       EngineCase{"RedisTls", kRedis,
-                                 [] { return std::make_unique<RedisBackend>(true); }}),
+                                 [] { return std::make_unique<RedisBackend>(true); }},
+                      EngineCase{"RedisSentinel", kRedis,
+                                 [] { return std::make_unique<RedisSentinelBackend>(); }}),
     name_printer);
 
 }  // namespace

@@ -68,34 +68,7 @@ ReplyPtr run_once(std::uint16_t port, const std::vector<std::string>& args) {
   return run(c.get(), port, args);
 }
 
-void append_text(const redisReply* r, std::string& out) {
-  switch (r->type) {
-    case REDIS_REPLY_INTEGER:
-      out += std::to_string(r->integer);
-      break;
-    case REDIS_REPLY_NIL:
-      out += "(nil)";
-      break;
-    case REDIS_REPLY_ERROR:
-      out += "(error) ";
-      out.append(r->str, r->len);
-      break;
-    case REDIS_REPLY_ARRAY:
-      for (std::size_t i = 0; i < r->elements; ++i) {
-        if (i > 0) out += '\n';
-        append_text(r->element[i], out);
-      }
-      break;
-    default:  // status, string
-      out.append(r->str, r->len);
-  }
-}
-
-std::string text_of(const redisReply* r) {
-  std::string out;
-  append_text(r, out);
-  return out;
-}
+std::string text_of(const redisReply* r) { return reply_text(r); }
 
 // The "field:value" lines of an INFO-style reply (CLUSTER INFO, INFO replication).
 std::map<std::string, std::string> info_fields(const std::string& text) {

@@ -35,6 +35,18 @@ ReplyPtr run(redisContext* c, const std::vector<std::string>& args) {
       redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
 }
 
+void append_text(const redisReply* r, std::string& out);
+
+}  // namespace
+
+std::string reply_text(const redisReply* reply) {
+  std::string out;
+  append_text(reply, out);
+  return out;
+}
+
+namespace {
+
 void append_text(const redisReply* r, std::string& out) {
   switch (r->type) {
     case REDIS_REPLY_INTEGER:
@@ -197,6 +209,7 @@ void RedisServer::start() {
                    "--tls-ca-cert-file", options_.tls->ca.string(), "--tls-auth-clients",
                    options_.tls->auth_clients ? "yes" : "no"});
     }
+    argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
     process_ = ServerProcess(argv, dir_.path() / "redis.log");
     process_.start();
     if (process_.wait_for_log("Ready to accept connections", 10s) &&
@@ -238,6 +251,23 @@ void* RedisProbe::reply(const std::vector<std::string>& args) {
     context_ = nullptr;
   }
   throw std::runtime_error("redis probe: no reply to " + args.at(0));
+}
+
+std::string redis_command(std::uint16_t port, const std::vector<std::string>& args,
+                          std::chrono::milliseconds timeout) {
+  std::string why;
+  redisContext* c = connect(port, RedisOptions{}, why, timeout);
+  if (c == nullptr) {
+    throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port) + ": " + why);
+  }
+  const ReplyPtr r = run(c, args);
+  const std::string error = r ? std::string() : std::string(c->errstr);
+  redisFree(c);
+  if (!r) {
+    throw std::runtime_error("no reply to " + args.at(0) + " from 127.0.0.1:" +
+                             std::to_string(port) + ": " + error);
+  }
+  return reply_text(r.get());
 }
 
 std::string RedisProbe::command(const std::vector<std::string>& args) {

@@ -18,6 +18,8 @@
 
 #include "support/server_process.h"
 
+struct redisReply;
+
 namespace warden::testing {
 
 // The TLS side of a RedisServer: its certificate and key, and the CA it checks client
@@ -42,6 +44,8 @@ struct RedisOptions {
   bool persistence = false;
   // Also listen for TLS (--tls-port) with these files.
   std::optional<RedisTlsOptions> tls;
+  // More redis-server arguments, appended as given (e.g. --replicaof HOST PORT).
+  std::vector<std::string> extra_args;
 };
 
 class RedisServer {
@@ -132,6 +136,16 @@ inline std::string lock_tag(std::string_view group, std::string_view name) {
   tag += '}';
   return tag;
 }
+
+// A hiredis reply as RedisProbe::command shows it: status/bulk text, an integer in
+// decimal, nil as "(nil)", an error as "(error) ...", an array's elements joined by '\n'.
+std::string reply_text(const redisReply* reply);
+
+// One command to the server on 127.0.0.1:`port` (a data node or a sentinel) over a fresh
+// connection without AUTH; the reply as reply_text shows it. Throws std::runtime_error if
+// it cannot connect or gets no reply within `timeout`.
+std::string redis_command(std::uint16_t port, const std::vector<std::string>& args,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // Path of redis-server (found on PATH, or /usr/bin/redis-server).
 std::string redis_server_path();
