@@ -13,7 +13,10 @@
 # redlock-aof, etcd (3 members, etcd's default timings), zk (standalone, tickTime 250 ms,
 # session timeout 2 s), postgres (PostgreSQL 15: initdb + postgres, as the `postgres`
 # user when run as root, since PostgreSQL refuses root), mysql (MariaDB:
-# mariadb-install-db + mariadbd). mem:// is left out: its lock table lives inside each
+# mariadb-install-db + mariadbd), redis-sentinel (a master, 2 replicas and 3 sentinels:
+# redis+sentinel://) and redis-sentinel-wait (the same with min_replicas=1). The failover
+# nemesis runs on the sentinel engines only (the others have no replica to promote).
+# mem:// is left out: its lock table lives inside each
 # client process, so separate client processes never contend.
 #
 # Every run writes history.jsonl, summary.txt and timeline.svg under
@@ -26,8 +29,8 @@ build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
-all_engines="warden redis redis-aof redlock redlock-aof etcd zk postgres mysql"
-all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client"
+all_engines="warden redis redis-aof redlock redlock-aof etcd zk postgres mysql redis-sentinel redis-sentinel-wait"
+all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client failover"
 engines=${TORTURE_ENGINES:-$all_engines}
 nemeses=${TORTURE_NEMESES:-$all_nemeses}
 duration=${TORTURE_DURATION:-15s}
@@ -196,6 +199,54 @@ start_engine() {
       # The lease is wait_timeout, whole seconds rounded up: a silent holder's session
       # ends ceil(ttl) after its last statement.
       url=$mariadb_url epsilon=1000ms ;;
+    redis-sentinel | redis-sentinel-wait)
+      # Every data node is a server the nemeses may hit; the sentinels are not (they
+      # are the failure detector, not the store), but are stopped with the cell.
+      local master sentinels=() name=wm
+      master=$(free_port)
+      mkdir -p "$cell/data0"
+      server data0 redis-server --port "$master" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$cell/data0" --repl-diskless-sync-delay 0
+      wait_until 10 redis-cli -p "$master" ping || { cat "$cell/data0.log" >&2; exit 1; }
+      for i in 1 2; do
+        port=$(free_port)
+        mkdir -p "$cell/data$i"
+        server "data$i" redis-server --port "$port" --bind 127.0.0.1 --save '' \
+          --appendonly no --dir "$cell/data$i" --replicaof 127.0.0.1 "$master" \
+          --repl-diskless-sync-delay 0
+        wait_until 10 redis-cli -p "$port" ping || { cat "$cell/data$i.log" >&2; exit 1; }
+      done
+      wait_until 20 bash -c "redis-cli -p $master INFO replication | grep -c state=online | grep -q 2" \
+        || { cat "$cell/data1.log" >&2; exit 1; }
+      for i in 0 1 2; do
+        port=$(free_port)
+        mkdir -p "$cell/s$i"
+        printf '%s\n' "port $port" "bind 127.0.0.1" "dir $cell/s$i" \
+          "sentinel monitor $name 127.0.0.1 $master 2" \
+          "sentinel down-after-milliseconds $name 1000" "sentinel failover-timeout $name 5000" \
+          >"$cell/s$i/sentinel.conf"
+        redis-server "$cell/s$i/sentinel.conf" --sentinel >"$cell/s$i.log" 2>&1 &
+        echo $! >>"$cell/pids"
+        sentinels+=("$port")
+      done
+      for port in "${sentinels[@]}"; do
+        wait_until 20 bash -c "redis-cli -p $port SENTINEL sentinels $name | grep -q ip" \
+          || { cat "$cell/s0.log" >&2; exit 1; }
+      done
+      # The PID of the data node the sentinels name master now (the failover nemesis).
+      {
+        echo '#!/usr/bin/env bash'
+        echo "for s in ${sentinels[*]}; do"
+        echo "  port=\$(redis-cli -p \$s SENTINEL get-master-addr-by-name $name 2>/dev/null | tail -1)"
+        echo '  [ -n "$port" ] && break'
+        echo 'done'
+        echo 'ss -Hltnp "sport = :$port" | grep -o "pid=[0-9]*" | head -1 | cut -d= -f2'
+      } >"$cell/master.sh"
+      chmod +x "$cell/master.sh"
+      server_args+=(--master-command "$cell/master.sh")
+      url=redis+sentinel://$(printf '127.0.0.1:%s\n' "${sentinels[@]}" | paste -sd,)/$name
+      if [ "$1" = redis-sentinel-wait ]; then url+="?min_replicas=1"; fi
+      epsilon=500ms ;;
     *)
       echo "torture-matrix.sh: unknown engine '$1'" >&2
       exit 1 ;;
@@ -209,6 +260,7 @@ echo "engines: $engines; nemeses: $nemeses; $clients clients, $duration each, tt
 failed=0
 for engine in $engines; do
   for nemesis in $nemeses; do
+    if [ "$nemesis" = failover ] && [[ $engine != redis-sentinel* ]]; then continue; fi
     cell=$tmp/$engine-$nemesis
     mkdir -p "$cell"
     server_args=()

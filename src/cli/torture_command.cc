@@ -36,6 +36,7 @@ struct TortureArgs {
   std::string label;
   std::vector<long> server_pids;
   std::vector<std::string> server_restart;
+  std::string master_command;
 };
 
 std::chrono::milliseconds millis(std::string_view option, const std::string& text) {
@@ -78,6 +79,7 @@ int run(const TortureArgs& args) {
   options.out_dir = args.out;
   for (long pid : args.server_pids) options.server_pids.push_back(static_cast<pid_t>(pid));
   options.server_restart = args.server_restart;
+  options.master_command = args.master_command;
   options.self = self_path();
   options.label = args.label;
   try {
@@ -110,7 +112,7 @@ void add_torture_command(Commands& commands) {
       ->capture_default_str();
   app.add_option("--nemesis", a->nemesis,
                  "none, pause-holder, kill-holder, kill-waiter, pause-server, kill-server, "
-                 "restart-server, partition-client")
+                 "restart-server, partition-client, failover")
       ->type_name("NAME")
       ->capture_default_str();
   app.add_option("--seed", a->seed, "Seed of every random choice")
@@ -130,6 +132,10 @@ void add_torture_command(Commands& commands) {
       ->check(CLI::Range(1L, static_cast<long>(INT_MAX)));
   app.add_option("--server-restart", a->server_restart,
                  "Shell command that starts the matching --server-pid again and prints its PID")
+      ->type_name("CMD");
+  app.add_option("--master-command", a->master_command,
+                 "Shell command that prints the PID of the --server-pid that is the master "
+                 "now (failover)")
       ->type_name("CMD");
   app.footer(
       "Durations (D): a number with a unit, ns us ms s m h: 500ms, 10s, 1m.\n"

@@ -20,6 +20,8 @@ const char* to_string(Nemesis nemesis) {
       return "restart-server";
     case Nemesis::partition_client:
       return "partition-client";
+    case Nemesis::failover:
+      return "failover";
   }
   return "?";
 }
@@ -27,7 +29,7 @@ const char* to_string(Nemesis nemesis) {
 std::vector<Nemesis> all_nemeses() {
   return {Nemesis::none,           Nemesis::pause_holder,    Nemesis::kill_holder,
           Nemesis::kill_waiter,    Nemesis::pause_server,    Nemesis::kill_server,
-          Nemesis::restart_server, Nemesis::partition_client};
+          Nemesis::restart_server, Nemesis::partition_client, Nemesis::failover};
 }
 
 std::optional<Nemesis> nemesis_from(const std::string& name) {
@@ -39,7 +41,7 @@ std::optional<Nemesis> nemesis_from(const std::string& name) {
 
 bool hits_server(Nemesis nemesis) {
   return nemesis == Nemesis::pause_server || nemesis == Nemesis::kill_server ||
-         nemesis == Nemesis::restart_server;
+         nemesis == Nemesis::restart_server || nemesis == Nemesis::failover;
 }
 
 }  // namespace warden::torture

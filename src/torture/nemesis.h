@@ -12,6 +12,9 @@
 //   partition-client  cut the client holding the lock off the backend for 2·ttl +
 //                   epsilon, then heal (each client reaches the backend through relays
 //                   of its own, partition_proxy.h; the resource stays reachable)
+//   failover        kill -9 the backend process that is the master now (a command
+//                   names it), wait until another one is (the sentinels promoted a
+//                   replica), then start the old one again (it comes back as a replica)
 //
 // Server faults need the backend's PIDs and a command that starts each again (the
 // matrix script starts the backends and passes both). Clock jumps of external servers
@@ -34,6 +37,7 @@ enum class Nemesis {
   kill_server,
   restart_server,
   partition_client,
+  failover,
 };
 
 const char* to_string(Nemesis nemesis);

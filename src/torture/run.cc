@@ -346,6 +346,31 @@ class Run {
         record_fault("client " + std::to_string(client), client, start, now_ns());
         return;
       }
+      case Nemesis::failover: {
+        const pid_t master = start_again(options_.master_command);
+        const auto it = std::find(server_pids_.begin(), server_pids_.end(), master);
+        if (it == server_pids_.end()) return;  // not one of ours (yet): no fault this time
+        const std::size_t i = static_cast<std::size_t>(it - server_pids_.begin());
+        const Nanos start = now_ns();
+        ::kill(master, SIGKILL);
+        while (::kill(master, 0) == 0) std::this_thread::sleep_for(milliseconds(5));
+        // Until the sentinels name another master (bounded: a failover that never comes
+        // shows as a run with no grants, which the checker reports).
+        const Nanos give_up = start + 60'000'000'000LL;
+        while (now_ns() < give_up) {
+          try {
+            const pid_t now = start_again(options_.master_command);
+            if (now != master && ::kill(now, 0) == 0) break;
+          } catch (const std::runtime_error&) {
+            // No master named right now (the sentinels are voting): ask again.
+          }
+          std::this_thread::sleep_for(milliseconds(50));
+        }
+        const Nanos promoted = now_ns();
+        server_pids_[i] = start_again(options_.server_restart.at(i));
+        record_fault("master pid " + std::to_string(master), -1, start, promoted);
+        return;
+      }
       case Nemesis::pause_server:
       case Nemesis::kill_server:
       case Nemesis::restart_server: {
@@ -435,7 +460,11 @@ int run_torture(const TortureOptions& options) {
     throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +
                              " needs --server-pid for each backend process");
   }
-  if ((options.nemesis == Nemesis::kill_server || options.nemesis == Nemesis::restart_server) &&
+  if (options.nemesis == Nemesis::failover && options.master_command.empty()) {
+    throw std::runtime_error("--nemesis failover needs --master-command");
+  }
+  if ((options.nemesis == Nemesis::kill_server || options.nemesis == Nemesis::restart_server ||
+       options.nemesis == Nemesis::failover) &&
       options.server_pids.size() != options.server_restart.size()) {
     throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +
                              " needs a --server-restart command for each --server-pid");

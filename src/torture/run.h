@@ -38,6 +38,9 @@ struct TortureOptions {
   // starts it again and prints the new PID.
   std::vector<pid_t> server_pids;
   std::vector<std::string> server_restart;
+  // For failover: a shell command that prints the PID of the server process that is
+  // the master now (one of server_pids).
+  std::string master_command;
   // The warden executable, started again as the resource and the clients.
   std::string self;
   // The engine's name in row.md (default: the URL's scheme).
