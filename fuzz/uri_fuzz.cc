@@ -223,7 +223,7 @@ void check_parsed(const Uri& uri) {
 void check_password_never_shown(std::string_view input) {
   if (input.find('\x01') != std::string_view::npos) return;
   static constexpr std::string_view kSchemes[] = {"redis", "redis+sentinel", "redlock", "etcd",
-                                                  "zk", "warden"};
+                                                  "zk",    "warden"};
   const std::string password(input);
   for (const std::string_view scheme : kSchemes) {
     for (const std::string& text : {std::string(scheme) + "://u:\x01" + password + "@h:1",

@@ -27,8 +27,8 @@ const char* to_string(Nemesis nemesis) {
 }
 
 std::vector<Nemesis> all_nemeses() {
-  return {Nemesis::none,           Nemesis::pause_holder,    Nemesis::kill_holder,
-          Nemesis::kill_waiter,    Nemesis::pause_server,    Nemesis::kill_server,
+  return {Nemesis::none,           Nemesis::pause_holder,     Nemesis::kill_holder,
+          Nemesis::kill_waiter,    Nemesis::pause_server,     Nemesis::kill_server,
           Nemesis::restart_server, Nemesis::partition_client, Nemesis::failover};
 }
 

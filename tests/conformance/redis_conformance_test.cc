@@ -104,8 +104,8 @@ class RedisSentinelBackend final : public Backend {
   }
 
   std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
-    return count_of(group_.command(group_.master_port(),
-                                   {"ZCARD", testing::lock_tag(group, name) + ":w"}));
+    return count_of(
+        group_.command(group_.master_port(), {"ZCARD", testing::lock_tag(group, name) + ":w"}));
   }
 
  private:

@@ -68,8 +68,7 @@ RedisSentinelGroup::RedisSentinelGroup(RedisSentinelOptions options)
                         << "dir " << sentinel.dir->path().string() << "\n"
                         << "sentinel monitor " << options_.master_name << " 127.0.0.1 "
                         << master_port << ' ' << quorum << "\n"
-                        << "sentinel down-after-milliseconds " << options_.master_name
-                        << " 1000\n"
+                        << "sentinel down-after-milliseconds " << options_.master_name << " 1000\n"
                         << "sentinel failover-timeout " << options_.master_name << " 5000\n"
                         << "sentinel parallel-syncs " << options_.master_name << " 1\n";
     sentinel.process = ServerProcess({redis_server_path(), conf.string(), "--sentinel"},
@@ -107,8 +106,8 @@ RedisSentinelGroup::RedisSentinelGroup(RedisSentinelOptions options)
       }
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error("the sentinels did not find each other and the replicas (" +
-                                 std::to_string(replicas) + " replicas, " +
-                                 std::to_string(others) + " other sentinels); logs:\n" + logs());
+                                 std::to_string(replicas) + " replicas, " + std::to_string(others) +
+                                 " other sentinels); logs:\n" + logs());
       }
       std::this_thread::sleep_for(100ms);
     }

@@ -264,8 +264,8 @@ std::string redis_command(std::uint16_t port, const std::vector<std::string>& ar
   const std::string error = r ? std::string() : std::string(c->errstr);
   redisFree(c);
   if (!r) {
-    throw std::runtime_error("no reply to " + args.at(0) + " from 127.0.0.1:" +
-                             std::to_string(port) + ": " + error);
+    throw std::runtime_error("no reply to " + args.at(0) +
+                             " from 127.0.0.1:" + std::to_string(port) + ": " + error);
   }
   return reply_text(r.get());
 }

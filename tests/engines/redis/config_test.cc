@@ -1,12 +1,11 @@
 // redis:// and redis+sentinel:// URIs: what each part means, and a clear invalid_argument
 // for what is wrong, before anything is connected.
-#include "engines/redis/redis_config.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/uri.h"
+#include "engines/redis/redis_config.h"
 #include "warden/error.h"
 
 namespace warden::engines::redis {

@@ -63,8 +63,9 @@ TEST(RedisSentinel, LocksOnTheMasterTheSentinelsNameAndRefusesAnUnknownMasterNam
   EXPECT_TRUE(has_grant(group, group.master_port(), "x"));
 
   std::string message;
-  const std::string unknown = "redis+sentinel://127.0.0.1:" +
-                              std::to_string(group.sentinel_ports().front()) + "/nosuchmaster";
+  const std::string unknown =
+      "redis+sentinel://127.0.0.1:" + std::to_string(group.sentinel_ports().front()) +
+      "/nosuchmaster";
   EXPECT_EQ(open_error(unknown, &message), Errc::unavailable);
   EXPECT_NE(message.find("does not know the master name"), std::string::npos) << message;
   EXPECT_NE(message.find("nosuchmaster"), std::string::npos) << message;
