@@ -33,6 +33,30 @@ std::uint16_t named_master(std::uint16_t sentinel, const std::string& name) {
   }
 }
 
+// The flags a sentinel gives the master ("master" when it sees nothing wrong; s_down,
+// o_down, failover_in_progress while it doubts it or moves it).
+std::string master_flags(std::uint16_t sentinel, const std::string& name) {
+  try {
+    const std::string text = redis_command(sentinel, {"SENTINEL", "master", name}, 2s);
+    const auto at = text.find("\nflags\n");
+    if (at == std::string::npos) return "";
+    const auto from = at + 7;
+    return text.substr(from, text.find('\n', from) - from);
+  } catch (const std::runtime_error&) {
+    return "";
+  }
+}
+
+// Sentinel's own periods, shortened so that the deployment settles in seconds (Redis 7:
+// SENTINEL DEBUG, not kept in sentinel.conf, so set at every start). A ping every 250 ms
+// against a down-after of 1 s keeps one late reply from calling a master that was just
+// switched to down again (a second failover nobody asked for); a tilt period of 5 s
+// bounds how long a late timer on a loaded machine freezes a sentinel.
+void tune(std::uint16_t sentinel) {
+  redis_command(sentinel, {"SENTINEL", "DEBUG", "ping-period", "250", "info-period", "1000",
+                           "publish-period", "500", "tilt-period", "5000"});
+}
+
 bool says_master(std::uint16_t port) {
   try {
     return redis_command(port, {"ROLE"}, 2s).rfind("master\n", 0) == 0;
@@ -80,6 +104,7 @@ RedisSentinelGroup::RedisSentinelGroup(RedisSentinelOptions options)
     if (!wait_for_port(sentinel.port, 10s)) {
       throw std::runtime_error("a sentinel did not start; logs:\n" + logs());
     }
+    tune(sentinel.port);
   }
   wait_for_master(0, kSettle);
   // Each sentinel knows the others (hello messages over the master) and the replicas,
@@ -179,7 +204,9 @@ std::uint16_t RedisSentinelGroup::wait_for_master(std::uint16_t old_port,
     for (Sentinel& sentinel : sentinels_) {
       if (!sentinel.process.running()) continue;
       const std::uint16_t named = named_master(sentinel.port, options_.master_name);
-      if (named == 0 || named == old_port || (agreed != 0 && named != agreed)) {
+      // Settled: named, the same by all, not the old one, and not in doubt or moving.
+      if (named == 0 || named == old_port || (agreed != 0 && named != agreed) ||
+          master_flags(sentinel.port, options_.master_name) != "master") {
         all = false;
         break;
       }
@@ -258,6 +285,7 @@ void RedisSentinelGroup::start_sentinels() {
     if (!wait_for_port(sentinel.port, 10s)) {
       throw std::runtime_error("a sentinel did not start again; logs:\n" + logs());
     }
+    tune(sentinel.port);
   }
 }
 
