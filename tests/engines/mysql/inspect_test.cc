@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 #include <string>
 #include <thread>
 
 #include "support/mariadb_server.h"
+#include "support/waiting.h"
 #include "warden/client.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
@@ -20,13 +20,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool eventually(const std::function<bool()>& pred, Clock::duration timeout = 10s) {
-  const auto deadline = Clock::now() + timeout;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
+LockOptions with_ttl(std::chrono::milliseconds ttl) {
+  LockOptions options;
+  options.ttl = ttl;
+  return options;
 }
 
 std::uint64_t status_token(Client& client) {
@@ -45,12 +42,23 @@ std::string holders_row(MariaDbServer& server, std::uint64_t id) {
       .value_or("none");
 }
 
+// A grant whose first renewal (TTL 1.5 s: within a second) wrote its holders row.
+Lease published_grant(Client& client, MariaDbServer& server) {
+  Lease lease = client.lock("g", "x", with_ttl(1500ms)).acquire(Mode::exclusive, Wait::none());
+  if (!lease) {
+    ADD_FAILURE() << "not granted";
+    return lease;
+  }
+  const std::uint64_t id = *server.lock_id("g", "x");
+  EXPECT_TRUE(eventually([&] { return holders_row(server, id) != "none"; }, 10s));
+  return lease;
+}
+
 TEST(MysqlInspect, AFreshGrantsTokenIsFoundBeforeItsFirstRenewalWroteItsRow) {
   MariaDbServer server;
   Client client = Client::open(server.uri());
-  LockOptions options;
-  options.ttl = 60s;  // no renewal during the test
-  Lease lease = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  // No renewal during the test.
+  Lease lease = client.lock("g", "x", with_ttl(60s)).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lease);
   EXPECT_EQ(holders_row(server, *server.lock_id("g", "x")), "none");
   EXPECT_EQ(status_token(client), lease.token());
@@ -59,14 +67,10 @@ TEST(MysqlInspect, AFreshGrantsTokenIsFoundBeforeItsFirstRenewalWroteItsRow) {
 TEST(MysqlInspect, TheFirstRenewalWritesTheRowAndStatusReadsTheTokenFromIt) {
   MariaDbServer server;
   Client client = Client::open(server.uri());
-  LockOptions options;
-  options.ttl = 1500ms;  // the watchdog renews within a second
-  Lease lease = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  Lease lease = published_grant(client, server);
   ASSERT_TRUE(lease);
-  const std::string row =
-      std::to_string(*server.holder_session("g", "x")) + ":" + std::to_string(lease.token());
-  const std::uint64_t id = *server.lock_id("g", "x");
-  ASSERT_TRUE(eventually([&] { return holders_row(server, id) == row; }));
+  EXPECT_EQ(holders_row(server, *server.lock_id("g", "x")),
+            std::to_string(*server.holder_session("g", "x")) + ":" + std::to_string(lease.token()));
   // The row alone is believed: with the sequence's bound lowered below the token, a
   // search could not find it.
   server.query("ALTER SEQUENCE warden.warden_tokens RESTART WITH 1");
@@ -76,21 +80,15 @@ TEST(MysqlInspect, TheFirstRenewalWritesTheRowAndStatusReadsTheTokenFromIt) {
 TEST(MysqlInspect, ARowOfAnEarlierHolderIsNotBelieved) {
   MariaDbServer server;
   Client client = Client::open(server.uri());
-  LockOptions options;
-  options.ttl = 1500ms;
   std::uint64_t first = 0;
   {
-    Lease lease = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+    Lease lease = published_grant(client, server);
     ASSERT_TRUE(lease);
     first = lease.token();
-    const std::uint64_t id = *server.lock_id("g", "x");
-    ASSERT_TRUE(eventually([&] { return holders_row(server, id) != "none"; }));
   }
   EXPECT_TRUE(client.inspect("g", "x").holders.empty()) << "released: the row names no holder";
   // Another session holds the lock now, with the row still naming the first grant.
-  LockOptions long_ttl;
-  long_ttl.ttl = 60s;
-  Lease second = client.lock("g", "x", long_ttl).acquire(Mode::exclusive, Wait::none());
+  Lease second = client.lock("g", "x", with_ttl(60s)).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(second);
   ASSERT_GT(second.token(), first);
   EXPECT_NE(holders_row(server, *server.lock_id("g", "x")).find(":" + std::to_string(first)),
@@ -101,14 +99,11 @@ TEST(MysqlInspect, ARowOfAnEarlierHolderIsNotBelieved) {
 TEST(MysqlInspect, AHolderKilledByTheServerLeavesNoHolderBehind) {
   MariaDbServer server;
   Client client = Client::open(server.uri());
-  LockOptions options;
-  options.ttl = 1500ms;
-  Lease lease = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  Lease lease = published_grant(client, server);
   ASSERT_TRUE(lease);
   const std::uint64_t id = *server.lock_id("g", "x");
-  ASSERT_TRUE(eventually([&] { return holders_row(server, id) != "none"; }));
   server.query("KILL " + std::to_string(*server.holder_session("g", "x")));
-  ASSERT_TRUE(eventually([&] { return !server.holder_session("g", "x"); }));
+  ASSERT_TRUE(eventually([&] { return !server.holder_session("g", "x"); }, 10s));
   EXPECT_NE(holders_row(server, id), "none") << "the row outlives the session";
   EXPECT_TRUE(client.inspect("g", "x").holders.empty());
   EXPECT_FALSE(client.check(lease.sequencer()));

@@ -7,13 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 #include <future>
 #include <string>
 #include <thread>
 
 #include "support/redis_sentinel.h"
 #include "support/redis_server.h"
+#include "support/waiting.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
@@ -24,15 +24,6 @@ namespace warden::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool eventually(const std::function<bool()>& pred, Clock::duration timeout = 30s) {
-  const auto deadline = Clock::now() + timeout;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 Errc open_error(const std::string& uri, std::string* message) {
   try {
@@ -49,6 +40,21 @@ LockOptions ttl(std::chrono::milliseconds value) {
   options.ttl = value;
   return options;
 }
+
+// A lock "x" held (TTL 10 s) by one client and waited for (up to 60 s) by another.
+struct HeldAndAwaited {
+  explicit HeldAndAwaited(const RedisSentinelGroup& group)
+      : holder_client(Client::open(group.uri())), waiter_client(Client::open(group.uri())) {
+    held = holder_client.lock("g", "x", ttl(10s)).acquire(Mode::exclusive, Wait::none());
+    waiter = std::async(std::launch::async, [this] {
+      return waiter_client.lock("g", "x", ttl(10s)).acquire(Mode::exclusive, Wait::up_to(60s));
+    });
+  }
+  Client holder_client;
+  Client waiter_client;
+  Lease held;
+  std::future<Lease> waiter;
+};
 
 // The grant's keys, as the master at `port` has them.
 bool has_grant(RedisSentinelGroup& group, std::uint16_t port, const std::string& name) {
@@ -86,26 +92,24 @@ TEST(RedisSentinel, WithEverySentinelDownOpenIsUnavailableUntilOneIsBack) {
     EXPECT_NE(message.find(std::to_string(port)), std::string::npos) << message;
   }
   group.start_sentinels();
-  ASSERT_TRUE(eventually([&] { return open_error(group.uri(), &message) == Errc::internal; }))
+  ASSERT_TRUE(eventually([&] { return open_error(group.uri(), &message) == Errc::internal; }, 30s))
       << message;
 }
 
 TEST(RedisSentinel, AHolderKeepsItsLockThroughAFailoverAndTheWaiterGetsItOnTheNewMaster) {
   RedisSentinelGroup group;
-  Client holder_client = Client::open(group.uri());
-  Client waiter_client = Client::open(group.uri());
-  Lease held = holder_client.lock("g", "x", ttl(10s)).acquire(Mode::exclusive, Wait::none());
+  HeldAndAwaited scene(group);
+  Client& holder_client = scene.holder_client;
+  Lease& held = scene.held;
+  std::future<Lease>& waiter = scene.waiter;
   ASSERT_TRUE(held);
-  auto waiter = std::async(std::launch::async, [&] {
-    return waiter_client.lock("g", "x", ttl(10s)).acquire(Mode::exclusive, Wait::up_to(60s));
-  });
   ASSERT_EQ(waiter.wait_for(300ms), std::future_status::timeout);
 
   const std::uint16_t old_master = group.master_port();
   const std::uint16_t new_master = group.failover();
   ASSERT_NE(new_master, old_master);
   // Replicated before the switch, renewed on the new master after it.
-  ASSERT_TRUE(eventually([&] { return has_grant(group, new_master, "x"); }));
+  ASSERT_TRUE(eventually([&] { return has_grant(group, new_master, "x"); }, 30s));
   std::this_thread::sleep_for(4s);  // more than a renewal interval (TTL/3) on the new master
   EXPECT_FALSE(held.lost());
   EXPECT_TRUE(holder_client.check(held.sequencer()));
@@ -122,18 +126,16 @@ TEST(RedisSentinel, AHolderKeepsItsLockThroughAFailoverAndTheWaiterGetsItOnTheNe
 
 TEST(RedisSentinel, AfterTheMasterIsKilledAReplicaTakesOverAndLocksGoOn) {
   RedisSentinelGroup group;
-  Client holder_client = Client::open(group.uri());
-  Client waiter_client = Client::open(group.uri());
-  Lease held = holder_client.lock("g", "x", ttl(10s)).acquire(Mode::exclusive, Wait::none());
+  HeldAndAwaited scene(group);
+  Client& holder_client = scene.holder_client;
+  Lease& held = scene.held;
+  std::future<Lease>& waiter = scene.waiter;
   ASSERT_TRUE(held);
-  auto waiter = std::async(std::launch::async, [&] {
-    return waiter_client.lock("g", "x", ttl(10s)).acquire(Mode::exclusive, Wait::up_to(60s));
-  });
   ASSERT_EQ(waiter.wait_for(300ms), std::future_status::timeout);
 
   const std::uint16_t old_master = group.kill_master();
   const std::uint16_t new_master = group.wait_for_new_master(old_master);
-  ASSERT_TRUE(eventually([&] { return holder_client.check(held.sequencer()); }));
+  ASSERT_TRUE(eventually([&] { return holder_client.check(held.sequencer()); }, 30s));
   EXPECT_FALSE(held.lost());
   held.release();
   ASSERT_EQ(waiter.wait_for(30s), std::future_status::ready);
