@@ -264,26 +264,27 @@ fi
 
 # postgres:// and mysql://, each against its database's raw lock pairs on the same server
 # (the servers' default durability: every token a grant draws is as durable as a commit).
+# db_grid KIND: a fresh KIND server (postgres or mariadb, scripts/common.sh), the grid on
+# it against its raw pairs, then stopped.
+db_grid() {
+  local kind=$1 port
+  port=$(free_port)
+  "${kind}_prepare" "$tmp" "$port"
+  local -n cmd=${kind}_cmd ready=${kind}_ready url=${kind}_url
+  "${cmd[@]}" >"$tmp/$kind.log" 2>&1 &
+  pids+=($!)
+  wait_until 30 $ready || { cat "$tmp/$kind.log" >&2; exit 1; }
+  if [ "$kind" = mariadb ]; then mariadb_add_user "$port"; fi
+  grid "$url" "$url" 1000
+  stop_last
+}
 if [[ $sets == *" db "* ]]; then
   echo
   echo "postgresql: $(/usr/lib/postgresql/15/bin/postgres --version | cut -d' ' -f3)"
-  port=$(free_port)
-  postgres_prepare "$tmp" "$port"
-  "${postgres_cmd[@]}" >"$tmp/postgres.log" 2>&1 &
-  pids+=($!)
-  wait_until 30 $postgres_ready || { cat "$tmp/postgres.log" >&2; exit 1; }
-  grid "$postgres_url" "$postgres_url" 1000
-  stop_last
+  db_grid postgres
   echo
   echo "mariadb: $(mariadbd --version | sed 's/.*Ver \([^ ]*\).*/\1/')"
-  port=$(free_port)
-  mariadb_prepare "$tmp" "$port"
-  "${mariadb_cmd[@]}" >"$tmp/mariadb.log" 2>&1 &
-  pids+=($!)
-  wait_until 30 $mariadb_ready || { cat "$tmp/mariadb.log" >&2; exit 1; }
-  mariadb_add_user "$port"
-  grid "$mariadb_url" "$mariadb_url" 1000
-  stop_last
+  db_grid mariadb
 fi
 
 echo
