@@ -139,6 +139,10 @@ void check_configs(const Uri& uri) {
       WARDEN_FUZZ_CHECK(!c.sentinel->master_name.empty() && c.sentinel->master_name.size() <= 128);
       WARDEN_FUZZ_CHECK(c.sentinel->master_name.find_first_of(" /?\r\n") == std::string::npos);
       WARDEN_FUZZ_CHECK(!c.sentinel->user || c.sentinel->password);
+    } else if (!c.cluster_seeds.empty()) {
+      WARDEN_FUZZ_CHECK(uri.scheme == "redis+cluster");
+      WARDEN_FUZZ_CHECK(c.cluster_seeds.size() == uri.hosts.size());
+      WARDEN_FUZZ_CHECK(!c.connect.db && c.min_replicas == 0);
     } else {
       WARDEN_FUZZ_CHECK(uri.scheme == "redis" && uri.hosts.size() == 1);
     }
@@ -222,8 +226,8 @@ void check_parsed(const Uri& uri) {
 // the query, and error messages quoted those.)
 void check_password_never_shown(std::string_view input) {
   if (input.find('\x01') != std::string_view::npos) return;
-  static constexpr std::string_view kSchemes[] = {"redis", "redis+sentinel", "redlock", "etcd",
-                                                  "zk",    "warden"};
+  static constexpr std::string_view kSchemes[] = {
+      "redis", "redis+sentinel", "redis+cluster", "redlock", "etcd", "zk", "warden"};
   const std::string password(input);
   for (const std::string_view scheme : kSchemes) {
     for (const std::string& text : {std::string(scheme) + "://u:\x01" + password + "@h:1",

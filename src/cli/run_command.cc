@@ -221,6 +221,7 @@ void add_run_command(Commands& commands) {
                  "URLs: mem:// (in-process: tests only), warden://HOST:PORT,\n"
                  "  redis://[USER:PASS@]HOST:PORT[/DB], redlock://H1:P1,H2:P2,...,\n"
                  "  redis+sentinel://[USER:PASS@]S1:P1,S2:P2,.../MASTER[/DB],\n"
+                 "  redis+cluster://[USER:PASS@]H1:P1,H2:P2,...,\n"
                  "  etcd://H1:P1,H2:P2,..., zk://H1:P1,H2:P2,.../CHROOT,\n"
                  "  postgres://USER:PASS@HOST:PORT/DB\n"
                  "  mysql://USER:PASS@HOST:PORT/DB\n"

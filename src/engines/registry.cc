@@ -20,7 +20,9 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& given, const ClientOp
   core::resolve_tls_scheme(uri);  // rediss:// is redis://?tls=1, and so on
   if (uri.scheme == "mem") return mem::open(uri, options);
   if (uri.scheme == "warden") return wardend::open(uri, options);
-  if (uri.scheme == "redis" || uri.scheme == "redis+sentinel") return redis::open(uri, options);
+  if (uri.scheme == "redis" || uri.scheme == "redis+sentinel" || uri.scheme == "redis+cluster") {
+    return redis::open(uri, options);
+  }
   if (uri.scheme == "redlock") return redlock::open(uri, options);
   if (uri.scheme == "etcd") return etcd::open(uri, options);
   if (uri.scheme == "zk") return zookeeper::open(uri, options);
@@ -28,7 +30,7 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& given, const ClientOp
   if (uri.scheme == "mysql") return mysql::open(uri, options);
   throw Error(Errc::invalid_argument, "unknown URI scheme '" + uri.scheme +
                                           "' (this build knows: mem, warden, wardens, redis, "
-                                          "rediss, redis+sentinel, redlock, etcd, "
+                                          "rediss, redis+sentinel, redis+cluster, redlock, etcd, "
                                           "etcds, zk, postgres, postgresql, mysql)");
 }
 

@@ -16,7 +16,8 @@ namespace {
                   " (expected redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]"
                   "[?pool=N&waiter_ttl_ms=M][&tls=1&ca=FILE&cert=FILE&key=FILE], or "
                   "redis+sentinel://[[USER]:PASSWORD@]S1[:PORT],S2,.../MASTER[/DB]"
-                  "[?sentinel_user=U&sentinel_password=P&...])");
+                  "[?sentinel_user=U&sentinel_password=P&...], or "
+                  "redis+cluster://[[USER]:PASSWORD@]H1[:PORT],H2,...[?...])");
 }
 
 // Sentinel's master names: what `sentinel monitor` accepts without quoting.
@@ -39,9 +40,10 @@ std::int64_t parse_number(const std::string& text, std::int64_t low, std::int64_
 
 RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   const bool sentinel = uri.scheme == "redis+sentinel";
-  if (uri.scheme != "redis" && !sentinel) invalid("scheme is '" + uri.scheme + "'");
+  const bool cluster = uri.scheme == "redis+cluster";
+  if (uri.scheme != "redis" && !sentinel && !cluster) invalid("scheme is '" + uri.scheme + "'");
   if (uri.hosts.empty()) invalid("no host");
-  if (!sentinel && uri.hosts.size() > 1) {
+  if (!sentinel && !cluster && uri.hosts.size() > 1) {
     invalid(
         "more than one host; redis:// is one Redis server (for several independent "
         "masters use redlock://)");
@@ -66,6 +68,15 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     }
     config.sentinel = std::move(sentinels);
   }
+  if (cluster) {
+    if (!uri.path.empty()) {
+      invalid("a database ('/" + uri.path +
+              "') on redis+cluster://: a cluster has database 0 only");
+    }
+    for (const auto& host : uri.hosts) {
+      config.cluster_seeds.push_back({host.host, host.port.value_or(kDefaultPort)});
+    }
+  }
   if (!db.empty()) {
     config.connect.db = static_cast<int>(parse_number(db, 0, 1'000'000, "database"));
   }
@@ -80,6 +91,10 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     } else if (key == "pool") {
       config.pool_size = static_cast<std::size_t>(
           parse_number(value, 1, static_cast<std::int64_t>(kMaxPoolSize), "pool"));
+    } else if (cluster && (key == "min_replicas" || key == "replica_timeout_ms")) {
+      invalid(key +
+              " is not offered on redis+cluster:// (WAIT would have to follow each "
+              "node's part of a call)");
     } else if (key == "min_replicas") {
       config.min_replicas = static_cast<int>(parse_number(value, 1, 16, "min_replicas"));
     } else if (key == "replica_timeout_ms") {

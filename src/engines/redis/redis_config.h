@@ -7,13 +7,19 @@
 //                   the master named MASTER, found from the sentinels S1, S2, ... (port
 //                   default 26379); USER and PASSWORD are the data nodes'; the sentinels'
 //                   own AUTH by sentinel_user=U&sentinel_password=P
+//   redis+cluster://[[USER]:PASSWORD@]H1[:PORT],H2,...[?...]
+//                   a Redis Cluster, found from any of the nodes H1, H2, ... (port
+//                   default 6379); each lock lives on the master of its hash tag's slot;
+//                   no DB (a cluster has database 0 only), no min_replicas (not offered
+//                   on a cluster)
 //
 //   USER, PASSWORD  AUTH [USER] PASSWORD on every connection (Redis 6 ACL user, or the
 //                   default user's requirepass when USER is empty); %-escaped
 //   HOST            a name, an IPv4 address or [IPv6]; exactly one
 //   PORT            default 6379
 //   DB              SELECT DB on every connection, 0..15 by default Redis config
-//   pool=N          N pipelined connections for lock calls, 1..64, default 2
+//   pool=N          N pipelined connections for lock calls (per master, in a
+//                   cluster), 1..64, default 2
 //   waiter_ttl_ms=M how long a waiter stays queued without refreshing its place, 100 ..
 //                   600000, default 3000: a waiter whose process died is evicted after
 //                   at most M ms; live waiters refresh every M/3
@@ -27,8 +33,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/uri.h"
+#include "engines/resp_client/cluster_slots.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/master_locator.h"
 #include "warden/options.h"
@@ -47,6 +55,8 @@ struct RedisConfig {
   resp_client::ConnectOptions connect;  // timeout = op_timeout
   // redis+sentinel://: where to find the master (connect.host/port are then unused).
   std::optional<resp_client::SentinelOptions> sentinel;
+  // redis+cluster://: the nodes to learn the cluster from (connect.host/port unused).
+  std::vector<resp_client::Endpoint> cluster_seeds;
   std::size_t pool_size = kDefaultPoolSize;
   std::chrono::milliseconds waiter_ttl = kDefaultWaiterTtl;
   int min_replicas = 0;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stop_token>
@@ -20,6 +21,8 @@
 #include "engines/redis/scripts.h"
 #include "engines/redis/subscriber.h"
 #include "engines/resp_client/backoff.h"
+#include "engines/resp_client/cluster_router.h"
+#include "engines/resp_client/cluster_slots.h"
 #include "engines/resp_client/connector.h"
 #include "engines/resp_client/errors.h"
 #include "engines/resp_client/pipeline.h"
@@ -33,7 +36,9 @@ using core::Granted;
 using core::GrantRef;
 using core::Renewed;
 using resp_client::Backoff;
+using resp_client::ClusterRouter;
 using resp_client::Connector;
+using resp_client::Endpoint;
 using resp_client::Pipeline;
 using resp_client::Reply;
 
@@ -45,18 +50,32 @@ std::vector<std::string> all_keys(const LockKeys& keys) {
   return {keys.holders, keys.info, keys.queue, keys.waiters, keys.pending};
 }
 
+// The slot of a lock's keys (all of them share it: lock_keys.h).
+std::uint16_t slot_of(const LockKeys& keys) { return resp_client::key_slot(keys.holders); }
+
+std::unique_ptr<ClusterRouter> cluster_router(const RedisConfig& config) {
+  if (config.cluster_seeds.empty()) return nullptr;
+  resp_client::ClusterOptions options;
+  options.seeds = config.cluster_seeds;
+  options.node = config.connect;
+  options.pipelines_per_node = config.pool_size;
+  options.op_timeout = config.op_timeout;
+  options.retry = config.retry;
+  return std::make_unique<ClusterRouter>(std::move(options));
+}
+
 class RedisEngine final : public core::Engine {
  public:
   explicit RedisEngine(RedisConfig config)
       : config_(std::move(config)),
-        connector_(std::make_shared<Connector>(config_.connect, config_.retry)),
-        subscriber_(config_.connect, config_.retry, connector_->tls()),
+        router_(cluster_router(config_)),
+        connector_(router_ ? nullptr : std::make_shared<Connector>(config_.connect, config_.retry)),
         client_id_(core::random_client_id()),
         wait_(config_.min_replicas == 0
                   ? resp_client::Command{}
                   : resp_client::Command{"WAIT", std::to_string(config_.min_replicas),
                                          std::to_string(config_.replica_timeout.count())}) {
-    for (std::size_t i = 0; i < config_.pool_size; ++i) {
+    for (std::size_t i = 0; connector_ && i < config_.pool_size; ++i) {
       pipelines_.push_back(std::make_unique<Pipeline>(connector_, config_.op_timeout));
     }
     if (config_.connect.master) {
@@ -69,8 +88,13 @@ class RedisEngine final : public core::Engine {
     if (config_.connect.master) config_.connect.master->stop_watching();
   }
 
-  // Connects the first pipelined connection (AUTH, SELECT) and asks PING.
+  // Connects the first pipelined connection (AUTH, SELECT) and asks PING; in a cluster,
+  // reads the slot map.
   void ping() {
+    if (router_) {
+      router_->refresh();
+      return;
+    }
     const auto result = pipelines_.front()->run({{"PING"}});
     const Reply& reply = result.replies.at(0);
     if (reply.is_error()) throw resp_client::reply_error(reply, context("PING"));
@@ -105,13 +129,14 @@ class RedisEngine final : public core::Engine {
          request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0"}};
 
     std::unique_ptr<Subscriber::Watch> watch;
+    Endpoint watched_node;
     Backoff poll(config_.poll);
     while (true) {
       Clock::time_point sent;
       Attempt attempt;
       std::optional<std::int64_t> acknowledged;  // replicas, with min_replicas
       try {
-        auto result = run_scripts(pipeline(), {call}, wait_command());
+        auto result = run_scripts(runner(), {call}, wait_command());
         sent = result.sent;
         attempt = attempt_of(result.replies.at(0), context("acquire"));
         if (wait_command() != nullptr) acknowledged = replicas_of(result.replies.back());
@@ -121,7 +146,7 @@ class RedisEngine final : public core::Engine {
         // Behind Sentinel a master that is gone is replaced within seconds: a waiter
         // asks again (queueing again at the new master) until its own deadline.
         const bool transient = e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded;
-        if (!config_.connect.master || !waits || !transient) throw;
+        if (!follows_failover() || !waits || !transient) throw;
         if (!pause_before_retry(request, poll.next_delay())) return std::nullopt;
         continue;
       }
@@ -151,13 +176,28 @@ class RedisEngine final : public core::Engine {
       // Subscribing only now keeps the uncontended path at one round trip; a message
       // published before the subscription took effect is made up for by the wake-up
       // that confirms it (the waiter looks once more).
-      if (!watch) watch = subscriber_.watch(keys.channel, entry);
+      // In a cluster the channel lives on the lock's master: a watch made on another
+      // node (before the slot moved) hears nothing more and is made again.
+      try {
+        const Endpoint node = node_of(keys);
+        if (!watch || node != watched_node) {
+          watch.reset();
+          watch = subscriber(node).watch(keys.channel, entry);
+          watched_node = node;
+        }
+      } catch (const Error&) {
+        watch.reset();  // no master for the slot now: polling alone, until there is one
+      }
       const auto now = Clock::now();
       auto until = std::min(request.deadline, now + poll.next_delay());
       if (attempt.retry_ms >= 0) {
         until = std::min(until, now + std::chrono::milliseconds(attempt.retry_ms + 1));
       }
-      watch->wait(until, request.stop);
+      if (watch) {
+        watch->wait(until, request.stop);
+      } else {
+        pause_before_retry(request, until - now);
+      }
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) {
         withdraw(keys, entry);
         return std::nullopt;
@@ -167,6 +207,7 @@ class RedisEngine final : public core::Engine {
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
     if (grants.empty()) return {};
+    if (router_) return renew_on_cluster(grants);
     std::vector<ScriptCall> calls;
     for (std::size_t first = 0; first < grants.size(); first += kRenewChunk) {
       ScriptCall call{&k_renew_script, {}, {}};
@@ -182,7 +223,7 @@ class RedisEngine final : public core::Engine {
       }
       calls.push_back(std::move(call));
     }
-    const auto result = run_scripts(pipeline(), calls, wait_command());
+    const auto result = run_scripts(runner(), calls, wait_command());
     const std::string what = context("renew");
     // Renewed on the master but not on enough replicas: neither kept nor lost; the old
     // expiries stand and the core asks again soon.
@@ -216,7 +257,7 @@ class RedisEngine final : public core::Engine {
   void release(const GrantRef& grant) override {
     const LockKeys keys = LockKeys::of(grant.key);
     const auto result =
-        run_scripts(pipeline(),
+        run_scripts(runner(),
                     {ScriptCall{&k_release_script,
                                 all_keys(keys),
                                 {keys.channel, std::to_string(grant.token), grant.owner}}},
@@ -232,29 +273,138 @@ class RedisEngine final : public core::Engine {
   bool check(const Sequencer& sequencer) override {
     const LockKeys keys = LockKeys::of(sequencer.group, sequencer.name);
     const auto result =
-        run_scripts(pipeline(), {ScriptCall{&k_check_script,
-                                            {keys.holders, keys.info},
-                                            {std::to_string(sequencer.token),
-                                             sequencer.mode == Mode::exclusive ? "x" : "s"}}});
+        run_scripts(runner(), {ScriptCall{&k_check_script,
+                                          {keys.holders, keys.info},
+                                          {std::to_string(sequencer.token),
+                                           sequencer.mode == Mode::exclusive ? "x" : "s"}}});
     return integer_of(result.replies.at(0), context("check")) == 1;
   }
 
   LockStatus inspect(const core::LockKey& key) override {
-    return inspect_on(pipeline(), key, connector_->endpoint());
+    if (!router_) return inspect_on(pipeline(), key, connector_->endpoint());
+    const std::uint16_t slot = slot_of(LockKeys::of(key));
+    // A read that met the slot moving is read again once from the map as it is now.
+    for (int attempt = 1;; ++attempt) {
+      const Endpoint node = node_of_slot(slot);
+      try {
+        return inspect_on(router_->pipeline(node), key, node.to_string());
+      } catch (const Error&) {
+        if (attempt == 2) throw;
+        router_->refresh();
+      }
+    }
   }
 
   std::vector<LockSummary> list(std::string_view group) override {
-    return list_on(pipeline(), group, connector_->endpoint());
+    if (!router_) return list_on(pipeline(), group, connector_->endpoint());
+    // Every master holds its own slots' locks.
+    std::vector<LockSummary> out;
+    for (const Endpoint& node : router_->masters()) {
+      auto part = list_on(router_->pipeline(node), group, node.to_string());
+      out.insert(out.end(), std::make_move_iterator(part.begin()),
+                 std::make_move_iterator(part.end()));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const LockSummary& a, const LockSummary& b) { return a.name < b.name; });
+    return out;
   }
 
  private:
+  // Where script calls go: a pipeline to the one server, or the cluster's router.
+  resp_client::Runner& runner() {
+    if (router_) return *router_;
+    return pipeline();
+  }
+
+  // A failed call may be a master that is being replaced (Sentinel, a cluster's
+  // replica promotion): waiters ask again within their wait.
+  bool follows_failover() const { return config_.connect.master || router_; }
+
+  // The master holding `keys` now (in a cluster); the one server's empty Endpoint
+  // otherwise. Throws Error(unavailable) when no master serves the lock's slot.
+  Endpoint node_of(const LockKeys& keys) {
+    return router_ ? node_of_slot(slot_of(keys)) : Endpoint{};
+  }
+  Endpoint node_of_slot(std::uint16_t slot) {
+    auto node = router_->master_of(slot);
+    if (!node) {
+      throw Error(Errc::unavailable,
+                  context("lookup") + ": no master serves slot " + std::to_string(slot));
+    }
+    return *node;
+  }
+
+  // The subscriber of the node at `endpoint` (the one server's for the empty Endpoint),
+  // made when first needed.
+  Subscriber& subscriber(const Endpoint& endpoint) {
+    std::lock_guard lock(subscribers_mu_);
+    auto& slot = subscribers_[endpoint];
+    if (!slot) {
+      slot = router_
+                 ? std::make_unique<Subscriber>(router_->node_options(endpoint), config_.retry,
+                                                router_->tls())
+                 : std::make_unique<Subscriber>(config_.connect, config_.retry, connector_->tls());
+    }
+    return *slot;
+  }
+
+  // A cluster refuses a script whose keys span slots, so each grant is renewed by a
+  // call of its own; the calls to one master travel in one round, and the masters are
+  // asked at once, so one that is down (or frozen) holds up nobody else's renewals: its
+  // grants' renewals are undecided, to be asked again soon, as with a failed batch.
+  std::vector<Renewed> renew_on_cluster(std::span<const GrantRef> grants) {
+    std::vector<Renewed> out(grants.size(), Renewed::unknown());
+    std::map<Endpoint, std::vector<std::size_t>> by_node;
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+      if (auto node = router_->master_of(slot_of(LockKeys::of(grants[i].key)))) {
+        by_node[*node].push_back(i);
+      }
+    }
+    const auto renew_node = [&](const std::vector<std::size_t>& members) {
+      std::vector<ScriptCall> calls;
+      calls.reserve(members.size());
+      for (std::size_t i : members) {
+        const GrantRef& grant = grants[i];
+        LockKeys keys = LockKeys::of(grant.key);
+        calls.push_back(ScriptCall{
+            &k_renew_script,
+            {std::move(keys.holders), std::move(keys.info)},
+            {std::to_string(grant.token), grant.owner, std::to_string(grant.ttl.count())}});
+      }
+      try {
+        const auto result = run_scripts(*router_, calls);
+        for (std::size_t n = 0; n < members.size(); ++n) {
+          const Reply& reply = result.replies.at(n);
+          if (!reply.is_array() || reply.elements.size() != 1 || !reply.elements[0].is_integer()) {
+            continue;  // an error reply: undecided
+          }
+          const GrantRef& grant = grants[members[n]];
+          out[members[n]] = reply.elements[0].integer == 1 ? Renewed::until(result.sent + grant.ttl)
+                                                           : Renewed::lost();
+        }
+      } catch (const Error&) {
+        // The master cannot be reached now: undecided.
+      }
+    };
+    if (by_node.size() == 1) {
+      renew_node(by_node.begin()->second);
+      return out;
+    }
+    std::vector<std::future<void>> running;
+    for (const auto& [node, members] : by_node) {
+      running.push_back(std::async(std::launch::async, renew_node, std::cref(members)));
+    }
+    for (auto& r : running) r.get();
+    return out;
+  }
+
   Pipeline& pipeline() {
     const std::size_t n = next_pipeline_.fetch_add(1, std::memory_order_relaxed);
     return *pipelines_[n % pipelines_.size()];
   }
 
   std::string context(std::string_view what) const {
-    return std::string(what) + " on " + connector_->endpoint();
+    return std::string(what) + " on " + (router_ ? router_->description() : connector_->endpoint());
   }
 
   // WAIT min_replicas replica_timeout, to follow writes; nullptr without min_replicas.
@@ -268,9 +418,9 @@ class RedisEngine final : public core::Engine {
   // Gives a grant back, confirmed or not (it lapses by its TTL otherwise).
   void release_quietly(const LockKeys& keys, std::uint64_t token, const std::string& owner) {
     try {
-      run_scripts(pipeline(), {ScriptCall{&k_release_script,
-                                          all_keys(keys),
-                                          {keys.channel, std::to_string(token), owner}}});
+      run_scripts(runner(), {ScriptCall{&k_release_script,
+                                        all_keys(keys),
+                                        {keys.channel, std::to_string(token), owner}}});
     } catch (const Error&) {
     }
   }
@@ -307,7 +457,7 @@ class RedisEngine final : public core::Engine {
                      {std::to_string(grant.token), grant.mode == Mode::exclusive ? "x" : "s"}});
     }
     try {
-      const auto result = run_scripts(pipeline(), calls);
+      const auto result = run_scripts(runner(), calls);
       for (std::size_t i = 0; i < grants.size(); ++i) {
         const Reply& reply = result.replies.at(i);
         if (!reply.is_integer() || reply.integer != 0) continue;  // held, or undecided
@@ -327,17 +477,23 @@ class RedisEngine final : public core::Engine {
   // refreshes or renews them.
   void withdraw(const LockKeys& keys, const std::string& entry) {
     try {
-      run_scripts(pipeline(),
+      run_scripts(runner(),
                   {ScriptCall{&k_withdraw_script, all_keys(keys), {keys.channel, entry}}});
     } catch (const Error&) {
     }
   }
 
   const RedisConfig config_;
+  // redis+cluster://: the router to every master; null otherwise.
+  const std::unique_ptr<ClusterRouter> router_;
+  // One server (or Sentinel's master): its connector and pipelines; null and empty in a
+  // cluster.
   const std::shared_ptr<Connector> connector_;
   std::vector<std::unique_ptr<Pipeline>> pipelines_;
   std::atomic<std::size_t> next_pipeline_{0};
-  Subscriber subscriber_;
+  std::mutex subscribers_mu_;
+  // Per master in a cluster; the one server's under the empty Endpoint otherwise.
+  std::map<Endpoint, std::unique_ptr<Subscriber>> subscribers_;  // guarded by subscribers_mu_
   const std::string client_id_;
   std::atomic<std::uint64_t> sequence_{0};
   const resp_client::Command wait_;  // empty without min_replicas

@@ -5,14 +5,14 @@
 
 namespace warden::engines::redis {
 
-resp_client::Pipeline::Result run_scripts(resp_client::Pipeline& pipeline,
-                                          const std::vector<ScriptCall>& calls,
-                                          const resp_client::Command* then) {
+resp_client::RoundResult run_scripts(resp_client::Runner& runner,
+                                     const std::vector<ScriptCall>& calls,
+                                     const resp_client::Command* then) {
   std::vector<resp_client::Command> commands;
   commands.reserve(calls.size() + 1);
   for (const ScriptCall& call : calls) commands.push_back(resp_client::script_command(call, true));
   if (then != nullptr) commands.push_back(*then);
-  auto result = pipeline.run(std::move(commands));
+  auto result = runner.run(std::move(commands));
 
   std::vector<std::size_t> unknown;
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -23,7 +23,7 @@ resp_client::Pipeline::Result run_scripts(resp_client::Pipeline& pipeline,
   retry.reserve(unknown.size());
   for (std::size_t i : unknown) retry.push_back(resp_client::script_command(calls[i], false));
   if (then != nullptr) retry.push_back(*then);
-  auto second = pipeline.run(std::move(retry));
+  auto second = runner.run(std::move(retry));
   for (std::size_t n = 0; n < unknown.size(); ++n) {
     result.replies[unknown[n]] = std::move(second.replies[n]);
   }

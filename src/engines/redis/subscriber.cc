@@ -173,7 +173,7 @@ void Subscriber::exchange(Connection& conn, std::vector<Order> orders) {
       }
     }
     for (const Order& order : orders) {
-      const std::string_view args[] = {order.subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE",
+      const std::string_view args[] = {order.subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE",
                                        order.channel};
       conn.append(std::span<const std::string_view>(args));
     }
@@ -194,7 +194,7 @@ void Subscriber::handle(const Reply& reply) {
   const std::string& kind = reply.elements[0].text;
   const std::string& channel = reply.elements[1].text;
   std::lock_guard lock(mu_);
-  if (kind == "subscribe") {
+  if (kind == "ssubscribe") {
     const auto pending = unacknowledged_.find(channel);
     if (pending != unacknowledged_.end()) {
       if (--pending->second > 0) return;
@@ -204,7 +204,7 @@ void Subscriber::handle(const Reply& reply) {
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     for (Watch* watch : it->second) watch->wake();
-  } else if (kind == "message") {
+  } else if (kind == "smessage") {
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     const std::string& payload = reply.elements[2].text;

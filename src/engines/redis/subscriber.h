@@ -1,14 +1,18 @@
 // engines/redis/subscriber.h — the wake-ups of a Client's waiters: one subscriber
-// connection per Client, shared by all its waiters on all locks.
+// connection per Client (per master, in a cluster), shared by all its waiters on all
+// locks.
 //
 // A waiter that was not granted at once watches its lock's channel. The subscriber
-// SUBSCRIBEs to a channel while anyone watches it, and wakes a waiter when a message
+// SSUBSCRIBEs to a channel while anyone watches it (sharded pub/sub, Redis 7: the
+// channel shares the lock's hash tag, so in a cluster it lives on the lock's node and
+// messages do not cross the cluster bus), and wakes a waiter when a message
 // names the waiter's entry (it was admitted; every waiter, fair or not, is served from
 // the queue, so no other message concerns it). It also wakes every
 // waiter of a channel when its subscription is confirmed and after a reconnect:
 // messages published before that were not seen, so each waiter looks once.
 //
-// Messages can be lost (a killed connection, a Redis restart); waiters therefore also
+// Messages can be lost (a killed connection, a Redis restart, a slot that moved to
+// another node); waiters therefore also
 // poll (see redis_engine.cc), and a lost message costs at most one poll interval.
 //
 // The thread and its connection start with the first watch, and reconnect with the

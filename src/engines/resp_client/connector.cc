@@ -17,11 +17,14 @@ bool still_current(const Connection& conn, const ConnectOptions& options) {
   return !options.master || options.master->is_current(conn.endpoint());
 }
 
-Connector::Connector(ConnectOptions options, const RetryPolicy& retry)
+Connector::Connector(ConnectOptions options, const RetryPolicy& retry,
+                     std::shared_ptr<const TlsContext> tls)
     : options_(std::move(options)),
       endpoint_(options_.master ? options_.master->description()
                                 : endpoint_name(options_.host, options_.port)),
-      tls_(options_.tls.enabled ? TlsContext::create(options_.tls, endpoint_) : nullptr),
+      tls_(!options_.tls.enabled ? nullptr
+           : tls                 ? std::move(tls)
+                                 : TlsContext::create(options_.tls, endpoint_)),
       backoff_(retry),
       suspect_backoff_(retry) {}
 

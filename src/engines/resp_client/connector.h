@@ -34,9 +34,12 @@ bool still_current(const Connection& conn, const ConnectOptions& options);
 
 class Connector {
  public:
-  // With options.tls.enabled, loads the TLS files now: throws what TlsContext::create
-  // throws (permission_denied naming a file that cannot be used).
-  Connector(ConnectOptions options, const RetryPolicy& retry);
+  // With options.tls.enabled, loads the TLS files now (unless `tls` is given: the
+  // context another Connector loaded from the same options, as a cluster's nodes share
+  // one): throws what TlsContext::create throws (permission_denied naming a file that
+  // cannot be used).
+  Connector(ConnectOptions options, const RetryPolicy& retry,
+            std::shared_ptr<const TlsContext> tls = nullptr);
 
   // A new connection. Throws what Connection::open throws; within the back-off delay
   // after a failure, throws at once an Error with the last failure's code and message

@@ -30,14 +30,27 @@
 
 namespace warden::engines::resp_client {
 
-class Pipeline {
+// What one batch of commands brought back.
+struct RoundResult {
+  // When the round holding these commands started to be written: no later than the
+  // moment the server read any of them, on this process's clock.
+  Clock::time_point sent;
+  std::vector<Reply> replies;  // one per command, in order
+};
+
+// Where an engine sends a batch of commands: one server's Pipeline, or a ClusterRouter
+// that sends each command to the node serving its key (cluster_router.h).
+class Runner {
  public:
-  struct Result {
-    // When the round holding these commands started to be written: no later than the
-    // moment the server read any of them, on this process's clock.
-    Clock::time_point sent;
-    std::vector<Reply> replies;  // one per command, in order
-  };
+  virtual ~Runner() = default;
+  // The replies to `commands`, in order; error replies come back as replies. Throws
+  // warden::Error when the commands cannot be sent or answered.
+  virtual RoundResult run(std::vector<Command> commands) = 0;
+};
+
+class Pipeline final : public Runner {
+ public:
+  using Result = RoundResult;
 
   // `timeout` bounds one round (writing it and reading every reply).
   Pipeline(std::shared_ptr<Connector> connector, std::chrono::milliseconds timeout);
@@ -49,7 +62,7 @@ class Pipeline {
   // the connect timeout. Throws Error: unavailable or deadline_exceeded when the round
   // failed (or the Connector is backing off), permission_denied if a reconnect's AUTH
   // is refused.
-  Result run(std::vector<Command> commands);
+  Result run(std::vector<Command> commands) override;
 
  private:
   struct Batch {

@@ -155,7 +155,7 @@ end
 -- not, is in the queue and is served from it, so nobody needs a message that names
 -- no one.
 local function publish(channel, admitted)
-  if #admitted > 0 then redis.call('PUBLISH', channel, table.concat(admitted, ' ')) end
+  if #admitted > 0 then redis.call('SPUBLISH', channel, table.concat(admitted, ' ')) end
 end
 
 -- Deletes the lock's keys once nothing is left in them: no holder, waiter or
