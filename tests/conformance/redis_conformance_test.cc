@@ -3,7 +3,9 @@
 // TLS (rediss://, the server's TLS port, certificates from support/test_certs.h), so
 // every clause also holds when the bytes go through OpenSSL; and once more behind
 // Sentinel (redis+sentinel://, a master with a replica and a sentinel per test), so
-// every clause also holds when the master is found through the sentinels.
+// every clause also holds when the master is found through the sentinels; and once more
+// on a Redis Cluster (redis+cluster://, three masters per test), so every clause also
+// holds when each lock's calls are routed to its slot's master.
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -15,6 +17,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "support/redis_cluster.h"
 #include "support/redis_sentinel.h"
 #include "support/redis_server.h"
 #include "support/test_certs.h"
@@ -112,13 +115,46 @@ class RedisSentinelBackend final : public Backend {
   mutable testing::RedisSentinelGroup group_;
 };
 
+// The same keys, on the master of their slot. No replicas: no clause needs a failover,
+// and three nodes come up faster than six.
+class RedisClusterBackend final : public Backend {
+ public:
+  RedisClusterBackend() : cluster_({.masters = 3, .replicas_per_master = 0}) {}
+
+  std::string uri() const override { return cluster_.uri(); }
+
+  bool drop_grants(std::string_view group, std::string_view name) override {
+    std::vector<std::string> del = lock_keys(group, name);
+    del.insert(del.begin(), "DEL");
+    const std::string deleted = cluster_.command(master_of(group, name), del);
+    if (deleted.rfind("(error)", 0) == 0) throw std::runtime_error("DEL answered " + deleted);
+    return true;
+  }
+
+  std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
+    return count_of(
+        cluster_.command(master_of(group, name), {"ZCARD", testing::lock_tag(group, name) + ":w"}));
+  }
+
+ private:
+  std::uint16_t master_of(std::string_view group, std::string_view name) {
+    const std::string slot =
+        cluster_.command(cluster_.node_ports().front(),
+                         {"CLUSTER", "KEYSLOT", testing::lock_tag(group, name) + ":i"});
+    return cluster_.master_port_for_slot(std::stoi(slot));
+  }
+
+  mutable testing::RedisClusterGroup cluster_;
+};
+
 INSTANTIATE_TEST_SUITE_P(
     Redis, Conformance,
-    ::testing::Values(EngineCase{"Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }},
-                      EngineCase{"RedisTls", kRedis,
-                                 [] { return std::make_unique<RedisBackend>(true); }},
-                      EngineCase{"RedisSentinel", kRedis,
-                                 [] { return std::make_unique<RedisSentinelBackend>(); }}),
+    ::testing::Values(
+        EngineCase{"Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }},
+        EngineCase{"RedisTls", kRedis, [] { return std::make_unique<RedisBackend>(true); }},
+        EngineCase{"RedisSentinel", kRedis,
+                   [] { return std::make_unique<RedisSentinelBackend>(); }},
+        EngineCase{"RedisCluster", kRedis, [] { return std::make_unique<RedisClusterBackend>(); }}),
     name_printer);
 
 }  // namespace
