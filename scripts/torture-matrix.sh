@@ -14,8 +14,10 @@
 # session timeout 2 s), postgres (PostgreSQL 15: initdb + postgres, as the `postgres`
 # user when run as root, since PostgreSQL refuses root), mysql (MariaDB:
 # mariadb-install-db + mariadbd), redis-sentinel (a master, 2 replicas and 3 sentinels:
-# redis+sentinel://) and redis-sentinel-wait (the same with min_replicas=1). The failover
-# nemesis runs on the sentinel engines only (the others have no replica to promote).
+# redis+sentinel://), redis-sentinel-wait (the same with min_replicas=1) and
+# redis-cluster (3 masters with a replica each, cluster-node-timeout 2 s:
+# redis+cluster://). The failover nemesis runs on the sentinel and cluster engines only
+# (the others have no replica to promote).
 # mem:// is left out: its lock table lives inside each
 # client process, so separate client processes never contend.
 #
@@ -29,7 +31,7 @@ build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
-all_engines="warden redis redis-aof redlock redlock-aof etcd zk postgres mysql redis-sentinel redis-sentinel-wait"
+all_engines="warden redis redis-aof redlock redlock-aof etcd zk postgres mysql redis-sentinel redis-sentinel-wait redis-cluster"
 all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client failover"
 engines=${TORTURE_ENGINES:-$all_engines}
 nemeses=${TORTURE_NEMESES:-$all_nemeses}
@@ -247,6 +249,47 @@ start_engine() {
       url=redis+sentinel://$(printf '127.0.0.1:%s\n' "${sentinels[@]}" | paste -sd,)/$name
       if [ "$1" = redis-sentinel-wait ]; then url+="?min_replicas=1"; fi
       epsilon=500ms ;;
+    redis-cluster)
+      # Every node is a server the nemeses may hit (a fault on a master that does not
+      # serve the torture lock's slot shows that it does not matter).
+      local seeds=()
+      for i in 0 1 2 3 4 5; do
+        port=$(free_port)
+        mkdir -p "$cell/node$i"
+        server "node$i" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+          --dir "$cell/node$i" --cluster-enabled yes --cluster-config-file nodes.conf \
+          --cluster-node-timeout 2000 --repl-diskless-sync-delay 0
+        wait_until 10 redis-cli -p "$port" ping || { cat "$cell/node$i.log" >&2; exit 1; }
+        seeds+=("127.0.0.1:$port")
+      done
+      redis-cli --cluster create "${seeds[@]}" --cluster-replicas 1 --cluster-yes \
+        >"$cell/create.log" 2>&1 || { cat "$cell/create.log" >&2; exit 1; }
+      port=${seeds[0]#127.0.0.1:}
+      wait_until 30 bash -c "redis-cli -p $port CLUSTER INFO | grep -q cluster_state:ok" \
+        || { cat "$cell/create.log" >&2; exit 1; }
+      # The PID of the master serving the torture lock's slot now (the failover nemesis),
+      # as the first node that answers sees it (CLUSTER NODES: a master's line ends with
+      # its slot ranges).
+      printf '%s\n' "${seeds[@]#127.0.0.1:}" >"$cell/ports"
+      cat >"$cell/master.sh" <<'EOF'
+#!/usr/bin/env bash
+while read -r p; do
+  slot=$(redis-cli -p "$p" CLUSTER KEYSLOT '{warden:torture/lock}:i' 2>/dev/null) || continue
+  port=$(redis-cli -p "$p" CLUSTER NODES 2>/dev/null | awk -v s="$slot" '
+    $3 ~ /master/ && $3 !~ /fail/ {
+      for (i = 9; i <= NF; i++) {
+        n = split($i, r, "-"); if (n == 1) r[2] = r[1]
+        if (s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) { split($2, a, "[:@]"); print a[2] }
+      }
+    }' | head -1)
+  [ -n "$port" ] && break
+done <"$(dirname "$0")/ports"
+ss -Hltnp "sport = :$port" | grep -o "pid=[0-9]*" | head -1 | cut -d= -f2
+EOF
+      chmod +x "$cell/master.sh"
+      server_args+=(--master-command "$cell/master.sh")
+      url=redis+cluster://$(printf '%s\n' "${seeds[@]}" | paste -sd,)
+      epsilon=500ms ;;
     *)
       echo "torture-matrix.sh: unknown engine '$1'" >&2
       exit 1 ;;
@@ -260,7 +303,9 @@ echo "engines: $engines; nemeses: $nemeses; $clients clients, $duration each, tt
 failed=0
 for engine in $engines; do
   for nemesis in $nemeses; do
-    if [ "$nemesis" = failover ] && [[ $engine != redis-sentinel* ]]; then continue; fi
+    if [ "$nemesis" = failover ] && [[ $engine != redis-sentinel* && $engine != redis-cluster ]]; then
+      continue
+    fi
     cell=$tmp/$engine-$nemesis
     mkdir -p "$cell"
     server_args=()

@@ -38,10 +38,11 @@ inline long long queued(RedisProbe& probe, std::string_view group, std::string_v
   return std::stoll(probe.command({"ZCARD", lock_tag(group, name) + ":w"}));
 }
 
-// How many connections subscribe to the lock's channel, where waiters hear that
-// they may look again.
+// How many connections subscribe to the lock's (sharded) channel, where waiters hear
+// that they may look again.
 inline long long subscribers(RedisProbe& probe, std::string_view group, std::string_view name) {
-  const std::string reply = probe.command({"PUBSUB", "NUMSUB", lock_tag(group, name) + ":c"});
+  const std::string reply =
+      probe.command({"PUBSUB", "SHARDNUMSUB", lock_tag(group, name) + ":c"});
   return std::stoll(reply.substr(reply.rfind('\n') + 1));  // "channel\ncount"
 }
 
