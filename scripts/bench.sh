@@ -7,7 +7,8 @@
 #   WARDEN_BUILD=build/asan scripts/bench.sh
 #   BENCH_SETS="etcd zk" scripts/bench.sh  # only some sets: resp (warden://, redis://,
 #                                        # mem://), capacity (wardend), tls, redlock, etcd,
-#                                        # zk, db (postgres://, mysql://); default all
+#                                        # zk, db (postgres://, mysql://), cluster
+#                                        # (redis+cluster://); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -32,7 +33,10 @@
 #   - postgres:// on a fresh PostgreSQL 15 and mysql:// on a fresh MariaDB, 1 and 8
 #     clients, uncontended and contended, each with --baseline against the database's raw
 #     lock pairs (pg_advisory_lock + pg_advisory_unlock, GET_LOCK + RELEASE_LOCK) on the
-#     same server; hand-off.
+#     same server; hand-off;
+#   - redis+cluster:// on a Redis Cluster of 3 masters and on one of 1 master (no
+#     replicas), 8 and 32 clients over 16 locks each, uncontended, each against the raw
+#     lock on the same cluster, each key sent to its slot's master.
 # docs/performance.md explains the figures.
 set -euo pipefail
 
@@ -40,7 +44,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db} "
+sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -285,6 +289,46 @@ if [[ $sets == *" db "* ]]; then
   echo
   echo "mariadb: $(mariadbd --version | sed 's/.*Ver \([^ ]*\).*/\1/')"
   db_grid mariadb
+fi
+
+# redis+cluster://, against the raw lock routed the same way, on 3 masters and on 1 (a
+# one-node cluster serving every slot): what spreading the locks over masters adds.
+# start_cluster NAME MASTERS: sets cluster_url.
+start_cluster() {
+  local name=$1 masters=$2 i port nodes=()
+  for (( i = 0; i < masters; i++ )); do
+    port=$(free_port)
+    mkdir -p "$tmp/$name/n$i"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$tmp/$name/n$i" --cluster-enabled yes --cluster-config-file nodes.conf \
+      >"$tmp/$name-n$i.log" 2>&1 &
+    pids+=($!)
+    wait_until 10 redis-cli -p "$port" ping || { cat "$tmp/$name-n$i.log" >&2; exit 1; }
+    nodes+=("127.0.0.1:$port")
+  done
+  if (( masters == 1 )); then
+    redis-cli -p "$port" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null
+  else
+    redis-cli --cluster create "${nodes[@]}" --cluster-yes >"$tmp/$name-create.log" 2>&1 \
+      || { cat "$tmp/$name-create.log" >&2; exit 1; }
+  fi
+  for node in "${nodes[@]}"; do
+    wait_until 30 bash -c "redis-cli -p ${node#127.0.0.1:} CLUSTER INFO | grep -q cluster_state:ok" \
+      || { cat "$tmp/$name-n0.log" >&2; exit 1; }
+  done
+  cluster_url=redis+cluster://$(IFS=,; echo "${nodes[*]}")
+}
+if [[ $sets == *" cluster "* ]]; then
+  echo
+  for masters in 3 1; do
+    start_cluster "cluster$masters" "$masters"
+    echo "redis cluster of $masters master(s): $cluster_url"
+    for clients in 8 32; do
+      run bench --url "$cluster_url" --clients "$clients" --keys 16 --duration "$duration" \
+        --rounds "$rounds" --baseline "$cluster_url" --handoff-samples 0
+    done
+    for (( i = 0; i < masters; i++ )); do stop_last; done
+  done
 fi
 
 echo

@@ -115,11 +115,12 @@ Plan make_plan(const BenchOptions& o) {
   if (!plan.baseline.empty()) {
     plan.baseline_text = redacted("--baseline", plan.baseline);
     const std::string scheme = core::Uri::parse(plan.baseline).scheme;
-    if (scheme != "redis" && scheme != "etcd" && scheme != "zk" && scheme != "warden" &&
-        scheme != "wardens" && scheme != "postgres" && scheme != "postgresql" &&
-        scheme != "mysql") {
+    if (scheme != "redis" && scheme != "redis+cluster" && scheme != "etcd" && scheme != "zk" &&
+        scheme != "warden" && scheme != "wardens" && scheme != "postgres" &&
+        scheme != "postgresql" && scheme != "mysql") {
       throw Failure(exit_code::kUsage, "--baseline",
-                    "expected a redis://HOST:PORT, etcd://HOST:PORT, zk://HOST:PORT, "
+                    "expected a redis://HOST:PORT, redis+cluster://H1:P1,..., etcd://HOST:PORT, "
+                    "zk://HOST:PORT, "
                     "postgres://USER:PASS@HOST:PORT/DB, mysql://USER:PASS@HOST:PORT/DB or "
                     "warden(s)://HOST:PORT URL");
     }
@@ -284,13 +285,15 @@ void add_bench_command(Commands& commands) {
                   ->capture_default_str();
   auto* baseline =
       app.add_option("--baseline", o->baseline,
-                     "Also run a baseline lock: raw single Redis (SET NX PX + "
-                     "compare-and-delete), etcd's own lock service (v3lock), raw "
+                     "Also run a baseline lock: raw Redis (SET NX PX + "
+                     "compare-and-delete; on a cluster, each key on its slot's master), etcd's own "
+                     "lock service (v3lock), raw "
                      "ZooKeeper create+delete pairs, raw PostgreSQL advisory lock or MariaDB "
                      "GET_LOCK pairs, or warden:// itself at another URL (e.g. plain "
                      "against TLS)")
           ->type_name(
-              "redis://H:P|etcd://H:P|zk://H:P|postgres://U:P@H:P/DB|mysql://U:P@H:P/DB|"
+              "redis://H:P|redis+cluster://H:P,...|etcd://H:P|zk://H:P|postgres://U:P@H:P/DB|"
+              "mysql://U:P@H:P/DB|"
               "warden(s)://H:P");
   auto* rounds =
       app.add_option("--rounds", o->rounds,
@@ -355,6 +358,8 @@ void add_bench_command(Commands& commands) {
       "and-delete Lua script (EVALSHA). It has no queue: a SET NX that finds the key\n"
       "taken is retried after a random 0.1..1 ms sleep. It has no shared mode: it\n"
       "always locks exclusively. The report gives warden/baseline for cycles/s.\n"
+      "--baseline redis+cluster://H1:P1,... runs it on a Redis Cluster, each client\n"
+      "with a connection per master and each key sent to its slot's master.\n"
       "--baseline etcd://H:P runs etcd's own lock service instead (v3lockpb Lock +\n"
       "Unlock RPCs, one lease per client, exclusive only) on the URL's first member.\n"
       "--baseline zk://H:P runs raw ZooKeeper pairs: create(EPHEMERAL_SEQUENTIAL) +\n"

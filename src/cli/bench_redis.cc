@@ -3,11 +3,14 @@
 #include <hiredis/hiredis.h>
 
 #include <charconv>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "cli/bench_resp.h"
 #include "core/uri.h"
+#include "engines/resp_client/cluster_slots.h"
+#include "engines/resp_client/hiredis_reply.h"
 #include "warden/error.h"
 
 namespace warden::cli::bench {
@@ -17,11 +20,18 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kKeyPrefix = "warden-bench:";
 
+// One key of a client, and the connection (to its slot's master, on a cluster) it
+// goes through.
+struct RoutedKey {
+  std::string key;
+  std::size_t conn = 0;
+};
+
 class RedisCycleClient final : public CycleClient {
  public:
-  RedisCycleClient(RespConnection conn, std::string sha, std::vector<std::string> keys,
+  RedisCycleClient(std::vector<RespConnection> conns, std::string sha, std::vector<RoutedKey> keys,
                    const Workload& workload, int index)
-      : conn_(std::move(conn)),
+      : conns_(std::move(conns)),
         sha_(std::move(sha)),
         keys_(std::move(keys)),
         ttl_(std::to_string(workload.ttl.count())),
@@ -30,7 +40,8 @@ class RedisCycleClient final : public CycleClient {
         rng_(static_cast<std::uint32_t>(index) + 1) {}
 
   std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
-    const std::string& key = keys_[next_];
+    const std::string& key = keys_[next_].key;
+    RespConnection& conn_ = conns_[keys_[next_].conn];
     if (++next_ == keys_.size()) next_ = 0;
     const std::string_view value = next_value();
     const auto t0 = Clock::now();
@@ -61,9 +72,9 @@ class RedisCycleClient final : public CycleClient {
     return value_;
   }
 
-  RespConnection conn_;
-  std::string sha_;
-  std::vector<std::string> keys_;
+  std::vector<RespConnection> conns_;
+  std::string sha_;  // the same on every server: a script's SHA1 is of its text
+  std::vector<RoutedKey> keys_;
   std::string ttl_;
   std::string value_prefix_;
   std::string value_;
@@ -79,23 +90,79 @@ const char* const kCompareAndDelete =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
     "else return 0 end";
 
+namespace {
+
+namespace rc = engines::resp_client;
+
+// Where a key lives: the one server, or on a cluster the master of its slot.
+class KeyRouter {
+ public:
+  KeyRouter(const std::string& url, std::chrono::milliseconds timeout) {
+    const core::Uri uri = core::Uri::parse(url);
+    if (uri.scheme != "redis+cluster") {
+      one_ = endpoint_of(url);
+      return;
+    }
+    // The first node, with the URL's credentials; the map is read once (the cluster
+    // is not resharded during a run).
+    Endpoint first;
+    first.host = uri.hosts.at(0).host;
+    first.port = uri.hosts.at(0).port.value_or(6379);  // Redis's default port
+    if (uri.user && !uri.user->empty()) first.user = uri.user;
+    if (uri.password && !uri.password->empty()) first.password = uri.password;
+    one_ = first;
+    RespConnection conn = RespConnection::open(*one_, timeout);
+    const ReplyPtr reply = conn.command({"CLUSTER", "SLOTS"});
+    map_.emplace(rc::parse_cluster_slots(rc::from_hiredis(*reply), one_->host));
+  }
+
+  Endpoint endpoint_for(const std::string& key) const {
+    if (!map_) return *one_;
+    const auto node = map_->endpoint_for(rc::key_slot(key));
+    if (!node) throw Error(Errc::unavailable, "no master serves the slot of " + key);
+    Endpoint e = *one_;
+    e.host = node->host;
+    e.port = node->port;
+    return e;
+  }
+
+ private:
+  std::optional<Endpoint> one_;
+  std::optional<rc::SlotMap> map_;
+};
+
+}  // namespace
+
 std::vector<std::unique_ptr<CycleClient>> open_redis_clients(const std::string& url,
                                                              const Workload& workload,
                                                              std::chrono::milliseconds timeout) {
-  const Endpoint endpoint = endpoint_of(url);
-  if (core::Uri::parse(url).scheme != "redis") {
-    throw Error(Errc::invalid_argument, "--baseline needs a redis://HOST:PORT URL");
+  const std::string scheme = core::Uri::parse(url).scheme;
+  if (scheme != "redis" && scheme != "redis+cluster") {
+    throw Error(Errc::invalid_argument,
+                "--baseline needs a redis://HOST:PORT or redis+cluster://H1:P1,... URL");
   }
+  const KeyRouter router(url, timeout);
   std::vector<std::unique_ptr<CycleClient>> clients;
   clients.reserve(static_cast<std::size_t>(workload.clients));
   for (int i = 0; i < workload.clients; ++i) {
-    RespConnection conn = RespConnection::open(endpoint, timeout);
-    std::string sha = expect_text(*conn.command({"SCRIPT", "LOAD", kCompareAndDelete}),
-                                  "SCRIPT LOAD on " + conn.endpoint());
-    std::vector<std::string> keys;
+    // Each client: one connection per server its keys live on, the script on each.
+    std::vector<RespConnection> conns;
+    std::map<std::string, std::size_t> conn_of;  // by "host:port"
+    std::string sha;
+    std::vector<RoutedKey> keys;
     keys.reserve(static_cast<std::size_t>(workload.keys));
-    for (int k = 0; k < workload.keys; ++k) keys.push_back(kKeyPrefix + lock_name(workload, i, k));
-    clients.push_back(std::make_unique<RedisCycleClient>(std::move(conn), std::move(sha),
+    for (int k = 0; k < workload.keys; ++k) {
+      std::string key = kKeyPrefix + lock_name(workload, i, k);
+      const Endpoint endpoint = router.endpoint_for(key);
+      auto [it, added] = conn_of.emplace(endpoint.name(), conns.size());
+      if (added) {
+        conns.push_back(RespConnection::open(endpoint, timeout));
+        sha = expect_text(*conns.back().command({"SCRIPT", "LOAD", kCompareAndDelete}),
+                          "SCRIPT LOAD on " + conns.back().endpoint());
+      }
+      keys.push_back(RoutedKey{std::move(key), it->second});
+    }
+    clients.push_back(std::make_unique<RedisCycleClient>(std::move(conns), std::move(sha),
                                                          std::move(keys), workload, i));
   }
   return clients;

@@ -1,5 +1,6 @@
 // cli/bench_redis.h — the baseline of `warden bench`: the lock every Redis tutorial
-// shows, on one Redis server, through hiredis.
+// shows, on one Redis server or on a Redis Cluster (each key on its slot's master, as
+// the map read once at the start says), through hiredis.
 //
 //   acquire:  SET key value NX PX ttl            (value unique per acquire)
 //   release:  EVALSHA <compare-and-delete> 1 key value
@@ -27,7 +28,8 @@ namespace warden::cli::bench {
 extern const char* const kCompareAndDelete;
 
 // One connection per workload client to the Redis at `url` (redis://[USER:PASS@]HOST:PORT[/DB]),
-// each with the script loaded. `timeout` bounds the connect and every command. Throws
+// or to each master its keys live on (redis+cluster://[USER:PASS@]H1:P1,...), each with
+// the script loaded. `timeout` bounds the connect and every command. Throws
 // warden::Error (invalid_argument for a bad URL, unavailable if Redis is down).
 std::vector<std::unique_ptr<CycleClient>> open_redis_clients(const std::string& url,
                                                              const Workload& workload,
