@@ -1,7 +1,8 @@
 // engines/redis/redis_engine.h — redis://: a fair, reentrant (in the core), read-write
 // lock kept in one Redis server by Lua scripts (lua/*.lua, docs/engines/redis.md).
 //
-// Connections, all to the one server of the URI:
+// Connections, all to the one server of the URI (on redis+cluster://, the same per master,
+// through resp_client::ClusterRouter, each call sent to its lock's slot's master):
 //   - `pool` pipelined connections for every script call (acquire attempts, releases,
 //     renewals, checks): none of them blocks on the server, so concurrent calls of
 //     many threads travel together in one round trip (resp_client::Pipeline);
