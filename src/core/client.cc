@@ -2,8 +2,6 @@
 
 #include "core/client_state.h"
 #include "core/names.h"
-#include "core/uri.h"
-#include "engines/registry.h"
 #include "warden/error.h"
 
 namespace warden {
@@ -152,12 +150,8 @@ bool ClientState::check(const Sequencer& sequencer) {
 
 Client::Client(std::shared_ptr<detail::ClientState> state) : state_(std::move(state)) {}
 
-Client Client::open(std::string_view uri_text, ClientOptions options) {
-  core::validate_client_options(options);
-  const core::Uri uri = core::Uri::parse(uri_text);
-  std::shared_ptr<core::Engine> engine = engines::open_engine(uri, options);
-  return Client(std::make_shared<detail::ClientState>(uri.redacted(), options, std::move(engine)));
-}
+// Client::open is compose/open_client.cc's: opening means choosing an engine, which
+// the core does not know.
 
 Lock Client::lock(std::string_view group, std::string_view name) const {
   return lock(group, name, state_->options.lock_defaults);

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "compose/engine_registry.h"
 #include "conformance/conformance_suite.h"
 #include "core/engine.h"
 #include "core/uri.h"
-#include "engines/registry.h"
 
 namespace warden::conformance {
 namespace {
@@ -71,7 +71,7 @@ TEST_P(Conformance, ReleaseOrRenewByNonOwnerIsRefused) {
   // Another process that knows the lock's name (but is not its holder) talks to the
   // backend directly, below the client's bookkeeping.
   std::unique_ptr<core::Engine> intruder =
-      engines::open_engine(core::Uri::parse(backend().uri()), ClientOptions{});
+      compose::open_engine(core::Uri::parse(backend().uri()), ClientOptions{});
   ASSERT_NE(intruder, nullptr);
   std::vector<std::uint64_t> wrong_tokens = {token + 1, token + 1000};
   if (token > 1) wrong_tokens.push_back(token - 1);
@@ -114,7 +114,7 @@ TEST_P(Conformance, AStrangerWithTheRightTokenCannotRenewOrReleaseTheGrant) {
   Lease lease = a.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lease);
   std::unique_ptr<core::Engine> stranger =
-      engines::open_engine(core::Uri::parse(backend().uri()), ClientOptions{});
+      compose::open_engine(core::Uri::parse(backend().uri()), ClientOptions{});
   ASSERT_NE(stranger, nullptr);
   for (const std::string& guess : {std::string(), std::string(32, '0'), std::string("x")}) {
     core::GrantRef forged;

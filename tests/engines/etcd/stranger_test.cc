@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "compose/engine_registry.h"
 #include "core/engine.h"
 #include "core/uri.h"
-#include "engines/registry.h"
 #include "test_util.h"
 
 namespace warden::testing {
@@ -49,7 +49,7 @@ TEST(EtcdStranger, AGrantRefBuiltFromWhatAnyoneCanReadChangesNothing) {
   forged.owner = std::to_string(only_lease(cluster)) + ' ' + keys[0].key;
 
   std::unique_ptr<core::Engine> stranger =
-      engines::open_engine(core::Uri::parse(cluster.uri()), ClientOptions{});
+      compose::open_engine(core::Uri::parse(cluster.uri()), ClientOptions{});
   const auto renewed = stranger->renew(std::span(&forged, 1));
   ASSERT_EQ(renewed.size(), 1u);
   EXPECT_FALSE(renewed[0].expires) << "renewed another client's grant";

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "compose/engine_registry.h"
 #include "core/engine.h"
 #include "core/uri.h"
-#include "engines/registry.h"
 #include "support/server_process.h"
 #include "support/waiting.h"
 #include "support/wardend_probe.h"
@@ -25,7 +25,7 @@ TEST(WardenControl, RenewBatchAnswersEachGrantInOrder) {
   Wardend server;
   const WardendProbe probe(server.port());
   const std::unique_ptr<core::Engine> engine =
-      engines::open_engine(core::Uri::parse(server.uri()), ClientOptions{});
+      compose::open_engine(core::Uri::parse(server.uri()), ClientOptions{});
 
   constexpr int kGrants = 50;
   std::vector<core::GrantRef> grants;

@@ -1,4 +1,4 @@
-#include "engines/registry.h"
+#include "compose/engine_registry.h"
 
 #include <string>
 
@@ -13,25 +13,26 @@
 #include "engines/zookeeper/zk_engine.h"
 #include "warden/error.h"
 
-namespace warden::engines {
+namespace warden::compose {
 
 std::unique_ptr<core::Engine> open_engine(const core::Uri& given, const ClientOptions& options) {
   core::Uri uri = given;
   core::resolve_tls_scheme(uri);  // rediss:// is redis://?tls=1, and so on
-  if (uri.scheme == "mem") return mem::open(uri, options);
-  if (uri.scheme == "warden") return wardend::open(uri, options);
+  if (uri.scheme == "mem") return engines::mem::open(uri, options);
+  if (uri.scheme == "warden") return engines::wardend::open(uri, options);
   if (uri.scheme == "redis" || uri.scheme == "redis+sentinel" || uri.scheme == "redis+cluster") {
-    return redis::open(uri, options);
+    return engines::redis::open(uri, options);
   }
-  if (uri.scheme == "redlock") return redlock::open(uri, options);
-  if (uri.scheme == "etcd") return etcd::open(uri, options);
-  if (uri.scheme == "zk") return zookeeper::open(uri, options);
-  if (uri.scheme == "postgres" || uri.scheme == "postgresql") return postgres::open(uri, options);
-  if (uri.scheme == "mysql") return mysql::open(uri, options);
+  if (uri.scheme == "redlock") return engines::redlock::open(uri, options);
+  if (uri.scheme == "etcd") return engines::etcd::open(uri, options);
+  if (uri.scheme == "zk") return engines::zookeeper::open(uri, options);
+  if (uri.scheme == "postgres" || uri.scheme == "postgresql")
+    return engines::postgres::open(uri, options);
+  if (uri.scheme == "mysql") return engines::mysql::open(uri, options);
   throw Error(Errc::invalid_argument, "unknown URI scheme '" + uri.scheme +
                                           "' (this build knows: mem, warden, wardens, redis, "
                                           "rediss, redis+sentinel, redis+cluster, redlock, etcd, "
                                           "etcds, zk, postgres, postgresql, mysql)");
 }
 
-}  // namespace warden::engines
+}  // namespace warden::compose
