@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "cli/bench_resp.h"
+#include "bench/resp_connection.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
 #include "cli/status_format.h"

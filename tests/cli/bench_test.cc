@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_stats.h"
+#include "bench/stats.h"
 #include "core/uri.h"
 #include "process.h"
 #include "support/mariadb_server.h"

@@ -1,4 +1,4 @@
-// cli/bench_stats.h — latency statistics of `warden bench`.
+// bench/stats.h — latency statistics of `warden bench`.
 //
 // Every sample is recorded (no histogram buckets, no sampling): each client thread
 // appends to its own vector, the vectors are merged after the run, sorted once, and
@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // Latencies in nanoseconds on the steady clock.
 using Samples = std::vector<std::int64_t>;
@@ -44,4 +44,4 @@ LatencySummary summarize(Samples& samples);
 // Nanoseconds as microseconds (for reports).
 inline double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-// cli/bench_run.h — N clients running lock/unlock cycles, each on its own thread, for a
+// bench/run.h — N clients running lock/unlock cycles, each on its own thread, for a
 // fixed time: the engine of every throughput figure of `warden bench`.
 //
 // A run has three steps. Set-up (connections, lock objects) happens before the clock
@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_stats.h"
+#include "bench/stats.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // One client's side of a run.
 class CycleClient {
@@ -60,4 +60,4 @@ void accumulate(RunResult& total, RunResult&& part);
 // true if stderr is a terminal (the progress line is shown then only).
 bool stderr_is_terminal();
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

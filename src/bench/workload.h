@@ -1,4 +1,4 @@
-// cli/bench_workload.h — what the clients of `warden bench` do: lock/unlock cycles
+// bench/workload.h — what the clients of `warden bench` do: lock/unlock cycles
 // through warden::Client, and the hand-off measurement.
 //
 // Keys. Uncontended: client i cycles round-robin over its own K locks, so no two
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_run.h"
-#include "cli/bench_stats.h"
+#include "bench/run.h"
+#include "bench/stats.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 enum class LockMix { exclusive, shared, mixed };
 
@@ -54,4 +54,4 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
 Samples measure_handoff(const std::string& url, int samples, const Workload& workload,
                         std::chrono::milliseconds step_timeout);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

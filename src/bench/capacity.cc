@@ -1,4 +1,4 @@
-#include "cli/bench_capacity.h"
+#include "bench/capacity.h"
 
 #include <hiredis/hiredis.h>
 #include <sys/resource.h>
@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "cli/bench_resp.h"
+#include "bench/resp_connection.h"
 #include "core/uri.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -255,4 +255,4 @@ IdleConnectionsResult idle_connections(const std::string& url, std::uint64_t con
   return r;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

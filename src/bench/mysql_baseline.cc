@@ -1,4 +1,4 @@
-#include "cli/bench_mysql.h"
+#include "bench/mysql_baseline.h"
 
 #include <mysql.h>
 
@@ -11,7 +11,7 @@
 #include "engines/mysql/mysql_config.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 // The longest a baseline statement may take to answer (GET_LOCK asks for 0.2 s).
@@ -107,4 +107,4 @@ std::vector<std::unique_ptr<CycleClient>> open_mysql_clients(const std::string& 
   return clients;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

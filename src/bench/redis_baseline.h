@@ -1,4 +1,4 @@
-// cli/bench_redis.h — the baseline of `warden bench`: the lock every Redis tutorial
+// bench/redis_baseline.h — the baseline of `warden bench`: the lock every Redis tutorial
 // shows, on one Redis server or on a Redis Cluster (each key on its slot's master, as
 // the map read once at the start says), through hiredis.
 //
@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_run.h"
-#include "cli/bench_workload.h"
+#include "bench/run.h"
+#include "bench/workload.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // The compare-and-delete release script.
 extern const char* const kCompareAndDelete;
@@ -35,4 +35,4 @@ std::vector<std::unique_ptr<CycleClient>> open_redis_clients(const std::string& 
                                                              const Workload& workload,
                                                              std::chrono::milliseconds timeout);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

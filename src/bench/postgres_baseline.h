@@ -1,4 +1,4 @@
-// cli/bench_postgres.h — the PostgreSQL baseline of `warden bench`: the raw cost of a
+// bench/postgres_baseline.h — the PostgreSQL baseline of `warden bench`: the raw cost of a
 // session advisory lock, through libpq.
 //
 //   acquire:  SELECT pg_advisory_lock(kBenchClass, N)
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_run.h"
-#include "cli/bench_workload.h"
+#include "bench/run.h"
+#include "bench/workload.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // One connection per workload client to the server of `url` (postgres://…, as the
 // engine reads it). Throws warden::Error (invalid_argument for a bad URL,
@@ -27,4 +27,4 @@ namespace warden::cli::bench {
 std::vector<std::unique_ptr<CycleClient>> open_postgres_clients(const std::string& url,
                                                                 const Workload& workload);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

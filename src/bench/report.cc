@@ -1,11 +1,11 @@
-#include "cli/bench_report.h"
+#include "bench/report.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using nlohmann::json;
@@ -229,4 +229,4 @@ std::string format_json(const std::string& url, const IdleConnectionsResult& r) 
   return j.dump() + "\n";
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-#include "cli/bench_resp.h"
+#include "bench/resp_connection.h"
 
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
@@ -11,7 +11,7 @@
 #include "core/uri.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 constexpr std::uint16_t kWardenPort = 7380;
@@ -298,4 +298,4 @@ std::vector<std::pair<std::string, std::string>> parse_info(const std::string& t
   return fields;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-// cli/bench_resp.h — a plain blocking RESP connection (hiredis underneath) for the
+// bench/resp_connection.h — a plain blocking RESP connection (hiredis underneath) for the
 // parts of `warden bench` and `warden status` that talk to a server directly instead of
 // through warden::Client: the raw single-Redis baseline, wardend's capacity checks,
 // INFO and INSPECT.
@@ -36,7 +36,7 @@
 struct redisContext;
 struct redisReply;
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 struct Endpoint {
   std::string host;
@@ -113,4 +113,4 @@ long long expect_integer(const redisReply& reply, std::string_view what);
 std::string expect_text(const redisReply& reply, std::string_view what);  // bulk or status
 const redisReply& expect_array(const redisReply& reply, std::string_view what);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-// cli/bench_zookeeper.h — the ZooKeeper baseline of `warden bench`: the raw cost of the
+// bench/zk_baseline.h — the ZooKeeper baseline of `warden bench`: the raw cost of the
 // lock recipe's two writes, through the C client.
 //
 //   acquire:  create(PARENT/x-, EPHEMERAL_SEQUENTIAL)   (synchronous)
@@ -15,15 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_run.h"
-#include "cli/bench_workload.h"
+#include "bench/run.h"
+#include "bench/workload.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // One session per workload client on the ensemble at `url` (zk://HOST:PORT[,...];
 // auth is not supported by the baseline). Throws warden::Error (invalid_argument for a
 // bad URL, unavailable if no server answers within `timeout`).
-std::vector<std::unique_ptr<CycleClient>> open_zookeeper_clients(
-    const std::string& url, const Workload& workload, std::chrono::milliseconds timeout);
+std::vector<std::unique_ptr<CycleClient>> open_zookeeper_clients(const std::string& url,
+                                                                 const Workload& workload,
+                                                                 std::chrono::milliseconds timeout);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

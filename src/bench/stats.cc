@@ -1,10 +1,10 @@
-#include "cli/bench_stats.h"
+#include "bench/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 std::int64_t percentile(std::span<const std::int64_t> sorted, double q) {
   if (sorted.empty()) return 0;
@@ -45,4 +45,4 @@ LatencySummary summarize(Samples& samples) {
   return s;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

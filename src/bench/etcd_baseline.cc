@@ -1,4 +1,4 @@
-#include "cli/bench_etcd.h"
+#include "bench/etcd_baseline.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -7,7 +7,7 @@
 #include "v3lockpb/v3lock.grpc.pb.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -129,4 +129,4 @@ std::vector<std::unique_ptr<CycleClient>> open_etcd_clients(const std::string& u
   return clients;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-// cli/bench_mysql.h — the MariaDB / MySQL baseline of `warden bench`: the raw cost of a
+// bench/mysql_baseline.h — the MariaDB / MySQL baseline of `warden bench`: the raw cost of a
 // GET_LOCK lock, through libmariadb's plain blocking calls.
 //
 //   acquire:  SELECT GET_LOCK('wbench:<run>-c<i>-k<k>', 0.2)   (again while it says 0)
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_run.h"
-#include "cli/bench_workload.h"
+#include "bench/run.h"
+#include "bench/workload.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // The prefix of every baseline lock name.
 inline constexpr const char* kMysqlBenchPrefix = "wbench:";
@@ -31,4 +31,4 @@ inline constexpr const char* kMysqlBenchPrefix = "wbench:";
 std::vector<std::unique_ptr<CycleClient>> open_mysql_clients(const std::string& url,
                                                              const Workload& workload);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

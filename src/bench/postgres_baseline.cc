@@ -1,11 +1,11 @@
-#include "cli/bench_postgres.h"
+#include "bench/postgres_baseline.h"
 
 #include "core/uri.h"
 #include "engines/postgres/pg_config.h"
 #include "engines/postgres/pg_connection.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using engines::postgres::Param;
@@ -62,4 +62,4 @@ std::vector<std::unique_ptr<CycleClient>> open_postgres_clients(const std::strin
   return clients;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-// cli/bench_capacity.h — wardend's capacity checks, modes of `warden bench`: memory per
+// bench/capacity.h — wardend's capacity checks, modes of `warden bench`: memory per
 // held lock, and many idle connections. Both speak RESP to wardend directly (one raw
 // connection per socket, no warden::Client) and read wardend's INFO, whose rss_bytes
 // field is the server's resident set (from /proc/self/statm).
@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 struct HoldLocksResult {
   std::uint64_t locks = 0;
@@ -51,4 +51,4 @@ struct IdleConnectionsResult {
 IdleConnectionsResult idle_connections(const std::string& url, std::uint64_t connections,
                                        std::chrono::milliseconds hold);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

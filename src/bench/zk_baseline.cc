@@ -1,4 +1,4 @@
-#include "cli/bench_zookeeper.h"
+#include "bench/zk_baseline.h"
 
 #include <zookeeper/zookeeper.h>
 
@@ -8,7 +8,7 @@
 #include "core/uri.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -33,8 +33,8 @@ void on_session(zhandle_t*, int type, int state, const char*, void* context) {
 
 void check(int rc, const std::string& what) {
   if (rc == ZOK || rc == ZNODEEXISTS) return;
-  const Errc code = rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ? Errc::unavailable
-                                                                     : Errc::internal;
+  const Errc code =
+      rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ? Errc::unavailable : Errc::internal;
   throw Error(code, what + ": ZooKeeper: " + zerror(rc));
 }
 
@@ -72,8 +72,8 @@ class ZooKeeperCycleClient final : public CycleClient {
     char created[512];
     const std::string path = parent + "/x-";
     const auto t0 = Clock::now();
-    check(zoo_create(handle_, path.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE,
-                     ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created),
+    check(zoo_create(handle_, path.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                     created, sizeof created),
           "create " + path);
     const auto t1 = Clock::now();
     check(zoo_delete(handle_, created, -1), std::string("delete ") + created);
@@ -106,10 +106,11 @@ std::vector<std::unique_ptr<CycleClient>> open_zookeeper_clients(
   std::vector<std::unique_ptr<CycleClient>> clients;
   for (int i = 0; i < workload.clients; ++i) {
     std::vector<std::string> parents;
-    for (int k = 0; k < workload.keys; ++k) parents.push_back(kRoot + '/' + lock_name(workload, i, k));
+    for (int k = 0; k < workload.keys; ++k)
+      parents.push_back(kRoot + '/' + lock_name(workload, i, k));
     clients.push_back(std::make_unique<ZooKeeperCycleClient>(hosts, std::move(parents), timeout));
   }
   return clients;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-#include "cli/bench_redis.h"
+#include "bench/redis_baseline.h"
 
 #include <hiredis/hiredis.h>
 
@@ -7,13 +7,13 @@
 #include <random>
 #include <thread>
 
-#include "cli/bench_resp.h"
+#include "bench/resp_connection.h"
 #include "core/uri.h"
 #include "engines/resp_client/cluster_slots.h"
 #include "engines/resp_client/hiredis_reply.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -168,4 +168,4 @@ std::vector<std::unique_ptr<CycleClient>> open_redis_clients(const std::string& 
   return clients;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

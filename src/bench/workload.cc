@@ -1,4 +1,4 @@
-#include "cli/bench_workload.h"
+#include "bench/workload.h"
 
 #include <condition_variable>
 #include <exception>
@@ -9,7 +9,7 @@
 #include "warden/client.h"
 #include "warden/error.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -212,4 +212,4 @@ Samples measure_handoff(const std::string& url, int samples, const Workload& wor
   return out;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

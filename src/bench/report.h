@@ -1,15 +1,15 @@
-// cli/bench_report.h — what `warden bench` prints: a table for people, or one JSON
+// bench/report.h — what `warden bench` prints: a table for people, or one JSON
 // object (--json) for scripts. Latencies are given in microseconds in both.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "cli/bench_capacity.h"
-#include "cli/bench_stats.h"
-#include "cli/bench_workload.h"
+#include "bench/capacity.h"
+#include "bench/stats.h"
+#include "bench/workload.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // The figures of one timed run.
 struct PhaseFigures {
@@ -40,4 +40,4 @@ std::string format_json(const std::string& url, const HoldLocksResult& result);
 std::string format_text(const std::string& url, const IdleConnectionsResult& result);
 std::string format_json(const std::string& url, const IdleConnectionsResult& result);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

@@ -1,4 +1,4 @@
-// cli/bench_etcd.h — the etcd baseline of `warden bench`: etcd's own lock service
+// bench/etcd_baseline.h — the etcd baseline of `warden bench`: etcd's own lock service
 // (v3lockpb.Lock, served by every member), called over gRPC.
 //
 //   at open:  LeaseGrant(ttl rounded up to seconds)        one lease per client
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_run.h"
-#include "cli/bench_workload.h"
+#include "bench/run.h"
+#include "bench/workload.h"
 
-namespace warden::cli::bench {
+namespace warden::bench {
 
 // One client per workload client on the etcd at `url` (etcd://HOST:PORT[,...]; auth
 // is not supported by the baseline). `timeout` bounds every call. Throws warden::Error
@@ -28,4 +28,4 @@ std::vector<std::unique_ptr<CycleClient>> open_etcd_clients(const std::string& u
                                                             const Workload& workload,
                                                             std::chrono::milliseconds timeout);
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench

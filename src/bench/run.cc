@@ -1,4 +1,4 @@
-#include "cli/bench_run.h"
+#include "bench/run.h"
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <latch>
 #include <thread>
 
-namespace warden::cli::bench {
+namespace warden::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -156,4 +156,4 @@ RunResult run_timed(const std::vector<std::unique_ptr<CycleClient>>& clients,
   return result;
 }
 
-}  // namespace warden::cli::bench
+}  // namespace warden::bench
