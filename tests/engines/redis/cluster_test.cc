@@ -17,6 +17,7 @@
 #include "support/redis_cluster.h"
 #include "support/redis_server.h"
 #include "support/waiting.h"
+#include "test_util.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
@@ -27,22 +28,6 @@ namespace warden::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-Errc open_error(const std::string& uri, std::string* message) {
-  try {
-    Client::open(uri);
-  } catch (const Error& e) {
-    *message = e.what();
-    return e.code();
-  }
-  return Errc::internal;
-}
-
-LockOptions ttl(std::chrono::milliseconds value) {
-  LockOptions options;
-  options.ttl = value;
-  return options;
-}
 
 int slot_of(RedisClusterGroup& cluster, const std::string& name) {
   return std::stoi(cluster.command(cluster.node_ports().front(),

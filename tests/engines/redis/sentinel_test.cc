@@ -14,6 +14,7 @@
 #include "support/redis_sentinel.h"
 #include "support/redis_server.h"
 #include "support/waiting.h"
+#include "test_util.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
@@ -24,22 +25,6 @@ namespace warden::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-Errc open_error(const std::string& uri, std::string* message) {
-  try {
-    Client::open(uri);
-  } catch (const Error& e) {
-    *message = e.what();
-    return e.code();
-  }
-  return Errc::internal;
-}
-
-LockOptions ttl(std::chrono::milliseconds value) {
-  LockOptions options;
-  options.ttl = value;
-  return options;
-}
 
 // A lock "x" held (TTL 10 s) by one client and waited for (up to 60 s) by another.
 struct HeldAndAwaited {

@@ -12,6 +12,7 @@
 #include "support/redis_server.h"
 #include "support/waiting.h"
 #include "warden/client.h"
+#include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
 #include "warden/options.h"
@@ -20,6 +21,25 @@
 namespace warden::testing {
 
 // The redis_lock_child helper (see lock_child.cc), built next to the tests.
+// The code of the Error that Client::open(uri) throws, its message in *message;
+// Errc::internal if it opened.
+inline Errc open_error(const std::string& uri, std::string* message) {
+  try {
+    Client::open(uri);
+  } catch (const Error& e) {
+    *message = e.what();
+    return e.code();
+  }
+  return Errc::internal;
+}
+
+// LockOptions with this TTL.
+inline LockOptions ttl(std::chrono::milliseconds value) {
+  LockOptions options;
+  options.ttl = value;
+  return options;
+}
+
 inline std::string lock_child_path() { return WARDEN_REDIS_LOCK_CHILD_PATH; }
 
 // A bound for "it returned at all" — a call that would otherwise wait forever, or
@@ -41,8 +61,7 @@ inline long long queued(RedisProbe& probe, std::string_view group, std::string_v
 // How many connections subscribe to the lock's (sharded) channel, where waiters hear
 // that they may look again.
 inline long long subscribers(RedisProbe& probe, std::string_view group, std::string_view name) {
-  const std::string reply =
-      probe.command({"PUBSUB", "SHARDNUMSUB", lock_tag(group, name) + ":c"});
+  const std::string reply = probe.command({"PUBSUB", "SHARDNUMSUB", lock_tag(group, name) + ":c"});
   return std::stoll(reply.substr(reply.rfind('\n') + 1));  // "channel\ncount"
 }
 
