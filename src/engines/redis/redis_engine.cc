@@ -126,7 +126,7 @@ class RedisEngine final : public core::Engine {
         {keys.channel, entry, request.mode == Mode::exclusive ? "x" : "s",
          std::to_string(request.options.ttl.count()),
          std::to_string(request.options.lock_delay.count()),
-         request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0"}};
+         request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0", owner}};
 
     std::unique_ptr<Subscriber::Watch> watch;
     Endpoint watched_node;

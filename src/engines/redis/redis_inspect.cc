@@ -1,8 +1,8 @@
-// redis://'s status: one MULTI of plain reads of a lock's keys (lua/lock_base.lua has the
-// data model) with Redis' TIME inside it, interpreted here as the scripts would on their
+// redis://'s status: the form of a lock's :i key (TYPE), then one MULTI of plain reads of
+// its keys (lua/lock_base.lua has the data model) with Redis' TIME inside it, interpreted here as the scripts would on their
 // next call — a lease or a liveness that ran out counts as gone, an expired holder's
 // lock-delay as running — without writing anything. A group is listed by SCAN over the
-// group's keys, then one such read per lock, pipelined.
+// group's keys, then the same reads per lock, pipelined.
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -30,12 +30,21 @@ constexpr std::size_t kListBatch = 100;
 // Keys SCAN looks at per call (a hint to Redis, not a bound on the reply).
 constexpr const char* kScanCount = "1000";
 
-// The reads of one lock: MULTI, TIME, the hash :i, the shared holders :h, the queue :q,
-// the waiters' liveness :w, the admitted waiters :p, EXEC.
-constexpr std::size_t kReads = 6;
+// What the lock's :i key is (lua/lock_base.lua): the hash (or nothing), or the string
+// form of an exclusive holder alone in the lock.
+enum class Form { hash, string };
 
-std::vector<Command> reads_of(const core::LockKey& key) {
+// The reads of one lock: MULTI, TIME, then for the hash form :i, the shared holders :h,
+// the queue :q, the waiters' liveness :w and the admitted waiters :p; for the string
+// form (in which the other keys do not exist) its value and its expiry; EXEC.
+constexpr std::size_t kHashReads = 6;
+constexpr std::size_t kStringReads = 3;
+
+std::vector<Command> reads_of(const core::LockKey& key, Form form) {
   const LockKeys k = LockKeys::of(key);
+  if (form == Form::string) {
+    return {{"MULTI"}, {"TIME"}, {"GET", k.info}, {"PTTL", k.info}, {"EXEC"}};
+  }
   return {{"MULTI"},
           {"TIME"},
           {"HGETALL", k.info},
@@ -90,18 +99,46 @@ Mode mode_of(std::string_view entry, const Reader& r) {
   r.fail();
 }
 
-// EXEC's reply of reads_of(), as the scripts would see the lock now.
-LockStatus interpret(const Reply& exec, const core::LockKey& key, const std::string& context) {
+// Checks EXEC's reply of reads_of(); returns Redis' TIME in it, in ms.
+std::int64_t checked_exec(const Reply& exec, std::size_t reads, const std::string& context) {
   if (exec.is_error()) throw resp_client::reply_error(exec, context);
   const Reader r(exec, context);
-  if (!exec.is_array() || exec.elements.size() != kReads) r.fail();
+  if (!exec.is_array() || exec.elements.size() != reads) r.fail();
   for (const Reply& e : exec.elements) {
     if (e.is_error()) throw resp_client::reply_error(e, context);
   }
   const Reply& time = r.array(exec.elements[0]);
   if (time.elements.size() != 2) r.fail();
-  const std::int64_t now =
-      r.number(time.elements[0].text) * 1000 + r.number(time.elements[1].text) / 1000;
+  return r.number(time.elements[0].text) * 1000 + r.number(time.elements[1].text) / 1000;
+}
+
+// The string form: "TOKEN OWNER", held until the key expires.
+LockStatus interpret_string(const Reply& exec, const core::LockKey& key,
+                            const std::string& context) {
+  checked_exec(exec, kStringReads, context);
+  const Reader r(exec, context);
+  LockStatus s;
+  s.group = key.group;
+  s.name = key.name;
+  const Reply& value = exec.elements[1];
+  const Reply& pttl = exec.elements[2];
+  if (value.is_nil()) return s;  // expired (or released) since its type was read
+  if (!pttl.is_integer()) r.fail();
+  const auto space = value.text.find(' ');
+  if (space == std::string::npos) r.fail();
+  const auto token = r.number(std::string_view(value.text).substr(0, space));
+  if (pttl.integer > 0) {
+    s.holders.push_back(HolderStatus{Mode::exclusive, static_cast<std::uint64_t>(token),
+                                     milliseconds(pttl.integer)});
+  }
+  return s;
+}
+
+// EXEC's reply of the hash form's reads, as the scripts would see the lock now.
+LockStatus interpret_hash(const Reply& exec, const core::LockKey& key,
+                          const std::string& context) {
+  const std::int64_t now = checked_exec(exec, kHashReads, context);
+  const Reader r(exec, context);
 
   LockStatus s;
   s.group = key.group;
@@ -170,29 +207,66 @@ LockStatus interpret(const Reply& exec, const core::LockKey& key, const std::str
   return s;
 }
 
-// Runs reads_of() for every key in one pipelined round; the EXEC replies in order.
+// A WRONGTYPE reply inside EXEC: the lock changed form between reading its type and
+// reading it (a waiter arrived, or the string form went and the hash came).
+bool changed_form(const Reply& exec) {
+  if (!exec.is_array()) return false;
+  return std::any_of(exec.elements.begin(), exec.elements.end(),
+                     [](const Reply& e) { return e.error_code() == "WRONGTYPE"; });
+}
+
+// How often a lock whose form keeps changing under the reads is read again.
+constexpr int kReadAttempts = 5;
+
+// Reads every key's form (TYPE of :i), then reads_of() them all in a second pipelined
+// round; the statuses in order.
 std::vector<LockStatus> read_locks(resp_client::Pipeline& pipeline,
                                    const std::vector<core::LockKey>& keys,
                                    const std::string& endpoint) {
-  std::vector<Command> commands;
-  for (const auto& key : keys) {
-    auto reads = reads_of(key);
-    commands.insert(commands.end(), std::make_move_iterator(reads.begin()),
-                    std::make_move_iterator(reads.end()));
-  }
-  const auto result = pipeline.run(std::move(commands));
   const std::string context = "status read on " + endpoint;
-  std::vector<LockStatus> out;
-  const std::size_t per_lock = kReads + 2;
-  for (std::size_t n = 0; n < keys.size(); ++n) {
-    // MULTI and the queued reads answer OK / QUEUED, or an error that EXEC repeats.
-    for (std::size_t i = 0; i + 1 < per_lock; ++i) {
-      const Reply& reply = result.replies.at(n * per_lock + i);
-      if (reply.is_error()) throw resp_client::reply_error(reply, context);
+  std::vector<std::optional<LockStatus>> out(keys.size());
+  std::vector<std::size_t> todo(keys.size());
+  for (std::size_t n = 0; n < keys.size(); ++n) todo[n] = n;
+  for (int attempt = 1; !todo.empty(); ++attempt) {
+    std::vector<Command> types;
+    for (std::size_t n : todo) types.push_back({"TYPE", LockKeys::of(keys[n]).info});
+    const auto typed = pipeline.run(std::move(types));
+    std::vector<Form> forms;
+    std::vector<Command> commands;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      const Reply& type = typed.replies.at(i);
+      if (type.is_error()) throw resp_client::reply_error(type, context);
+      forms.push_back(type.text == "string" ? Form::string : Form::hash);
+      auto reads = reads_of(keys[todo[i]], forms.back());
+      commands.insert(commands.end(), std::make_move_iterator(reads.begin()),
+                      std::make_move_iterator(reads.end()));
     }
-    out.push_back(interpret(result.replies.at(n * per_lock + kReads + 1), keys[n], context));
+    const auto result = pipeline.run(std::move(commands));
+    std::vector<std::size_t> again;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      const std::size_t reads = forms[i] == Form::string ? kStringReads : kHashReads;
+      // MULTI and the queued reads answer OK / QUEUED, or an error that EXEC repeats.
+      for (std::size_t j = 0; j < reads + 1; ++j) {
+        const Reply& reply = result.replies.at(at + j);
+        if (reply.is_error()) throw resp_client::reply_error(reply, context);
+      }
+      const Reply& exec = result.replies.at(at + reads + 1);
+      at += reads + 2;
+      const core::LockKey& key = keys[todo[i]];
+      if (changed_form(exec) && attempt < kReadAttempts) {
+        again.push_back(todo[i]);
+      } else {
+        out[todo[i]] = forms[i] == Form::string ? interpret_string(exec, key, context)
+                                                : interpret_hash(exec, key, context);
+      }
+    }
+    todo = std::move(again);
   }
-  return out;
+  std::vector<LockStatus> statuses;
+  statuses.reserve(out.size());
+  for (auto& s : out) statuses.push_back(std::move(*s));
+  return statuses;
 }
 
 // The lock name in a key of `prefix` ("{warden:GROUP/"), or nullopt for a key that is

@@ -1,23 +1,35 @@
 -- acquire.lua — one attempt to acquire, by a new request or a waiter polling.
 -- KEYS: h i q w p of the lock
 -- ARGV: channel, entry ("MODE:LIVE_MS:OWNER"), mode ("x" | "s"), ttl_ms,
---       lock_delay_ms, fair ("1" | "0"), wait ("1": queue up if not granted)
+--       lock_delay_ms, fair ("1" | "0"), wait ("1": queue up if not granted), owner
 -- Returns {1, token} when granted, else {0, ms}: how long until something in the lock
 -- runs out by itself (a lease, a pick-up, a lock_delay; -1: nothing), so the waiter
 -- can look again then.
+
+-- The uncontended path, before anything else is even defined: an exclusive request
+-- without a lock_delay on a lock nobody holds, waits for or delays (which has no keys
+-- at all) is the string form of lock_base.lua, made by SET NX PX. Its token is Redis'
+-- clock in microseconds: the lock's last token, if it had one, was at most the clock
+-- then, so the clock now is larger.
+local time = redis.call('TIME')
+local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+if ARGV[3] == 'x' and ARGV[5] == '0' and
+    redis.call('SET', KEYS[2], string.format('%.0f', now_us) .. ' ' .. ARGV[8],
+               'NX', 'PX', ARGV[4]) then
+  return {1, now_us}
+end
+
 --! lock_base.lua
 local k = lock_keys(1)
 local channel, entry, mode = ARGV[1], ARGV[2], ARGV[3]
 local ttl, lock_delay = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fair, wait = ARGV[6] == '1', ARGV[7] == '1'
+local owner = ARGV[8]
 local live = tonumber(string.match(entry, '^%a:(%d+):'))
-local owner = string.match(entry, '^%a:%d+:(.*)$')
-local now, now_us = clock()
+local now = math.floor(now_us / 1000)
 
--- A lock nobody holds, waits for or delays has no keys at all. Its last token, if it
--- had one, was at most the clock then, so the clock now is larger. The exclusive case
--- is the uncontended path: one key, written before the rest of the shared code is
--- even defined.
+-- The same with a lock_delay, which the string form has no room for: the hash form's
+-- one key (four calls), written before the rest of the shared code is defined.
 local fresh = redis.call('EXISTS', k.i) == 0
 if fresh and mode == 'x' then
   local t = fmt(now_us)
@@ -31,9 +43,16 @@ if fresh and mode == 'x' then
   return {1, now_us}
 end
 
+-- A request that will not wait, facing the string form (an exclusive holder alone), is
+-- refused as it stands: nothing to queue or tidy, and the holder keeps its cheap form.
+if not wait and not fresh and redis.call('TYPE', k.i).ok == 'string' then
+  return {0, math.max(1, redis.call('PTTL', k.i))}
+end
+
 --! lock.lua
 
 if fresh then return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true)} end
+as_hash(k, now)
 
 local freed = expire_holders(k, now)
 if evict_waiters(k, now) then freed = true end

@@ -7,6 +7,13 @@
 --! lock_base.lua
 local now = clock()
 local token, mode = ARGV[1], ARGV[2]
+if redis.call('TYPE', KEYS[2]).ok == 'string' then
+  -- The string form (lock_base.lua): an exclusive holder whose lease is its expiry.
+  if mode == 'x' and string.match(redis.call('GET', KEYS[2]), '^(%d+) ') == token then
+    return 1
+  end
+  return 0
+end
 if mode == 'x' then
   local exclusive = redis.call('HGET', KEYS[2], 'x')
   if not exclusive then return 0 end

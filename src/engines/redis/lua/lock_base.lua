@@ -16,8 +16,15 @@
 --   :w  sorted set   entry -> liveness deadline of every queued waiter
 --   :p  sorted set   entry -> pick-up deadline of admitted waiters (pending grants)
 --
--- The exclusive holder lives in the hash alone, so the uncontended exclusive lock is
--- one key: created by acquire, deleted by release (four calls each).
+-- The string form: while an exclusive holder without a lock_delay is all there is in a
+-- lock, :i is instead a plain string "TOKEN OWNER" that expires with the lease. It is the
+-- uncontended path, as close as a lock with a token gets to a raw SET NX PX: acquire
+-- makes it with TIME and SET NX PX, release checks and deletes it with TYPE, GET and DEL;
+-- renew and check read it as it is. The first script that needs more than that one
+-- holder (a waiter, a shared request, a withdrawal) turns it into the hash it stands for
+-- (as_hash below), so the shared part (lock.lua) only ever sees the hash. An exclusive
+-- holder with a lock_delay lives in the hash alone: one key, four calls to make and four
+-- to delete.
 -- Every time is Redis' own (TIME): client clocks never enter a decision.
 -- Numbers are written with fmt(): Lua's tostring() rounds to 14 digits.
 
@@ -55,3 +62,16 @@ local function parse_exclusive(value)
   return t, tonumber(deadline), tonumber(lock_delay), owner
 end
 
+
+-- If :i is the string form (see above), rewrites it as the hash it stands for: the same
+-- holder, its lease ending when the string would have expired, no lock_delay. A hash or
+-- no key is left as it is. (TYPE, not a GET that may fail: Redis counts every WRONGTYPE
+-- in its error statistics, even one a script catches.)
+local function as_hash(k, now)
+  if redis.call('TYPE', k.i).ok ~= 'string' then return end
+  local t, owner = string.match(redis.call('GET', k.i), '^(%d+) (.*)$')
+  local ms = redis.call('PTTL', k.i)
+  redis.call('DEL', k.i)
+  redis.call('HSET', k.i, 'last', t, 'x', exclusive_value(t, now + ms, 0, owner))
+  redis.call('PEXPIRE', k.i, fmt(ms + 1000))
+end

@@ -4,12 +4,22 @@
 -- Returns 1 if the owner held the grant, 0 if it was not held (already released, run
 -- out, or never this owner's): release is idempotent, and nobody else's grant can be
 -- released by knowing its token.
+
+-- The string form (lock_base.lua): the exclusive holder without a lock_delay, nobody
+-- else in the lock. It lives exactly as long as its lease, so if it is this owner's
+-- grant, the grant is held; either way nobody waits to be told.
+if redis.call('TYPE', KEYS[2]).ok == 'string' then
+  if redis.call('GET', KEYS[2]) ~= ARGV[2] .. ' ' .. ARGV[3] then return 0 end
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+
 --! lock_base.lua
 local k = lock_keys(1)
 local channel, token, owner = ARGV[1], ARGV[2], ARGV[3]
 local now = clock()
 
--- The uncontended path: the exclusive holder, unexpired, nobody waiting or admitted,
+-- The uncontended path of the hash form: the exclusive holder, unexpired, nobody waiting or admitted,
 -- no lock_delay running: the lock's keys simply go.
 local known = redis.call('HMGET', k.i, 'x', 'delay')
 if known[1] and tonumber(known[2] or '0') <= now then

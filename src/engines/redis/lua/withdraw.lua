@@ -10,6 +10,7 @@ local k = lock_keys(1)
 local channel, entry = ARGV[1], ARGV[2]
 local owner = string.match(entry, '^%a:%d+:(.*)$')
 local now = clock()
+as_hash(k, now)
 expire_holders(k, now)
 evict_waiters(k, now)
 redis.call('LREM', k.q, 1, entry)
