@@ -481,6 +481,8 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
     case table::AcquireStatus::busy:
       resp::nil(reply);
       return Outcome::replied;
+    case table::AcquireStatus::mismatch:
+      throw Reject{"INVALID", "the key is a semaphore of another number of permits, or not one"};
     case table::AcquireStatus::queued:
       c.parked = result.id;
       parked_[result.id] = Parked{conn, now, secret};

@@ -10,6 +10,8 @@
 //              (a freed slot is null; a reused slot holds another key, which a stale timer
 //              cannot match because tokens and request ids are never reused).
 //   waiting    queued request id → slot, for cancel() and waiter deadlines. Waiters only.
+//   semaphores slot → capacity and permits held, for the keys that are semaphores only,
+//              so that a lock pays nothing for them.
 //   timers     one binary min-heap of lease expiries, waiter deadlines and lock-delay ends.
 //              Entries are never removed early: an entry is stale when what it names is
 //              gone or has another time, and is skipped when popped. The heap is compacted
@@ -72,6 +74,7 @@ struct LockTable::Impl {
     milliseconds ttl;     // lease length to give when granted
     milliseconds lock_delay;
     Mode mode;
+    std::uint32_t permits;  // of a semaphore; 0 on a lock
   };
 
   struct KeyState {
@@ -84,6 +87,11 @@ struct LockTable::Impl {
   // The per-lock memory budget (see the top of this file) rests on these sizes.
   static_assert(sizeof(void*) != 8 || sizeof(Entry) <= 56);
   static_assert(sizeof(void*) != 8 || sizeof(KeyState) <= 40);
+
+  struct Semaphore {
+    std::uint32_t capacity;
+    std::uint32_t held = 0;  // the permits of its holders
+  };
 
   using Keys = std::unordered_map<std::string, KeyState, KeyHash, std::equal_to<>>;
   using Node = Keys::value_type;
@@ -114,6 +122,7 @@ struct LockTable::Impl {
   std::vector<Node*> slots;
   std::vector<std::uint32_t> free_slots;
   std::unordered_map<RequestId, std::uint32_t> waiting;
+  std::unordered_map<std::uint32_t, Semaphore> semaphores;
   std::vector<Timer> timers;
   std::vector<Event> events;
   std::vector<std::uint32_t> dirty;  // keys whose queue may have become grantable
@@ -150,6 +159,7 @@ struct LockTable::Impl {
   void settle(Node& node) {
     KeyState& k = node.second;
     if (k.entries.empty() && k.delayed_until == kNoDelay) {
+      semaphores.erase(k.slot);
       slots[k.slot] = nullptr;
       free_slots.push_back(k.slot);
       keys.erase(keys.find(node.first));
@@ -161,12 +171,38 @@ struct LockTable::Impl {
     }
   }
 
-  static bool compatible(const KeyState& k, Mode mode) {
+  const Semaphore* semaphore_of(const KeyState& k) const {
+    auto it = semaphores.find(k.slot);
+    return it == semaphores.end() ? nullptr : &it->second;
+  }
+
+  // Whether a request may touch the key at all: a semaphore's request names its
+  // capacity and asks for 1..capacity permits; a lock's request is no semaphore's.
+  bool matches(const Node* node, const Request& r) const {
+    if (r.capacity > 0 && (r.permits == 0 || r.permits > r.capacity)) return false;
+    if (node == nullptr) return true;
+    const Semaphore* sem = semaphore_of(node->second);
+    return sem == nullptr ? r.capacity == 0 : r.capacity == sem->capacity;
+  }
+
+  // Whether a request of `mode` (a lock) or for `permits` (a semaphore) could be held
+  // beside the key's holders now.
+  bool compatible(const KeyState& k, Mode mode, std::uint32_t permits) const {
+    if (const Semaphore* sem = semaphore_of(k)) return sem->held + permits <= sem->capacity;
     return k.holders == 0 || (mode == Mode::shared && k.entries[0].mode == Mode::shared);
   }
 
+  // A new key for `r`, a semaphore's with its capacity.
+  Node& create_for(const Request& r) {
+    Node& node = create(r.key);
+    if (r.capacity > 0) semaphores.emplace(node.second.slot, Semaphore{r.capacity});
+    return node;
+  }
+
+  static Mode mode_of(const Request& r) { return r.capacity > 0 ? Mode::shared : r.mode; }
+
   static Grant grant_of(const Node& node, const Entry& e) {
-    return Grant{e.id, node.first, e.mode, e.token, e.time, e.session, e.lock_delay};
+    return Grant{e.id, node.first, e.mode, e.token, e.time, e.session, e.lock_delay, e.permits};
   }
 
   std::size_t find_holder(const KeyState& k, std::uint64_t token) const {
@@ -184,6 +220,7 @@ struct LockTable::Impl {
   }
 
   void remove_holder(KeyState& k, std::size_t i) {
+    if (k.entries[i].permits > 0) semaphores.at(k.slot).held -= k.entries[i].permits;
     k.entries.erase(k.entries.begin() + static_cast<std::ptrdiff_t>(i));
     --k.holders;
     --holder_count;
@@ -200,6 +237,7 @@ struct LockTable::Impl {
   void make_holder(KeyState& k, Entry& e, std::uint64_t token, Time now) {
     e.token = token;
     e.time = add_saturating(now, e.ttl);
+    if (e.permits > 0) semaphores.at(k.slot).held += e.permits;
     ++k.holders;
     ++holder_count;
     if (e.time != Time::max()) push_timer({e.time, e.token, k.slot, TimerKind::lease});
@@ -207,13 +245,14 @@ struct LockTable::Impl {
 
   // Grants the head of the queue, and the waiters behind it, while they are compatible
   // with the holders and no lock-delay runs. A shared head thereby takes the whole run of
-  // shared waiters behind it; an exclusive waiter stops the run.
+  // shared waiters behind it; an exclusive waiter stops the run, as does a semaphore's
+  // waiter whose permits do not fit yet.
   void pump(Node& node, Time now) {
     KeyState& k = node.second;
     if (k.delayed_until > now) return;
     while (k.holders < k.entries.size()) {
       Entry& head = k.entries[k.holders];
-      if (!compatible(k, head.mode)) break;
+      if (!compatible(k, head.mode, head.permits)) break;
       std::uint64_t token = tokens->next();
       waiting.erase(head.id);
       make_holder(k, head, token, now);
@@ -307,8 +346,9 @@ struct LockTable::Impl {
         KeyState& k = node->second;
         std::size_t i = find_waiter(k, t.ref);
         const Entry& e = k.entries[i];
-        events.push_back(Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{},
-                                                             e.session, e.lock_delay}});
+        events.push_back(Event{Event::Kind::timed_out,
+                               Grant{e.id, node->first, e.mode, 0, Time{}, e.session,
+                                     e.lock_delay, e.permits}});
         remove_waiter(k, i);
         mark_dirty(k.slot);
         return;
@@ -360,19 +400,22 @@ struct LockTable::Impl {
 
   AcquireResult acquire(const Request& r, Time now) {
     Node* node = find_node(r.key);
+    if (!matches(node, r)) return AcquireResult{AcquireStatus::mismatch, 0, Grant{}};
+    const Mode mode = mode_of(r);
     bool grant_now = true;
     if (node != nullptr) {
       const KeyState& k = node->second;
       bool queue_empty = k.entries.size() == k.holders;
-      grant_now = k.delayed_until <= now && compatible(k, r.mode) && (!r.fair || queue_empty);
+      grant_now = k.delayed_until <= now && compatible(k, mode, r.permits) &&
+                  (!r.fair || queue_empty);
     }
     AcquireResult result{AcquireStatus::busy, 0, Grant{}};
     if (!grant_now && r.deadline <= now) return result;
 
     const std::uint64_t token = grant_now ? tokens->next() : 0;
-    if (node == nullptr) node = &create(r.key);
+    if (node == nullptr) node = &create_for(r);
     KeyState& k = node->second;
-    const Entry e{++last_id, r.session, 0, r.deadline, r.ttl, r.lock_delay, r.mode};
+    const Entry e{++last_id, r.session, 0, r.deadline, r.ttl, r.lock_delay, mode, r.permits};
     result.id = e.id;
     if (grant_now) {
       // Before the waiters: a non-fair grant may pass a queue.
@@ -452,16 +495,18 @@ struct LockTable::Impl {
       return std::nullopt;
     }
     Node* node = find_node(r.key);
+    if (!matches(node, r)) return std::nullopt;
+    const Mode mode = mode_of(r);
     if (node != nullptr) {
       const KeyState& k = node->second;
-      if (!compatible(k, r.mode) || find_holder(k, token) != k.entries.size()) {
+      if (!compatible(k, mode, r.permits) || find_holder(k, token) != k.entries.size()) {
         return std::nullopt;
       }
     } else {
-      node = &create(r.key);
+      node = &create_for(r);
     }
     KeyState& k = node->second;
-    const Entry e{++last_id, r.session, 0, Time{}, r.ttl, r.lock_delay, r.mode};
+    const Entry e{++last_id, r.session, 0, Time{}, r.ttl, r.lock_delay, mode, r.permits};
     auto at = k.entries.insert(k.entries.begin() + k.holders, e);
     make_holder(k, *at, token, now);
     return grant_of(*node, *at);
@@ -583,12 +628,13 @@ KeyInfo LockTable::inspect(std::string_view key) const {
     const Impl::Entry& e = k.entries[i];
     if (i < k.holders) {
       info.holders.push_back(
-          HolderInfo{e.id, e.mode, e.token, e.time, e.session, e.ttl, e.lock_delay});
+          HolderInfo{e.id, e.mode, e.token, e.time, e.session, e.ttl, e.lock_delay, e.permits});
     } else {
-      info.waiters.push_back(WaiterInfo{e.id, e.mode, e.time, e.session});
+      info.waiters.push_back(WaiterInfo{e.id, e.mode, e.time, e.session, e.permits});
     }
   }
   if (k.delayed_until != kNoDelay) info.delayed_until = k.delayed_until;
+  if (const Impl::Semaphore* sem = impl_->semaphore_of(k)) info.capacity = sem->capacity;
   return info;
 }
 

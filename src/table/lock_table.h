@@ -19,7 +19,13 @@
 //   - every grant draws a token from one TokenSource shared by all keys, so tokens of
 //     one key strictly increase (shared grants included);
 //   - waiters have deadlines and can be cancelled; a key with no holders, waiters or
-//     running lock-delay is forgotten (nothing leaks).
+//     running lock-delay is forgotten (nothing leaks);
+//   - a semaphore is a key of `capacity` permits: each request asks for `permits` of
+//     them and is granted while the permits held plus its own fit, under the same FIFO,
+//     fairness, lease, lock-delay and token rules (a request for many waits its turn;
+//     smaller ones behind it do not pass it). While the key exists, every request on it
+//     must name the same capacity; a lock request on a semaphore, or a semaphore
+//     request on a lock, is refused (AcquireStatus::mismatch) and changes nothing.
 #pragma once
 
 #include <chrono>
@@ -69,6 +75,10 @@ struct Request {
   bool fair = true;
   Time deadline = Time::max();  // wait limit; <= now: try once, never queue
   std::uint64_t session = 0;    // caller's tag (e.g. a connection); echoed in events
+  // A semaphore request when capacity > 0: `permits` (1..capacity) of the key's
+  // `capacity`; `mode` is then ignored and grants say Mode::shared. 0: a lock request.
+  std::uint32_t capacity = 0;
+  std::uint32_t permits = 0;
 };
 
 struct Grant {
@@ -79,6 +89,7 @@ struct Grant {
   Time expires;
   std::uint64_t session = 0;
   milliseconds lock_delay{0};  // applied if this lease expires
+  std::uint32_t permits = 0;   // a semaphore's grant: the permits it holds; else 0
 };
 
 struct Event {
@@ -96,6 +107,9 @@ enum class AcquireStatus {
   queued,   // waiting as result.id; a later `granted` or `timed_out` event follows,
             // unless cancel(result.id) removes it first
   busy,     // not grantable now and the request may not wait (deadline <= now)
+  mismatch, // the key is a semaphore of another capacity, or a lock asked as a
+            // semaphore (or the reverse), or permits are not within 1..capacity;
+            // nothing changed
 };
 
 struct AcquireResult {
@@ -112,6 +126,7 @@ struct HolderInfo {
   std::uint64_t session;
   milliseconds ttl{0};         // the lease length last granted or renewed
   milliseconds lock_delay{0};  // applied if this lease expires
+  std::uint32_t permits = 0;   // of a semaphore; else 0
 };
 
 struct WaiterInfo {
@@ -119,12 +134,14 @@ struct WaiterInfo {
   Mode mode;
   Time deadline;
   std::uint64_t session;
+  std::uint32_t permits = 0;  // of a semaphore; else 0
 };
 
 struct KeyInfo {
   std::vector<HolderInfo> holders;    // in grant order
   std::vector<WaiterInfo> waiters;    // in queue order
   std::optional<Time> delayed_until;  // a running lock-delay
+  std::uint32_t capacity = 0;         // a semaphore's permits; 0 for a lock
 };
 
 // One key in LockTable::list.
@@ -173,7 +190,8 @@ class LockTable {
   // Inserts a held grant of request.key / mode / ttl / lock_delay / session with `token`;
   // its lease ends at now + request.ttl (deadline and fairness are ignored). nullopt, and
   // nothing changes, when the grant could not have been held beside the key's holders
-  // (exclusive beside anything, shared beside exclusive), its token is held on the key
+  // (exclusive beside anything, shared beside exclusive, permits beyond a semaphore's
+  // capacity, a semaphore's grant on a lock or the reverse), its token is held on the key
   // already, is 0 or above the TokenSource's last() (later grants must draw larger
   // tokens), or ttl <= 0. Call before the key has waiters (they would be passed).
   std::optional<Grant> restore(const Request& request, std::uint64_t token, Time now);

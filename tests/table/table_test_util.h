@@ -22,6 +22,13 @@ class R {
  public:
   static R exclusive(std::string key = "k") { return R(Mode::exclusive, std::move(key)); }
   static R shared(std::string key = "k") { return R(Mode::shared, std::move(key)); }
+  // `permits` of a semaphore of `capacity` permits.
+  static R permits(std::uint32_t permits, std::uint32_t capacity, std::string key = "k") {
+    R r(Mode::shared, std::move(key));
+    r.r_.permits = permits;
+    r.r_.capacity = capacity;
+    return r;
+  }
 
   R& ttl(std::int64_t ms) {
     r_.ttl = milliseconds(ms);

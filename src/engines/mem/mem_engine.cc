@@ -92,6 +92,9 @@ class MemEngine final : public core::Engine {
         return to_granted(request, result.grant);
       case table::AcquireStatus::busy:
         return std::nullopt;
+      case table::AcquireStatus::mismatch:
+        throw Error(Errc::invalid_argument,
+                    "lock " + r.key + " is a semaphore of another number of permits, or not one");
       case table::AcquireStatus::queued:
         break;
     }
