@@ -14,6 +14,7 @@
 // watchdog thread stops when the last handle, Lock and Lease of the client is gone.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 
 #include "warden/lock.h"
 #include "warden/options.h"
+#include "warden/semaphore.h"
 #include "warden/sequencer.h"
 #include "warden/status.h"
 #include "warden/types.h"
@@ -42,6 +44,15 @@ class Client {
   Lock lock(std::string_view group, std::string_view name, LockOptions options) const;
   Locks locks(std::string_view group) const;
   Locks locks(std::string_view group, LockOptions options) const;
+
+  // The semaphore (group, name) of `permits` permits (warden/semaphore.h), with the
+  // client's default options or `options`. Throws Error(invalid_argument) for a bad
+  // group, name, options or number of permits (1..1,000,000), before any I/O;
+  // Error(unsupported) if the engine has no semaphores.
+  Semaphore semaphore(std::string_view group, std::string_view name,
+                      std::uint32_t permits) const;
+  Semaphore semaphore(std::string_view group, std::string_view name, std::uint32_t permits,
+                      LockOptions options) const;
 
   // Chubby's CheckSequencer: true iff the grant the sequencer names is still held on
   // the backend. Throws Error(invalid_argument) for a malformed sequencer,

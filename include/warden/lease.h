@@ -46,6 +46,7 @@ class Lease {
 
   // Precondition for the accessors below: valid().
   Mode mode() const;  // the mode this count was acquired in
+  std::uint32_t permits() const;  // of a semaphore's grant; 0 for a lock's
   std::uint64_t token() const;  // fencing token of the backend grant
   Sequencer sequencer() const;  // "group/name:mode:token" of the backend grant
   const std::string& group() const;
@@ -69,6 +70,7 @@ class Lease {
 
  private:
   friend class Lock;
+  friend class Semaphore;
   Lease(std::shared_ptr<detail::ClientState> client, std::shared_ptr<detail::Hold> hold,
         Mode mode) noexcept;
   void require_valid() const;

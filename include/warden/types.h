@@ -78,6 +78,7 @@ struct Capabilities {
   bool fencing = true;          // tokens strictly increase per lock
   bool durable_tokens = false;  // ...also across a backend restart
   bool check = true;            // Client::check(sequencer)
+  bool semaphore = false;       // Client::semaphore: k of N permits (warden/semaphore.h)
 
   // The fairness a request for `requested` gets: automatic becomes fifo where the engine
   // has it and non_fair otherwise; fifo and non_fair stay as asked (and are refused if

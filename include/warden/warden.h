@@ -16,6 +16,7 @@
 #include "warden/lease.h"
 #include "warden/lock.h"
 #include "warden/options.h"
+#include "warden/semaphore.h"
 #include "warden/sequencer.h"
 #include "warden/types.h"
 #include "warden/version.h"

@@ -68,16 +68,47 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
     held->wait_until_settled(options.op_timeout);
   }
 
-  // Engines see the fairness the request gets, never `automatic`.
-  LockOptions effective = lock_options;
-  effective.fairness = capabilities.resolve(lock_options.fairness);
+  auto hold = grant(core::AcquireRequest{key, mode, lock_options, deadline, std::move(stop)});
+  if (!hold) return nullptr;
+  {
+    std::lock_guard guard(mu_);
+    holds_[HoldKey{hold->thread, key.joined()}] = hold;
+  }
+  watchdog_.watch(hold);
+  return hold;
+}
 
-  const auto& group = key.group;
+std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key,
+                                                   std::uint32_t capacity,
+                                                   std::uint32_t permits,
+                                                   const LockOptions& lock_options,
+                                                   Clock::time_point deadline,
+                                                   std::stop_token stop) {
+  core::validate_permits(capacity, permits);
+  if (!capabilities.semaphore) {
+    throw Error(Errc::unsupported, "this engine has no semaphores");
+  }
+  core::require_capabilities(capabilities, Mode::shared, lock_options);
+  core::AcquireRequest request{key, Mode::shared, lock_options, deadline, std::move(stop)};
+  request.capacity = capacity;
+  request.permits = permits;
+  // Not in holds_: every acquire of permits is a grant of its own, never a count on
+  // another (a thread may hold several), and only its Lease can release it.
+  auto hold = grant(request);
+  if (hold) watchdog_.watch(hold);
+  return hold;
+}
+
+std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
+  // Engines see the fairness the request gets, never `automatic`.
+  request.options.fairness = capabilities.resolve(request.options.fairness);
+
+  const auto& group = request.key.group;
   metrics->add(group, core::Counter::attempts);
   const auto started = Clock::now();
   std::optional<core::Granted> granted;
   try {
-    granted = engine_->acquire(core::AcquireRequest{key, mode, effective, deadline, stop});
+    granted = engine_->acquire(request);
   } catch (...) {
     metrics->add(group, core::Counter::errors);
     metrics->observe_wait(group, Clock::now() - started);
@@ -92,12 +123,7 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
   metrics->add(group, core::Counter::grants);
   auto hold = std::make_shared<Hold>(this, std::move(granted->grant), granted->expires, now,
                                      this_thread_key());
-  hold->add(mode);
-  {
-    std::lock_guard guard(mu_);
-    holds_[HoldKey{hold->thread, key.joined()}] = hold;
-  }
-  watchdog_.watch(hold);
+  hold->add(request.mode);
   return hold;
 }
 
@@ -172,6 +198,23 @@ Locks Client::locks(std::string_view group, LockOptions options) const {
   core::validate_group(group);
   core::validate_lock_options(options);
   return Locks(state_, std::string(group), options);
+}
+
+Semaphore Client::semaphore(std::string_view group, std::string_view name,
+                            std::uint32_t permits) const {
+  return semaphore(group, name, permits, state_->options.lock_defaults);
+}
+
+Semaphore Client::semaphore(std::string_view group, std::string_view name,
+                            std::uint32_t permits, LockOptions options) const {
+  core::validate_group(group);
+  core::validate_name(name);
+  core::validate_lock_options(options);
+  core::validate_capacity(permits);
+  if (!state_->capabilities.semaphore) {
+    throw Error(Errc::unsupported, "this engine has no semaphores");
+  }
+  return Semaphore(state_, std::string(group), std::string(name), permits, options);
 }
 
 bool Client::check(const Sequencer& sequencer) const {

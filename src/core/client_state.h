@@ -5,6 +5,7 @@
 // one release when the last count of a (thread, lock) hold goes.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,15 @@ class ClientState {
   std::shared_ptr<Hold> acquire(const core::LockKey& key, Mode mode, const LockOptions& options,
                                 Clock::time_point deadline, std::stop_token stop);
 
+  // Acquires `permits` of the semaphore `key` of `capacity` permits: always a grant of
+  // its own (no reentrancy), one shared count on a hold that only the caller knows.
+  // nullptr when the wait ran out or was cancelled. Throws Error (invalid_argument for
+  // permits outside 1..capacity or another capacity than the backend's, unsupported,
+  // engine errors).
+  std::shared_ptr<Hold> acquire_permits(const core::LockKey& key, std::uint32_t capacity,
+                                        std::uint32_t permits, const LockOptions& options,
+                                        Clock::time_point deadline, std::stop_token stop);
+
   // Releases one count of `mode` on `hold`. On the last count, releases the grant on the
   // backend. If the backend does not confirm: with `report`, the count is restored and
   // the Error rethrown; without, the release is retried in the background.
@@ -54,6 +64,9 @@ class ClientState {
  private:
   using HoldKey = std::pair<ThreadKey, std::string>;  // (thread, "group/name")
   void forget(const Hold& hold);
+  // One grant from the engine, with metrics: a new hold with one count of the request's
+  // mode, not yet known to holds_ or the watchdog. nullptr for a wait that ran out.
+  std::shared_ptr<Hold> grant(core::AcquireRequest request);
 
   const std::shared_ptr<core::Engine> engine_;
   core::Watchdog watchdog_;

@@ -41,6 +41,7 @@ struct GrantRef {
   std::uint64_t token = 0;
   std::chrono::milliseconds ttl{0};  // lease length to renew for
   std::string owner;                 // engine-defined identity of the grant (may be empty)
+  std::uint32_t permits = 0;         // a semaphore's grant: the permits it holds; else 0
 };
 
 struct AcquireRequest {
@@ -50,6 +51,12 @@ struct AcquireRequest {
                                // non_fair, never automatic (the core resolves it)
   Clock::time_point deadline;  // min(): try once; max(): forever
   std::stop_token stop;        // cancels a wait
+  // A semaphore's request when capacity > 0 (only to an engine whose capabilities say
+  // `semaphore`): `permits` of the semaphore's `capacity`, 1 <= permits <= capacity, mode
+  // shared. The engine refuses a capacity other than the one the semaphore has on the
+  // backend with Error(invalid_argument), and changes nothing.
+  std::uint32_t capacity = 0;
+  std::uint32_t permits = 0;
 };
 
 struct Granted {

@@ -49,6 +49,11 @@ Mode Lease::mode() const {
   return mode_;
 }
 
+std::uint32_t Lease::permits() const {
+  require_valid();
+  return hold_->grant.permits;
+}
+
 std::uint64_t Lease::token() const {
   require_valid();
   return hold_->grant.token;

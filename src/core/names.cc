@@ -71,6 +71,21 @@ void require_capabilities(const Capabilities& caps, Mode mode, const LockOptions
   }
 }
 
+void validate_capacity(std::uint32_t capacity) {
+  if (capacity == 0 || capacity > kMaxPermits) {
+    invalid("a semaphore has 1.." + std::to_string(kMaxPermits) + " permits, not " +
+            std::to_string(capacity));
+  }
+}
+
+void validate_permits(std::uint32_t capacity, std::uint32_t permits) {
+  validate_capacity(capacity);
+  if (permits == 0 || permits > capacity) {
+    invalid("asked for " + std::to_string(permits) + " permits of a semaphore of " +
+            std::to_string(capacity) + "; ask for 1.." + std::to_string(capacity));
+  }
+}
+
 void validate_client_options(const ClientOptions& options) {
   validate_lock_options(options.lock_defaults);
   if (options.renew_interval.count() < 0) invalid("renew_interval is negative");

@@ -2,6 +2,7 @@
 // any I/O so that bad input changes nothing.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "warden/options.h"
@@ -17,6 +18,11 @@ void validate_name(std::string_view name);
 void validate_lock_options(const LockOptions& options);
 // Throws Error(unsupported) for a mode / fairness / lock-delay the engine lacks.
 void require_capabilities(const Capabilities& caps, Mode mode, const LockOptions& options);
+// A semaphore of `capacity` permits (1..kMaxPermits) asked for `permits` of them
+// (1..capacity). Throws Error(invalid_argument) saying why.
+inline constexpr std::uint32_t kMaxPermits = 1'000'000;
+void validate_permits(std::uint32_t capacity, std::uint32_t permits);
+void validate_capacity(std::uint32_t capacity);
 // Throws Error(invalid_argument) for inconsistent client options.
 void validate_client_options(const ClientOptions& options);
 

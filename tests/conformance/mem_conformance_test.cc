@@ -9,6 +9,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/semaphore_suite.h"
 #include "engines/mem/mem_engine.h"
 
 namespace warden::conformance {
@@ -21,7 +22,8 @@ constexpr Capabilities kMem{.shared = true,
                             .lock_delay = true,
                             .fencing = true,
                             .durable_tokens = false,
-                            .check = true};
+                            .check = true,
+                            .semaphore = true};
 
 // Each start gets a table of its own ("mem://conf-<n>"), so no state survives a test.
 class MemBackend final : public Backend {
@@ -55,10 +57,10 @@ class MemBackend final : public Backend {
   std::string table_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Mem, Conformance,
-                         ::testing::Values(EngineCase{
-                             "Mem", kMem, [] { return std::make_unique<MemBackend>(); }}),
-                         name_printer);
+const EngineCase kMemCase{"Mem", kMem, [] { return std::make_unique<MemBackend>(); }};
+
+INSTANTIATE_TEST_SUITE_P(Mem, Conformance, ::testing::Values(kMemCase), name_printer);
+INSTANTIATE_TEST_SUITE_P(Mem, SemaphoreConformance, ::testing::Values(kMemCase), name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

@@ -197,7 +197,8 @@ TEST_P(Conformance, MalformedSequencersAreRejected) {
 
 TEST_P(Conformance, CapabilityTheEngineLacksIsRefusedAsUnsupported) {
   const Capabilities caps = capabilities();
-  if (caps.shared && caps.fair && caps.non_fair && caps.lock_delay && caps.check) {
+  if (caps.shared && caps.fair && caps.non_fair && caps.lock_delay && caps.check &&
+      caps.semaphore) {
     GTEST_SKIP() << GetParam().name << " offers every optional capability";
   }
   Client a = open_client();
@@ -229,6 +230,10 @@ TEST_P(Conformance, CapabilityTheEngineLacksIsRefusedAsUnsupported) {
     EXPECT_TRUE(throws_error(Errc::unsupported, [&] {
       (void)a.check(Sequencer{group(), "x", Mode::exclusive, 1});
     })) << "check";
+  }
+  if (!caps.semaphore) {
+    EXPECT_TRUE(throws_error(Errc::unsupported, [&] { a.semaphore(group(), "x", 2); }))
+        << "semaphore";
   }
   EXPECT_TRUE(grantable("x")) << "a refused request left something behind";
 }

@@ -70,6 +70,7 @@ class MemEngine final : public core::Engine {
     caps.fencing = true;
     caps.durable_tokens = false;  // the table lives and dies with the process
     caps.check = true;
+    caps.semaphore = true;
     return caps;
   }
 
@@ -82,6 +83,8 @@ class MemEngine final : public core::Engine {
     r.lock_delay = request.options.lock_delay;
     r.fair = request.options.fairness == Fairness::fifo;
     r.deadline = request.deadline;
+    r.capacity = request.capacity;
+    r.permits = request.permits;
 
     std::unique_lock lock(s.mu);
     if (request.stop.stop_requested()) return std::nullopt;
@@ -203,7 +206,8 @@ class MemEngine final : public core::Engine {
       prune_at_ = std::max(kPruneAbove, 2 * mine_.size());  // amortised: O(1) per grant
     }
     mine_.insert(Owned{request.key.joined(), grant.token});
-    return Granted{GrantRef{request.key, grant.mode, grant.token, request.options.ttl, {}},
+    return Granted{GrantRef{request.key, grant.mode, grant.token, request.options.ttl, {},
+                            grant.permits},
                    grant.expires};
   }
 

@@ -1,0 +1,209 @@
+// SemaphoreConformance: k of N permits, with the lock's leases, tokens and FIFO.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "conformance/semaphore_suite.h"
+#include "warden/semaphore.h"
+
+namespace warden::conformance {
+namespace {
+
+// An engine test executable that has no semaphores does not instantiate this suite.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SemaphoreConformance);
+
+TEST_P(SemaphoreConformance, ReportsSemaphoresAsPinned) {
+  EXPECT_TRUE(capabilities().semaphore) << "instantiate this suite only where pinned";
+  EXPECT_TRUE(reported_capabilities().semaphore);
+}
+
+TEST_P(SemaphoreConformance, RequestForNTakesNPermitsAndItsReleaseGivesThemBack) {
+  Client a = open_client();
+  Client b = open_client();
+  Semaphore sa = a.semaphore(group(), "s", 4, lock_options());
+  Semaphore sb = b.semaphore(group(), "s", 4, lock_options());
+  Lease three = sa.acquire(3, Wait::none());
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three.permits(), 3u);
+  EXPECT_EQ(three.mode(), Mode::shared);
+  EXPECT_FALSE(sb.acquire(2, Wait::none())) << "3 held + 2 > 4";
+  Lease one = sb.acquire(1, Wait::none());
+  ASSERT_TRUE(one) << "3 held + 1 fits";
+  EXPECT_FALSE(sb.acquire(1, Wait::none())) << "all 4 held";
+  three.release();
+  Lease again = sb.acquire(3, Wait::none());
+  EXPECT_TRUE(again) << "the released 3 are free again";
+}
+
+TEST_P(SemaphoreConformance, TokensIncreaseAcrossTheSemaphoresGrants) {
+  Client a = open_client();
+  Client b = open_client();
+  Semaphore sa = a.semaphore(group(), "s", 2, lock_options());
+  Semaphore sb = b.semaphore(group(), "s", 2, lock_options());
+  std::uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    Lease x = sa.acquire(1, Wait::none());
+    Lease y = sb.acquire(1, Wait::none());
+    ASSERT_TRUE(x && y);
+    EXPECT_GT(x.token(), last);
+    EXPECT_GT(y.token(), x.token()) << "held at once, granted later";
+    last = y.token();
+  }
+}
+
+TEST_P(SemaphoreConformance, NotReentrantOneThreadAcquiringTwiceHoldsTwoGrants) {
+  Client a = open_client();
+  Semaphore s = a.semaphore(group(), "s", 2, lock_options());
+  Lease first = s.acquire(1, Wait::none());
+  Lease second = s.acquire(1, Wait::none());
+  ASSERT_TRUE(first && second);
+  EXPECT_NE(first.token(), second.token());
+  EXPECT_FALSE(s.acquire(1, Wait::none())) << "two grants use both permits";
+  first.release();
+  EXPECT_TRUE(second) << "releasing one grant leaves the other";
+  EXPECT_TRUE(s.acquire(1, Wait::none()));
+}
+
+TEST_P(SemaphoreConformance, NeverMoreHoldersThanPermitsUnderLoad) {
+  constexpr std::uint32_t kPermits = 3;
+  constexpr int kThreads = 8;
+  constexpr int kCycles = 25;
+  std::vector<Client> clients{open_client(), open_client()};
+  std::atomic<int> inside{0};
+  std::atomic<int> most{0};
+  std::atomic<int> cycles{0};
+  std::atomic<int> failures{0};
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        Semaphore s = clients[t % 2].semaphore(group(), "s", kPermits, lock_options());
+        for (int i = 0; i < kCycles; ++i) {
+          Lease lease = s.acquire(1, Wait::up_to(kPatience * 2));
+          if (!lease) {
+            ++failures;
+            continue;
+          }
+          const int now_inside = ++inside;
+          int seen = most.load();
+          while (now_inside > seen && !most.compare_exchange_weak(seen, now_inside)) {
+          }
+          std::this_thread::yield();
+          --inside;
+          ++cycles;
+          lease.release();
+        }
+      });
+    }
+  }
+  EXPECT_LE(most.load(), static_cast<int>(kPermits)) << "more holders than permits";
+  EXPECT_EQ(failures.load(), 0) << "a waiter starved for " << 2 * kPatience / 1s << " s";
+  EXPECT_EQ(cycles.load(), kThreads * kCycles);
+  Client probe = open_client();
+  EXPECT_TRUE(probe.semaphore(group(), "s", kPermits).acquire(kPermits, Wait::none()))
+      << "every permit is free once all released";
+}
+
+TEST_P(SemaphoreConformance, LargeRequestIsNotPassedBySmallerOnesBehindIt) {
+  WARDEN_SKIP_UNLESS(fair);
+  WARDEN_SKIP_UNLESS_QUEUE();
+  LockOptions fifo = lock_options();
+  fifo.fairness = Fairness::fifo;
+  Client a = open_client();
+  Client b = open_client();
+  Client c = open_client();
+  Lease two = a.semaphore(group(), "s", 3, fifo).acquire(2, Wait::none());
+  ASSERT_TRUE(two);
+  std::atomic<bool> granted{false};
+  std::jthread big([&](std::stop_token stop) {
+    Lease all = b.semaphore(group(), "s", 3, fifo).acquire(3, Wait::up_to(kLongDeadline), stop);
+    granted = static_cast<bool>(all);
+  });
+  ASSERT_TRUE(queue_reaches("s", 1));
+  EXPECT_FALSE(c.semaphore(group(), "s", 3, fifo).acquire(1, Wait::none()))
+      << "one permit is free, but a request for three waits before it";
+  two.release();
+  big.join();
+  EXPECT_TRUE(granted.load());
+}
+
+TEST_P(SemaphoreConformance, AnotherNumberOfPermitsIsRefusedAndChangesNothing) {
+  Client a = open_client();
+  Client b = open_client();
+  Lease held = a.semaphore(group(), "s", 4, lock_options()).acquire(1, Wait::none());
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] {
+    Lease other = b.semaphore(group(), "s", 5, lock_options()).acquire(1, Wait::none());
+  }));
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] {
+    Lease other = b.lock(group(), "s", lock_options()).acquire(Mode::exclusive, Wait::none());
+  })) << "a lock of the same name is no semaphore";
+  // Nothing changed: the holder still holds, and three permits are free.
+  EXPECT_FALSE(held.lost());
+  Lease rest = b.semaphore(group(), "s", 4, lock_options()).acquire(3, Wait::none());
+  EXPECT_TRUE(rest);
+  EXPECT_FALSE(b.semaphore(group(), "s", 4, lock_options()).acquire(1, Wait::none()));
+}
+
+TEST_P(SemaphoreConformance, LockHeldRefusesASemaphoreOfTheSameName) {
+  Client a = open_client();
+  Client b = open_client();
+  Lease lock = a.lock(group(), "x", lock_options()).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lock);
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] {
+    Lease s = b.semaphore(group(), "x", 2, lock_options()).acquire(1, Wait::none());
+  }));
+  EXPECT_FALSE(lock.lost());
+}
+
+TEST_P(SemaphoreConformance, BadNumbersAreRefusedBeforeAnyIo) {
+  Client a = open_client();
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { a.semaphore(group(), "s", 0); }));
+  EXPECT_TRUE(
+      throws_error(Errc::invalid_argument, [&] { a.semaphore(group(), "s", 1'000'001); }));
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { a.semaphore("bad/group", "s", 2); }));
+  Semaphore s = a.semaphore(group(), "s", 2, lock_options());
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { Lease l = s.acquire(0); }));
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { Lease l = s.acquire(3); }));
+  EXPECT_TRUE(s.acquire(2, Wait::none())) << "the refused requests took nothing";
+}
+
+TEST_P(SemaphoreConformance, WaitThatRunsOutLeavesNoTrace) {
+  Client a = open_client();
+  Client b = open_client();
+  Lease all = a.semaphore(group(), "s", 2, lock_options()).acquire(2, Wait::none());
+  ASSERT_TRUE(all);
+  EXPECT_FALSE(b.semaphore(group(), "s", 2, lock_options()).acquire(1, Wait::up_to(100ms)));
+  if (auto waiting = queued("s")) {
+    EXPECT_EQ(*waiting, 0u) << "the timed-out request still waits on the backend";
+  }
+  all.release();
+  EXPECT_TRUE(b.semaphore(group(), "s", 2, lock_options()).acquire(2, Wait::none()));
+}
+
+TEST_P(SemaphoreConformance, DroppedGrantIsLostAndItsPermitsGoToOthers) {
+  ClientOptions fast_renewals;
+  fast_renewals.renew_interval = 200ms;
+  Client holder = open_client(fast_renewals);
+  Lease lease = holder.semaphore(group(), "s", 2, lock_options()).acquire(2, Wait::none());
+  ASSERT_TRUE(lease);
+  const Sequencer seq = lease.sequencer();
+  if (capabilities().check) {
+    EXPECT_TRUE(holder.check(seq)) << "a semaphore's grant checks like a shared lock's";
+  }
+  Flag lost;
+  std::stop_callback on_token(lease.lost_token(), [&] { lost.set(); });
+  ASSERT_TRUE(backend().drop_grants(group(), "s")) << "this backend cannot drop grants";
+  ASSERT_TRUE(lost.wait_for(2 * kPatience)) << "the holder never noticed its grant was gone";
+  Client next = open_client();
+  EXPECT_TRUE(next.semaphore(group(), "s", 2, lock_options()).acquire(2, Wait::none()));
+  if (capabilities().check) {
+    EXPECT_FALSE(holder.check(seq));
+  }
+}
+
+}  // namespace
+}  // namespace warden::conformance
