@@ -59,6 +59,17 @@ std::uint64_t rss_bytes() {
   return resident_pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+// An integer within min..max, or INVALID.
+std::uint64_t parse_bounded(std::string_view text, const char* what, std::uint64_t min,
+                            std::uint64_t max) {
+  const std::uint64_t v = parse_u64(text, what);
+  if (v < min || v > max) {
+    throw Reject{"INVALID", std::string(what) + " " + std::to_string(v) + " is outside " +
+                                std::to_string(min) + ".." + std::to_string(max)};
+  }
+  return v;
+}
+
 milliseconds parse_ms(std::string_view text, const char* what, std::uint64_t min,
                       std::uint64_t max) {
   const std::uint64_t v = parse_u64(text, what);
@@ -302,9 +313,10 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       resp::bulk(reply, config_.version);
       resp::bulk(reply, "proto");
       // 2: grants carry owner secrets (ACQUIRE replies with one, RENEW/RELEASE need it).
-      resp::integer(reply, 2);
+      // 3: ACQUIRE ... PERMITS k n (semaphores).
+      resp::integer(reply, 3);
       resp::bulk(reply, "capabilities");
-      resp::bulk(reply, "shared fair unfair lock-delay fencing durable-tokens check");
+      resp::bulk(reply, "shared fair unfair lock-delay fencing durable-tokens check semaphore");
       return Outcome::replied;
     }
     throw Reject{"ERR", "unknown command '" + std::string(args[0].substr(0, 64)) + "'"};
@@ -437,6 +449,15 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
       request.fair = false;
     } else if (opt == "FOREVER") {
       request.deadline = Time::max();
+    } else if (opt == "PERMITS" && i + 2 < args.size()) {
+      // A semaphore's request: k of its n permits, as a shared grant.
+      request.permits = static_cast<std::uint32_t>(parse_bounded(args[++i], "permits", 1, core::kMaxPermits));
+      request.capacity = static_cast<std::uint32_t>(parse_bounded(args[++i], "of", 1, core::kMaxPermits));
+      if (request.permits > request.capacity) {
+        throw Reject{"INVALID", "permits " + std::to_string(request.permits) +
+                                    " are more than the semaphore's " +
+                                    std::to_string(request.capacity)};
+      }
     } else if ((opt == "WAIT" || opt == "DELAY") && i + 1 < args.size()) {
       const std::string_view value = args[++i];
       if (opt == "WAIT") {
@@ -451,6 +472,9 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
     }
   }
 
+  if (request.capacity > 0 && request.mode != Mode::shared) {
+    throw Reject{"INVALID", "a semaphore's request (PERMITS) is shared"};
+  }
   if (const auto left = guard_->embargo_ms(now); left > 0) {
     throw Reject{"STARTING",
                  "restarted recently; no grants for another " + std::to_string(left) + " ms"};

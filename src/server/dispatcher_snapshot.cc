@@ -46,7 +46,8 @@ TableSnapshot Dispatcher::snapshot(Time now) {
       if (secret == secrets_.end()) continue;  // nobody could renew or release it
       out.holders.push_back(SnapshotHolder{summary.key, h.mode, h.token, secret->second,
                                            static_cast<std::uint64_t>(h.ttl.count()),
-                                           static_cast<std::uint64_t>(h.lock_delay.count())});
+                                           static_cast<std::uint64_t>(h.lock_delay.count()),
+                                           info.capacity, h.permits});
     }
     if (info.delayed_until && *info.delayed_until > now) {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(*info.delayed_until - now);
@@ -65,6 +66,8 @@ std::size_t Dispatcher::restore(const TableSnapshot& snapshot, Time now) {
     request.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(h.ttl_ms));
     request.lock_delay = std::chrono::milliseconds(static_cast<std::int64_t>(h.lock_delay_ms));
     request.session = 0;  // no connection: like a grant whose connection dropped
+    request.capacity = h.capacity;
+    request.permits = h.permits;
     if (const auto grant = table_.restore(request, h.token, now)) {
       secrets_[grant->id] = h.secret;
       ++restored;

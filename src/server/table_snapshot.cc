@@ -105,7 +105,12 @@ void check_key(std::string_view key, const std::string& where) {
 // Everything a decoded snapshot must satisfy beyond its layout (see the header).
 void check_consistent(const TableSnapshot& s, const std::string& name) {
   std::set<std::uint64_t> tokens;
-  std::map<std::string_view, Mode> modes;  // per key: the mode of its holders
+  struct Held {
+    Mode mode;
+    std::uint32_t capacity;  // a semaphore's, or 0
+    std::uint64_t permits;   // held on a semaphore
+  };
+  std::map<std::string_view, Held> keys;  // per key: what its holders hold
   for (std::size_t i = 0; i < s.holders.size(); ++i) {
     const SnapshotHolder& h = s.holders[i];
     const std::string where = name + " is damaged: holder " + std::to_string(i + 1);
@@ -133,9 +138,23 @@ void check_consistent(const TableSnapshot& s, const std::string& name) {
     if (!tokens.insert(h.token).second) {
       fail(Errc::internal, where + ": its token " + std::to_string(h.token) + " is held twice");
     }
-    const auto [it, first] = modes.emplace(h.key, h.mode);
-    if (!first && (h.mode == Mode::exclusive || it->second == Mode::exclusive)) {
+    if (h.capacity > 0 && (h.mode != Mode::shared || h.permits == 0 ||
+                           h.permits > h.capacity || h.capacity > core::kMaxPermits)) {
+      fail(Errc::internal, where + ": " + std::to_string(h.permits) + " permits of a semaphore of " +
+                               std::to_string(h.capacity));
+    }
+    const auto [it, first] = keys.emplace(h.key, Held{h.mode, h.capacity, 0});
+    Held& held = it->second;
+    if (!first && (h.mode == Mode::exclusive || held.mode == Mode::exclusive)) {
       fail(Errc::internal, where + ": an exclusive grant beside another grant on one key");
+    }
+    if (held.capacity != h.capacity) {
+      fail(Errc::internal, where + ": a semaphore of another number of permits, or a lock's "
+                                   "grant, beside a grant on one key");
+    }
+    held.permits += h.permits;
+    if (held.permits > held.capacity && held.capacity > 0) {
+      fail(Errc::internal, where + ": more permits held than the semaphore has");
     }
   }
   std::set<std::string_view> delayed;
@@ -191,13 +210,17 @@ std::vector<std::byte> encode_table_snapshot(const TableSnapshot& s) {
   w.u32(static_cast<std::uint32_t>(s.holders.size()));
   w.u32(static_cast<std::uint32_t>(s.delays.size()));
   for (const SnapshotHolder& h : s.holders) {
-    w.u8(h.mode == Mode::shared ? 1 : 0);
+    w.u8(h.capacity > 0 ? 2 : h.mode == Mode::shared ? 1 : 0);
     w.u16(static_cast<std::uint16_t>(h.key.size()));
     w.text(h.key);
     w.u64(h.token);
     w.bytes(std::as_bytes(std::span(h.secret)));
     w.u64(h.ttl_ms);
     w.u64(h.lock_delay_ms);
+    if (h.capacity > 0) {
+      w.u32(h.capacity);
+      w.u32(h.permits);
+    }
   }
   for (const SnapshotDelay& d : s.delays) {
     w.u16(static_cast<std::uint16_t>(d.key.size()));
@@ -255,17 +278,25 @@ TableSnapshot decode_table_snapshot(std::span<const std::byte> bytes, std::strin
   for (std::uint32_t i = 0; i < holders; ++i) {
     SnapshotHolder h;
     const std::uint8_t mode = r.u8();
-    if (mode > 1) {
+    if (mode > 2) {
       fail(Errc::internal, name + " is damaged: holder " + std::to_string(i + 1) + " has mode " +
                                std::to_string(mode));
     }
-    h.mode = mode == 1 ? Mode::shared : Mode::exclusive;
+    h.mode = mode == 0 ? Mode::exclusive : Mode::shared;
     h.key = r.text(r.u16());
     h.token = r.u64();
     const auto secret = r.bytes(h.secret.size());
     std::memcpy(h.secret.data(), secret.data(), secret.size());
     h.ttl_ms = r.u64();
     h.lock_delay_ms = r.u64();
+    if (mode == 2) {
+      h.capacity = r.u32();
+      h.permits = r.u32();
+      if (h.capacity == 0) {
+        fail(Errc::internal, name + " is damaged: holder " + std::to_string(i + 1) +
+                                 " is a semaphore's of 0 permits");
+      }
+    }
     s.holders.push_back(std::move(h));
   }
   s.delays.reserve(delays);

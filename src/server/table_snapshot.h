@@ -26,17 +26,21 @@
 //       24     8  max_hold_ms (u64) of the state file when written
 //       32     4  holder count H (u32)
 //       36     4  lock-delay count D (u32)
-//       40        H holder records:  mode (u8: 0 exclusive, 1 shared), key length (u16),
-//                 key ("group/name"), token (u64), owner secret (16 bytes), ttl_ms (u64),
-//                 lock_delay_ms (u64)
+//       40        H holder records:  mode (u8: 0 exclusive, 1 shared, 2 a semaphore's),
+//                 key length (u16), key ("group/name"), token (u64), owner secret (16
+//                 bytes), ttl_ms (u64), lock_delay_ms (u64); mode 2 only: the semaphore's
+//                 permits (u32) and this grant's permits (u32)
 //                 D lock-delay records: key length (u16), key, left_ms (u64)
 //    end-4     4  CRC-32C (Castagnoli) of every byte before it (u32)
 //
 // A file decodes only if every field is valid and consistent: keys valid lock identities,
 // ttl 10 ms .. 7 days, lock-delay 0 .. 1 h, ttl + lock_delay and every left_ms within
 // max_hold_ms (every hold was made durable before it was granted), tokens 1 ..
-// reserved_upto and each held once, one exclusive or only shared holders per key, one
-// lock-delay per key. So a decoded snapshot can always be restored whole. Encoding is
+// reserved_upto and each held once, one exclusive or only shared holders per key (or
+// only a semaphore's, of one number of permits, holding no more than it has), one
+// lock-delay per key. So a decoded snapshot can always be restored whole. Mode 2 came
+// with semaphores: a wardend from before reads a snapshot holding one as damaged and
+// starts under the restart embargo, which is safe. Encoding is
 // canonical: a file that decodes is byte for byte the encoding of what it decoded to.
 //
 // Thread safety: none needed; plain functions over values and one directory.
@@ -65,6 +69,8 @@ struct SnapshotHolder {
   std::array<unsigned char, 16> secret{};  // the owner secret RENEW and RELEASE present
   std::uint64_t ttl_ms = 0;                // its lease length; restored in full
   std::uint64_t lock_delay_ms = 0;         // applied if the restored lease expires
+  std::uint32_t capacity = 0;              // a semaphore's permits (mode shared); 0: a lock
+  std::uint32_t permits = 0;               // the permits this grant of a semaphore holds
 
   friend bool operator==(const SnapshotHolder&, const SnapshotHolder&) = default;
 };

@@ -184,25 +184,31 @@ TEST_P(SemaphoreConformance, WaitThatRunsOutLeavesNoTrace) {
   EXPECT_TRUE(b.semaphore(group(), "s", 2, lock_options()).acquire(2, Wait::none()));
 }
 
-TEST_P(SemaphoreConformance, DroppedGrantIsLostAndItsPermitsGoToOthers) {
-  ClientOptions fast_renewals;
-  fast_renewals.renew_interval = 200ms;
-  Client holder = open_client(fast_renewals);
-  Lease lease = holder.semaphore(group(), "s", 2, lock_options()).acquire(2, Wait::none());
+TEST_P(SemaphoreConformance, LeaseThatRunsOutIsLostAndItsPermitsGoToAWaiter) {
+  ClientOptions no_watchdog;
+  no_watchdog.watchdog = false;  // a holder that stopped renewing: a process that died
+  Client holder = open_client(no_watchdog);
+  Client next = open_client();
+  LockOptions options = lock_options();
+  options.ttl = 400ms;
+  const auto before = Clock::now();
+  Lease lease = holder.semaphore(group(), "s", 2, options).acquire(2, Wait::none());
   ASSERT_TRUE(lease);
   const Sequencer seq = lease.sequencer();
   if (capabilities().check) {
-    EXPECT_TRUE(holder.check(seq)) << "a semaphore's grant checks like a shared lock's";
+    EXPECT_TRUE(next.check(seq)) << "a semaphore's grant checks like a shared lock's";
   }
-  Flag lost;
-  std::stop_callback on_token(lease.lost_token(), [&] { lost.set(); });
-  ASSERT_TRUE(backend().drop_grants(group(), "s")) << "this backend cannot drop grants";
-  ASSERT_TRUE(lost.wait_for(2 * kPatience)) << "the holder never noticed its grant was gone";
-  Client next = open_client();
-  EXPECT_TRUE(next.semaphore(group(), "s", 2, lock_options()).acquire(2, Wait::none()));
+  Lease successor = next.semaphore(group(), "s", 2).acquire(1, Wait::up_to(kPatience));
+  const auto granted_at = Clock::now();
+  ASSERT_TRUE(successor) << "the permits of the lapsed lease were never handed over";
+  EXPECT_GE(granted_at, before + options.ttl - kClockSlack) << "handed over before the TTL";
+  EXPECT_TRUE(lease.lost()) << "another client holds the permits, the old lease is not lost";
   if (capabilities().check) {
-    EXPECT_FALSE(holder.check(seq));
+    EXPECT_FALSE(next.check(seq));
   }
+  EXPECT_NO_THROW(lease.release());
+  EXPECT_TRUE(next.semaphore(group(), "s", 2).acquire(1, Wait::none()))
+      << "the lapsed lease's release freed nothing, the second permit is free";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/semaphore_suite.h"
 #include "support/server_process.h"
 #include "support/tls_wardend.h"
 #include "support/wardend_probe.h"
@@ -23,7 +24,8 @@ constexpr Capabilities kWarden{.shared = true,
                                .lock_delay = true,
                                .fencing = true,
                                .durable_tokens = true,
-                               .check = true};
+                               .check = true,
+                               .semaphore = true};
 
 // The same backend over plain TCP, or over mutual TLS (wardens:// with the test
 // certificates; the probe behind the clients' back stays on the plain port).
@@ -65,12 +67,12 @@ class WardendBackend final : public Backend {
   std::optional<testing::Wardend> plain_;
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Warden, Conformance,
-    ::testing::Values(
-        EngineCase{"Warden", kWarden, [] { return std::make_unique<WardendBackend>(); }},
-        EngineCase{"WardenTls", kWarden, [] { return std::make_unique<WardendBackend>(true); }}),
-    name_printer);
+const EngineCase kPlain{"Warden", kWarden, [] { return std::make_unique<WardendBackend>(); }};
+const EngineCase kTls{"WardenTls", kWarden,
+                      [] { return std::make_unique<WardendBackend>(true); }};
+
+INSTANTIATE_TEST_SUITE_P(Warden, Conformance, ::testing::Values(kPlain, kTls), name_printer);
+INSTANTIATE_TEST_SUITE_P(Warden, SemaphoreConformance, ::testing::Values(kPlain), name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

@@ -105,5 +105,36 @@ TEST(DispatcherRestartTest, SnapshotRestoredIntoANewDispatcherKeepsTokensSecrets
   EXPECT_GT(std::stoull(fresh.token), before_tokens.last());
 }
 
+TEST(DispatcherRestartTest, SemaphoreKeepsItsPermitsAndItsNumberAcrossARestart) {
+  table::CountingTokenSource before_tokens;
+  Dispatcher before(config(), &before_tokens, nullptr);
+  ASSERT_TRUE(before.connect(1));
+  const std::vector<std::string> two_of_three = {"ACQUIRE", "g/sem", "s", "5000",
+                                                 "PERMITS", "2",     "3"};
+  const Granted a = granted(call(before, 1, two_of_three, at(0)));
+  ASSERT_FALSE(a.token.empty());
+  const TableSnapshot snap = before.snapshot(at(10));
+  ASSERT_EQ(snap.holders.size(), 1u);
+  EXPECT_EQ(snap.holders[0].capacity, 3u);
+  EXPECT_EQ(snap.holders[0].permits, 2u);
+  // Through the file's encoding, as a restart reads it (the server adds the state record).
+  TableSnapshot file = snap;
+  file.state = StateRecord{.reserved_upto = before_tokens.last(), .max_hold_ms = 60'000};
+  const TableSnapshot read = decode_table_snapshot(encode_table_snapshot(file), "t");
+
+  table::CountingTokenSource after_tokens(before_tokens.last());
+  Dispatcher after(config(), &after_tokens, nullptr);
+  EXPECT_EQ(after.restore(read, at(0)), 1u);
+  ASSERT_TRUE(after.connect(7));
+  EXPECT_EQ(call(after, 7, two_of_three, at(10)), kNil) << "2 held + 2 > 3";
+  EXPECT_TRUE(call(after, 7, {"ACQUIRE", "g/sem", "s", "5000", "PERMITS", "1", "4"}, at(10))
+                  .starts_with("-INVALID"))
+      << "the restored semaphore keeps its number of permits";
+  EXPECT_FALSE(granted(call(after, 7, {"ACQUIRE", "g/sem", "s", "5000", "PERMITS", "1", "3"},
+                            at(10)))
+                   .token.empty());
+  EXPECT_EQ(call(after, 7, {"RELEASE", "g/sem", a.token, a.secret}, at(20)), ":1\r\n");
+}
+
 }  // namespace
 }  // namespace warden::server

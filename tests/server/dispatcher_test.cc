@@ -326,6 +326,53 @@ TEST_F(DispatcherTest, TtlAndDelayBoundsAreInclusive) {
   EXPECT_EQ(call(1, {"ACQUIRE", "g/d", "x", "1000", "DELAY", "0"}), grant(4));
 }
 
+// --- ACQUIRE ... PERMITS: semaphores
+
+TEST_F(DispatcherTest, PermitsAreGrantedWhileTheyFitAndAnotherCountIsInvalid) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "2", "3"}), grant(1));
+  EXPECT_EQ(call(2, {"ACQUIRE", "g/s", "shared", "1000", "permits", "1", "3"}), grant(2));
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "1", "3"}), kNil);
+  const std::string other = call(3, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "1", "4"});
+  EXPECT_TRUE(other.starts_with("-INVALID the key is a semaphore of another number")) << other;
+  EXPECT_TRUE(call(3, {"ACQUIRE", "g/s", "x", "1000"}).starts_with("-INVALID "))
+      << "a lock request on a semaphore";
+  EXPECT_EQ(h_.d.table().stats().holders, 2u);
+  EXPECT_EQ(h_.d.table().inspect("g/s").capacity, 3u);
+  // A third grant draws the next token: the refusals drew none.
+  EXPECT_EQ(call(1, {"RELEASE", "g/s", "1", kOwner}), kOne);
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "2", "3"}), grant(3));
+}
+
+TEST_F(DispatcherTest, BadPermitsAreInvalidAndChangeNothing) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"ACQUIRE", "g/s", "s", "1000", "PERMITS", "0", "3"},
+       "-INVALID permits 0 is outside 1..1000000\r\n"},
+      {{"ACQUIRE", "g/s", "s", "1000", "PERMITS", "4", "3"},
+       "-INVALID permits 4 are more than the semaphore's 3\r\n"},
+      {{"ACQUIRE", "g/s", "s", "1000", "PERMITS", "1", "1000001"},
+       "-INVALID of 1000001 is outside 1..1000000\r\n"},
+      {{"ACQUIRE", "g/s", "s", "1000", "PERMITS", "one", "3"}, "-INVALID permits 'one'"},
+      {{"ACQUIRE", "g/s", "x", "1000", "PERMITS", "1", "3"},
+       "-INVALID a semaphore's request (PERMITS) is shared\r\n"},
+      {{"ACQUIRE", "g/s", "s", "1000", "PERMITS", "1"},
+       "-ERR unknown or incomplete ACQUIRE option 'PERMITS'\r\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const std::string reply = call(1, args);
+    EXPECT_TRUE(reply.starts_with(expected)) << args[5] << ": " << reply;
+  }
+  EXPECT_TRUE(h_.d.table().empty());
+}
+
+TEST_F(DispatcherTest, LargeSemaphoreRequestWaitsItsTurnAndIsWokenWhenPermitsFree) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "2", "3"}), grant(1));
+  h_.park(2, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "3", "3", "FOREVER"}, at(0));
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "1", "3"}), kNil)
+      << "one is free, but the request for three is first";
+  EXPECT_EQ(call(1, {"RELEASE", "g/s", "1", kOwner}, at(5)), kOne);
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 5000)}}));
+}
+
 // --- ACQUIRE: try, WAIT, FOREVER
 
 TEST_F(DispatcherTest, TryIsGrantedAtOnceOrAnsweredNil) {
@@ -837,10 +884,10 @@ TEST_F(DispatcherTest, AuthWithoutAServerPasswordIsAnError) {
 // --- INFO, INSPECT, HELLO
 
 TEST_F(DispatcherTest, HelloDescribesTheServer) {
-  const std::string caps = "shared fair unfair lock-delay fencing durable-tokens check";
+  const std::string caps = "shared fair unfair lock-delay fencing durable-tokens check semaphore";
   EXPECT_EQ(call(1, {"HELLO"}),
             "*8\r\n$6\r\nserver\r\n$7\r\nwardend\r\n$7\r\nversion\r\n"
-            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:2\r\n$12\r\ncapabilities\r\n" +
+            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:3\r\n$12\r\ncapabilities\r\n" +
                 bulk(caps));
 }
 

@@ -70,6 +70,9 @@ TableSnapshot sample() {
   s.holders.push_back(SnapshotHolder{"jobs/nightly", Mode::exclusive, 17, {}, 30'000, 15'000});
   s.holders.push_back(SnapshotHolder{"cfg/read", Mode::shared, 18, {}, 5'000, 0});
   s.holders.push_back(SnapshotHolder{"cfg/read", Mode::shared, 19, {}, 10'000, 0});
+  // A semaphore of 4 permits, all of them held by two grants.
+  s.holders.push_back(SnapshotHolder{"media/enc", Mode::shared, 20, {}, 8'000, 0, 4, 1});
+  s.holders.push_back(SnapshotHolder{"media/enc", Mode::shared, 21, {}, 8'000, 0, 4, 3});
   for (std::size_t i = 0; i < s.holders.size(); ++i) {
     for (std::size_t b = 0; b < 16; ++b) {
       s.holders[i].secret[b] = static_cast<unsigned char>(0xA0 + 16 * i + b);
@@ -204,6 +207,23 @@ TEST(TableSnapshotTest, InconsistentContentsAreDamage) {
   s = sample();
   s.delays.push_back(s.delays[0]);
   refused(s, "a second lock-delay on one key");
+  s = sample();
+  s.holders[4].permits = 4;  // 1 + 4 of 4
+  refused(s, "more permits held than the semaphore has");
+  s = sample();
+  s.holders[4].capacity = 5;
+  s.holders[4].permits = 1;
+  refused(s, "a semaphore of another number of permits");
+  s = sample();
+  s.holders[2].capacity = 2;  // a semaphore's grant beside cfg/read's shared lock grant
+  s.holders[2].permits = 1;
+  refused(s, "a semaphore of another number of permits, or a lock's");
+  s = sample();
+  s.holders[3].permits = 5;
+  refused(s, "5 permits of a semaphore of 4");
+  s = sample();
+  s.holders[3].permits = 0;
+  refused(s, "0 permits of a semaphore of 4");
   auto bytes = encode_table_snapshot(sample());
   bytes[40] = std::byte{7};  // the first holder's mode
   EXPECT_TRUE(contains(decode_error(with_fixed_crc(bytes)), "has mode 7"));

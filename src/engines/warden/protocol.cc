@@ -46,6 +46,11 @@ AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_
     c.push_back("DELAY");
     c.push_back(std::to_string(request.options.lock_delay.count()));
   }
+  if (request.capacity > 0) {
+    c.push_back("PERMITS");
+    c.push_back(std::to_string(request.permits));
+    c.push_back(std::to_string(request.capacity));
+  }
   return out;
 }
 

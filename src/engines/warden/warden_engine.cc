@@ -60,6 +60,7 @@ class WardenEngine final : public core::Engine {
     caps.fencing = true;
     caps.durable_tokens = true;  // wardend persists token reservations (docs/protocol.md)
     caps.check = true;
+    caps.semaphore = true;  // ACQUIRE ... PERMITS, protocol 3
     return caps;
   }
 
@@ -81,12 +82,12 @@ class WardenEngine final : public core::Engine {
                         connector_->endpoint() +
                         " are busy with waiting acquires; raise ?pool= in the URI");
       }
-      const AcquireOutcome out = run_acquire(**conn, call);
+      const AcquireOutcome out = run(**conn, call, request);
       switch (out.kind) {
         case AcquireOutcome::Kind::granted: {
           const Clock::time_point expires = out.sent + out.grant.waited + request.options.ttl;
           return Granted{GrantRef{request.key, request.mode, out.grant.token, request.options.ttl,
-                                  out.grant.secret},
+                                  out.grant.secret, request.permits},
                          expires};
         }
         case AcquireOutcome::Kind::not_granted:
@@ -94,7 +95,7 @@ class WardenEngine final : public core::Engine {
           return std::nullopt;
         case AcquireOutcome::Kind::withdrawn_granted:
           give_back(GrantRef{request.key, request.mode, out.grant.token, request.options.ttl,
-                             out.grant.secret});
+                             out.grant.secret, request.permits});
           return std::nullopt;
         case AcquireOutcome::Kind::starting:
           break;
@@ -146,6 +147,22 @@ class WardenEngine final : public core::Engine {
   }
 
  private:
+  // One ACQUIRE. A semaphore's request to a wardend from before semaphores (protocol 2)
+  // meets an unknown option; that is the engine lacking the capability, not a fault.
+  AcquireOutcome run(resp_client::Connection& conn, const AcquireCall& call,
+                     const AcquireRequest& request) {
+    try {
+      return run_acquire(conn, call);
+    } catch (const Error& e) {
+      const std::string_view what = e.what();
+      if (request.capacity > 0 && what.find("ACQUIRE option 'PERMITS'") != what.npos) {
+        throw Error(Errc::unsupported, "wardend at " + connector_->endpoint() +
+                                           " has no semaphores (protocol 3): upgrade it");
+      }
+      throw;
+    }
+  }
+
   // Releases a grant that arrived after its acquire was cancelled. If that fails, the
   // grant ends by its TTL (nobody renews it); there is nobody to report the error to.
   void give_back(const GrantRef& grant) {
