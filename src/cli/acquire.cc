@@ -13,7 +13,15 @@ namespace warden::cli {
 
 Lease acquire_interruptibly(Lock& lock, Mode mode, Wait wait, const std::string& timeout_why,
                             Events& events) {
-  const std::string what = "acquire " + printable(lock.group() + '/' + lock.name());
+  return acquire_interruptibly(
+      "acquire " + printable(lock.group() + '/' + lock.name()),
+      [&](std::stop_token stop) { return lock.acquire(mode, wait, std::move(stop)); },
+      timeout_why, events);
+}
+
+Lease acquire_interruptibly(const std::string& what,
+                            const std::function<Lease(std::stop_token)>& acquire,
+                            const std::string& timeout_why, Events& events) {
   // Declared before the worker, so a lease granted just as a signal arrived is
   // released (by its destructor) only after the worker has been joined.
   Lease lease;
@@ -22,7 +30,7 @@ Lease acquire_interruptibly(Lock& lock, Mode mode, Wait wait, const std::string&
   {
     std::jthread worker([&](std::stop_token stop) {
       try {
-        lease = lock.acquire(mode, wait, stop);
+        lease = acquire(stop);
       } catch (...) {
         error = std::current_exception();
       }

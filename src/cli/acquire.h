@@ -1,6 +1,8 @@
 // cli/acquire.h — acquiring the lock while staying responsive to signals.
 #pragma once
 
+#include <functional>
+#include <stop_token>
 #include <string>
 
 #include "cli/events.h"
@@ -10,12 +12,17 @@
 
 namespace warden::cli {
 
-// Acquires one count of `lock` in `mode`, waiting as `wait` says. The library call runs
-// on a helper thread; this thread watches `events`, and SIGINT, SIGTERM, SIGHUP or
-// SIGQUIT cancel the wait (through its stop_token, so it leaves no trace on the
-// backend). Returns the lease. Throws Failure: kTimeout with `timeout_why` if the lock
-// was not granted in time; 128+N if signal N ended the wait; the library's error,
-// classified by exit_code_for(), otherwise.
+// Runs `acquire` (a library call that waits, cancelled through its stop_token) on a
+// helper thread while this thread watches `events`: SIGINT, SIGTERM, SIGHUP or SIGQUIT
+// cancel the wait, so it leaves no trace on the backend. `what` names the call in
+// errors ("acquire G/N"). Returns the lease. Throws Failure: kTimeout with
+// `timeout_why` if nothing was granted in time; 128+N if signal N ended the wait; the
+// library's error, classified by exit_code_for(), otherwise.
+Lease acquire_interruptibly(const std::string& what,
+                            const std::function<Lease(std::stop_token)>& acquire,
+                            const std::string& timeout_why, Events& events);
+
+// The same for one count of `lock` in `mode`, waiting as `wait` says.
 Lease acquire_interruptibly(Lock& lock, Mode mode, Wait wait, const std::string& timeout_why,
                             Events& events);
 

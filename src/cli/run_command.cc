@@ -77,6 +77,10 @@ Plan make_plan(const RunOptions& options) {
     throw Failure(exit_code::kUsage, "--url", "not given, and WARDEN_URL is not set");
   }
   plan.mode = options.shared ? Mode::shared : Mode::exclusive;
+  if (options.permits > 0 && options.shared) {
+    throw Failure(exit_code::kUsage, "--shared",
+                  "contradicts --permits: a semaphore's permit is neither shared nor exclusive");
+  }
   if (!options.wait.empty()) plan.wait = duration_option("--wait", options.wait);
 
   plan.lock.ttl = millis_option("--ttl", options.ttl);
@@ -106,6 +110,34 @@ std::string timeout_why(const std::optional<std::chrono::nanoseconds>& wait) {
   return "not granted within " + format_duration(*wait);
 }
 
+Lease acquire_lock(Client& client, const RunOptions& options, const Plan& plan, Wait wait,
+                   Events& events) {
+  Lock lock = [&] {
+    try {
+      return client.lock(options.group, options.name, plan.lock);
+    } catch (const Error& e) {
+      throw Failure::from("lock " + printable(options.group + '/' + options.name), e);
+    }
+  }();
+  return acquire_interruptibly(lock, plan.mode, wait, timeout_why(plan.wait), events);
+}
+
+Lease acquire_permit(Client& client, const RunOptions& options, const Plan& plan, Wait wait,
+                     Events& events) {
+  const std::string text = printable(options.group + '/' + options.name);
+  Semaphore semaphore = [&] {
+    try {
+      return client.semaphore(options.group, options.name, options.permits, plan.lock);
+    } catch (const Error& e) {
+      throw Failure::from("semaphore " + text, e);
+    }
+  }();
+  return acquire_interruptibly(
+      "acquire a permit of " + text,
+      [&](std::stop_token stop) { return semaphore.acquire(1, wait, std::move(stop)); },
+      timeout_why(plan.wait), events);
+}
+
 }  // namespace
 
 int run(const RunOptions& options) {
@@ -122,19 +154,16 @@ int run(const RunOptions& options) {
       throw Failure::from("connect", e);
     }
   }();
-  Lock lock = [&] {
-    try {
-      return client.lock(options.group, options.name, plan.lock);
-    } catch (const Error& e) {
-      throw Failure::from("lock " + lock_text, e);
-    }
-  }();
-
-  Wait wait = plan.wait ? Wait::up_to(*plan.wait) : Wait::forever();
-  Lease lease = acquire_interruptibly(lock, plan.mode, wait, timeout_why(plan.wait), events);
+  const Wait wait = plan.wait ? Wait::up_to(*plan.wait) : Wait::forever();
+  Lease lease = options.permits > 0
+                    ? acquire_permit(client, options, plan, wait, events)
+                    : acquire_lock(client, options, plan, wait, events);
   if (options.verbose) {
     const Fairness used = client.capabilities().resolve(plan.lock.fairness);
-    print_diagnostic("granted " + lock_text + " " + std::string(to_string(plan.mode)) + ", token " +
+    const std::string held =
+        options.permits > 0 ? "1 of " + std::to_string(options.permits) + " permits"
+                            : std::string(to_string(plan.mode));
+    print_diagnostic("granted " + lock_text + " " + held + ", token " +
                      std::to_string(lease.token()) + ", fairness " + std::string(to_string(used)) +
                      (plan.lock.fairness == Fairness::automatic ? " (automatic)" : "") + ", ttl " +
                      format_duration(plan.lock.ttl) + ", " + client.uri());
@@ -179,6 +208,10 @@ void add_run_command(Commands& commands) {
       ->type_name("N")
       ->required();
   app.add_flag("--shared", options->shared, "Take a shared (read) lock, not an exclusive one");
+  app.add_option("--permits", options->permits,
+                 "A semaphore of N permits: hold one, so at most N run at once (1..1000000)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1'000'000));
   app.add_option("--wait", options->wait,
                  "Give up after D without the lock (exit 75); 0 = try once [default: forever]")
       ->type_name("D");

@@ -4,10 +4,12 @@
 //
 // Like flock(1), `etcdctl lock` and `consul lock`: acquire (group, name), run CMD with
 // the grant's fencing token and sequencer in its environment, keep the lease renewed
-// while CMD runs, release when CMD exits and exit with CMD's status. See
-// exit_codes.h for the statuses warden adds.
+// while CMD runs, release when CMD exits and exit with CMD's status. With --permits N,
+// (group, name) is a semaphore of N permits and CMD runs holding one of them, so at
+// most N such commands run at once. See exit_codes.h for the statuses warden adds.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@ struct RunOptions {
   std::string group;
   std::string name;
   bool shared = false;
+  std::uint32_t permits = 0;  // > 0: take one permit of a semaphore of this many
   std::string wait;  // empty: forever
   std::string ttl = "30s";
   std::string lock_delay = "0s";
