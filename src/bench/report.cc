@@ -32,9 +32,12 @@ std::string keys_text(const Workload& w) {
   return fmt::format("{} key{} per client (uncontended)", w.keys, w.keys == 1 ? "" : "s");
 }
 
-std::string mode_text(LockMix mix) {
-  if (mix == LockMix::mixed) return "mixed (90% shared, 10% exclusive)";
-  return std::string(to_string(mix));
+std::string mode_text(const Workload& w) {
+  if (w.permits > 0) {
+    return fmt::format("1 permit of a semaphore of {} (the baseline: locks)", w.permits);
+  }
+  if (w.mix == LockMix::mixed) return "mixed (90% shared, 10% exclusive)";
+  return std::string(to_string(w.mix));
 }
 
 std::string mib(std::uint64_t bytes) {
@@ -88,7 +91,7 @@ std::string format_text(const BenchReport& r) {
   const Workload& w = r.workload;
   std::string out = fmt::format(
       "warden bench: {} client{}, {}, mode {}, {:g} s{}, ttl {} ms\n\n", w.clients,
-      w.clients == 1 ? "" : "s", keys_text(w), mode_text(w.mix), r.duration_seconds,
+      w.clients == 1 ? "" : "s", keys_text(w), mode_text(w), r.duration_seconds,
       r.rounds > 1 && r.baseline ? fmt::format(" in {} alternating rounds", r.rounds) : "",
       w.ttl.count());
   std::string warden_label = r.warden.url;
@@ -122,7 +125,8 @@ std::string format_json(const BenchReport& r) {
   const Workload& w = r.workload;
   json j{{"clients", w.clients},
          {"keys", w.keys},
-         {"mode", to_string(w.mix)},
+         {"mode", w.permits > 0 ? std::string("semaphore") : std::string(to_string(w.mix))},
+         {"permits", w.permits},
          {"contended", w.contended},
          {"duration_s", r.duration_seconds},
          {"rounds", r.rounds},

@@ -61,6 +61,31 @@ class WardenCycleClient final : public CycleClient {
   std::minstd_rand rng_;
 };
 
+// One permit per cycle of a semaphore per key.
+class SemaphoreCycleClient final : public CycleClient {
+ public:
+  SemaphoreCycleClient(Client client, std::vector<Semaphore> semaphores, int index)
+      : client_(std::move(client)),
+        semaphores_(std::move(semaphores)),
+        next_(static_cast<std::size_t>(index) % semaphores_.size()) {}
+
+  std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
+    Semaphore& semaphore = semaphores_[next_];
+    if (++next_ == semaphores_.size()) next_ = 0;
+    const auto t0 = Clock::now();
+    Lease lease = semaphore.acquire(1, Wait::forever(), stop);
+    const auto t1 = Clock::now();
+    if (!lease) return std::nullopt;
+    lease.release();
+    return t1 - t0;
+  }
+
+ private:
+  Client client_;
+  std::vector<Semaphore> semaphores_;
+  std::size_t next_;
+};
+
 // The workload's lease; fairness stays automatic: FIFO where the engine has it and
 // barging where that is all it has (redlock://).
 LockOptions lock_options(const Workload& workload) {
@@ -116,6 +141,17 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
   clients.reserve(static_cast<std::size_t>(workload.clients));
   for (int i = 0; i < workload.clients; ++i) {
     Client client = Client::open(url);
+    if (workload.permits > 0) {
+      std::vector<Semaphore> semaphores;
+      semaphores.reserve(static_cast<std::size_t>(workload.keys));
+      for (int k = 0; k < workload.keys; ++k) {
+        semaphores.push_back(client.semaphore(kGroup, lock_name(workload, i, k), workload.permits,
+                                              lock_options(workload)));
+      }
+      clients.push_back(
+          std::make_unique<SemaphoreCycleClient>(std::move(client), std::move(semaphores), i));
+      continue;
+    }
     if (workload.mix != LockMix::exclusive && !client.capabilities().shared) {
       throw Error(Errc::unsupported, "this engine has no shared locks (use --mode exclusive)");
     }

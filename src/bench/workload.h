@@ -8,6 +8,10 @@
 //
 // Modes. exclusive or shared for every acquire; mixed = each acquire is shared with
 // probability 0.9 and exclusive with 0.1 (per-client pseudo-random sequence).
+//
+// Semaphores. With permits N > 0 every key is a semaphore of N permits and every cycle
+// takes one of them (the mode is then not used). A baseline always takes locks: the
+// ratio against the same engine's lock at another URL says what counting permits costs.
 #pragma once
 
 #include <chrono>
@@ -30,6 +34,7 @@ struct Workload {
   int keys = 1;
   LockMix mix = LockMix::exclusive;
   bool contended = false;
+  std::uint32_t permits = 0;              // > 0: each key a semaphore of this many
   std::chrono::milliseconds ttl{30'000};  // lease of every grant
   std::string run_id;                     // makes lock names unique to this run
 };
@@ -39,8 +44,8 @@ struct Workload {
 std::string lock_name(const Workload& workload, int client, int key);
 
 // One warden::Client per workload client, each with its own engine connections, and
-// their Lock objects. Throws warden::Error if `url` cannot be opened, or
-// Error(unsupported) if the workload needs shared locks the engine lacks.
+// their Lock (or Semaphore) objects. Throws warden::Error if `url` cannot be opened, or
+// Error(unsupported) if the workload needs shared locks or semaphores the engine lacks.
 std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string& url,
                                                               const Workload& workload);
 

@@ -106,6 +106,10 @@ Plan make_plan(const BenchOptions& o) {
     throw Failure(exit_code::kUsage, "--ttl", "must be within 10ms..168h");
   }
   w.run_id = make_run_id();
+  w.permits = o.permits;
+  if (w.permits > 0 && o.mode != "exclusive") {
+    throw Failure(exit_code::kUsage, "--mode", "contradicts --permits: a permit has no mode");
+  }
 
   plan.duration = duration_option("--duration", o.duration);
   if (plan.duration <= plan.duration.zero() || plan.duration > kMaxDuration) {
@@ -181,6 +185,12 @@ int idle_connections(const BenchOptions& o, const Plan& plan) {
   return result.ok() ? exit_code::kOk : exit_code::kUnavailable;
 }
 
+// The baseline's workload: the same, with locks where the measured side has semaphores.
+bench::Workload locks_only(bench::Workload w) {
+  w.permits = 0;
+  return w;
+}
+
 }  // namespace
 
 int run_bench(const BenchOptions& options) {
@@ -194,7 +204,7 @@ int run_bench(const BenchOptions& options) {
       step("connect " + plan.url_text, [&] { return bench::open_warden_clients(plan.url, w); });
   std::vector<std::unique_ptr<bench::CycleClient>> baseline_clients;
   if (!plan.baseline.empty()) {
-    baseline_clients = step("connect " + plan.baseline_text, [&] {
+    baseline_clients = step("connect " + plan.baseline_text, [&, w = locks_only(w)] {
       const std::string scheme = core::Uri::parse(plan.baseline).scheme;
       if (scheme == "etcd") return bench::open_etcd_clients(plan.baseline, w, kBaselineTimeout);
       // warden:// against wardens:// (or another wardend): the same engine both ways, so
@@ -278,6 +288,11 @@ void add_bench_command(Commands& commands) {
   auto* duration = app.add_option("--duration", o->duration, "How long each timed run lasts")
                        ->type_name("D")
                        ->capture_default_str();
+  auto* permits =
+      app.add_option("--permits", o->permits,
+                     "Each key a semaphore of N permits, one taken per cycle (baseline: locks)")
+          ->type_name("N")
+          ->check(CLI::Range(1, 1'000'000));
   auto* contended = app.add_flag("--contended", o->contended,
                                  "All clients share the same K locks (default: K of their own)");
   auto* ttl = app.add_option("--ttl", o->ttl, "Lease length of every grant")
@@ -329,8 +344,9 @@ void add_bench_command(Commands& commands) {
   hold->excludes(idle);
   // The capacity checks take none of the timed run's options. Checked at parse time,
   // but not with excludes(), which would list every pair in --help.
-  const std::vector<CLI::Option*> run_options = {clients, keys,     mode,    duration, contended,
-                                                 ttl,     baseline, handoff, rounds};
+  const std::vector<CLI::Option*> run_options = {clients, keys,    mode,    permits,
+                                                 duration, contended, ttl, baseline,
+                                                 handoff, rounds};
   app.callback([run_options, hold, idle] {
     for (CLI::Option* capacity : {hold, idle}) {
       if (capacity->count() == 0) continue;
@@ -372,6 +388,11 @@ void add_bench_command(Commands& commands) {
       "Hand-off: client A holds a lock, client B queues for it; A waits 1 ms after B\n"
       "announced its acquire, takes t0 and releases; B takes t1 when granted. One\n"
       "sample = t1 - t0 on one clock. --handoff-samples pairs are measured.\n"
+      "\n"
+      "--permits N: every key is a semaphore of N permits and each cycle takes one\n"
+      "(uncontended: K semaphores per client; --contended: K shared by all, so clients\n"
+      "beyond N wait). The baseline still takes locks, and so does the hand-off: with\n"
+      "--baseline at the same engine's URL the ratio is a permit's cost against a lock's.\n"
       "\n"
       "Capacity checks (warden:// only, on raw connections):\n"
       "  --hold-locks N    acquires bench-mem/<i> (i zero-padded to --key-bytes) with\n"

@@ -26,6 +26,7 @@ struct BenchOptions {
   int clients = 1;
   int keys = 1;
   std::string mode = "exclusive";
+  std::uint32_t permits = 0;  // > 0: a semaphore of this many per key, one permit per cycle
   std::string duration = "10s";
   bool contended = false;
   std::string ttl = "30s";

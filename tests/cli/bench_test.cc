@@ -164,6 +164,35 @@ TEST(WardenBench, BaselineCanBeWardenItselfAtAnotherUrl) {
   EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
 }
 
+TEST(WardenBench, PermitsCycleASemaphoreAgainstLocksOfTheSameEngine) {
+  // Three clients on one semaphore of two permits: the third waits its turn. The
+  // baseline is the same wardend's lock, so the ratio is what a permit costs.
+  warden::testing::Wardend server;
+  const auto o = warden({"bench", "--url", server.uri(), "--permits", "2", "--clients", "3",
+                         "--contended", "--duration", "1s", "--rounds", "2",
+                         "--handoff-samples", "0", "--baseline", server.uri(), "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("mode"), "semaphore");
+  EXPECT_EQ(j.at("permits"), 2);
+  expect_phase(j.at("warden"), server.uri());
+  expect_phase(j.at("baseline"), server.uri());
+  EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
+  const auto text = warden({"bench", "--url", server.uri(), "--permits", "2", "--duration",
+                            "200ms", "--handoff-samples", "0"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("mode 1 permit of a semaphore of 2"), std::string::npos) << text.out;
+}
+
+TEST(WardenBench, PermitsWithAModeOrZeroAreUsageErrors) {
+  const auto mode = warden({"bench", "--url", "mem://", "--permits", "2", "--mode", "shared",
+                            "--duration", "100ms", "--handoff-samples", "0"});
+  EXPECT_EQ(mode.status, 64) << mode.err;
+  EXPECT_NE(mode.err.find("contradicts --permits"), std::string::npos) << mode.err;
+  const auto zero = warden({"bench", "--url", "mem://", "--permits", "0"});
+  EXPECT_EQ(zero.status, 64) << zero.err;
+}
+
 TEST(WardenBench, PostgresBaselineRunsRawAdvisoryLocksInTheSameRun) {
   warden::testing::PostgresServer pg;
   const std::string url = pg.uri();
