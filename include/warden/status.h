@@ -33,6 +33,8 @@ struct HolderStatus {
   // Time until the lease runs out unless renewed (0 if it is running out now);
   // nullopt when the backend ties leases to something else (a ZooKeeper session).
   std::optional<std::chrono::milliseconds> ttl_left;
+  // A semaphore's grant: the permits it holds (mode is then shared); 0 for a lock's.
+  std::uint32_t permits = 0;
 };
 
 // One request waiting for the lock.
@@ -41,6 +43,8 @@ struct WaiterStatus {
   // Time until the waiter gives up; nullopt when it waits without a deadline, or the
   // backend does not record waiters' deadlines.
   std::optional<std::chrono::milliseconds> deadline_left;
+  // A request for a semaphore's permits: how many; 0 for a lock's.
+  std::uint32_t permits = 0;
 };
 
 // One lock as the backend sees it. A lock nobody holds or waits for is "free": both
@@ -52,6 +56,8 @@ struct LockStatus {
   std::vector<WaiterStatus> waiters;  // in queue order: the next to be granted first
   // Time before an expired lock may be granted again (lock-delay); 0 when none runs.
   std::chrono::milliseconds lock_delay_left{0};
+  // The semaphore's number of permits when (group, name) is one in use; 0 for a lock.
+  std::uint32_t permits = 0;
 };
 
 // One lock of a group, in Client::list.

@@ -624,26 +624,35 @@ void Dispatcher::info(Time now, std::string& reply) const {
 
 void Dispatcher::inspect(std::string_view key, Time now, std::string& reply) const {
   const auto info = table_.inspect(key);
-  resp::array(reply, 6);
+  // A semaphore's reply adds its permits to each row and a "permits" label at the end;
+  // a lock's is as it was before semaphores.
+  const bool semaphore = info.capacity > 0;
+  resp::array(reply, semaphore ? 8 : 6);
   resp::bulk(reply, "holders");
   resp::array(reply, info.holders.size());
   for (const auto& h : info.holders) {
-    resp::array(reply, 3);
+    resp::array(reply, semaphore ? 4 : 3);
     resp::bulk(reply, to_string(h.mode));
     resp::integer(reply, static_cast<std::int64_t>(h.token));
     resp::integer(reply, std::max<std::int64_t>(0, ms_between(now, h.expires)));
+    if (semaphore) resp::integer(reply, h.permits);
   }
   resp::bulk(reply, "waiters");
   resp::array(reply, info.waiters.size());
   for (const auto& w : info.waiters) {
-    resp::array(reply, 2);
+    resp::array(reply, semaphore ? 3 : 2);
     resp::bulk(reply, to_string(w.mode));
     resp::integer(reply, w.deadline == Time::max() ? -1 : ms_between(now, w.deadline));
+    if (semaphore) resp::integer(reply, w.permits);
   }
   resp::bulk(reply, "delayed_ms");
   resp::integer(reply, info.delayed_until
                            ? std::max<std::int64_t>(0, ms_between(now, *info.delayed_until))
                            : 0);
+  if (semaphore) {
+    resp::bulk(reply, "permits");
+    resp::integer(reply, info.capacity);
+  }
 }
 
 // LIST group [cursor] [COUNT n]: one page of the group's locks after `cursor` (the last

@@ -33,5 +33,26 @@ TEST(StatusFormat, AnUnknownTokenIsSaidToBeUnknown) {
   EXPECT_TRUE(j["holders"][0]["token"].is_null()) << j.dump();
 }
 
+TEST(StatusFormat, ASemaphoreSaysItsPermitsAndEachGrantsShare) {
+  LockStatus s;
+  s.group = "media";
+  s.name = "enc";
+  s.permits = 4;
+  s.holders.push_back(HolderStatus{Mode::shared, 7, std::chrono::milliseconds(900), 3});
+  s.waiters.push_back(WaiterStatus{Mode::shared, std::nullopt, 2});
+  const std::string text = lock_text(s);
+  EXPECT_NE(text.find("  a semaphore of 4 permits, 3 held\n"), std::string::npos) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex("\n +permits:3 +7 +900\n"))) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex("\n +permits:2 +none\n"))) << text;
+  const auto j = nlohmann::json::parse(lock_json("warden://h:1", s));
+  EXPECT_EQ(j["permits"], 4);
+  EXPECT_EQ(j["holders"][0]["permits"], 3);
+  EXPECT_EQ(j["waiters"][0]["permits"], 2);
+  // A lock's JSON has no such keys.
+  const auto lock = nlohmann::json::parse(lock_json("mysql://h/db", held_with_token(42)));
+  EXPECT_FALSE(lock.contains("permits"));
+  EXPECT_FALSE(lock["holders"][0].contains("permits"));
+}
+
 }  // namespace
 }  // namespace warden::cli::testing

@@ -211,5 +211,31 @@ TEST_P(SemaphoreConformance, LeaseThatRunsOutIsLostAndItsPermitsGoToAWaiter) {
       << "the lapsed lease's release freed nothing, the second permit is free";
 }
 
+TEST_P(SemaphoreConformance, StatusShowsTheSemaphoreItsHoldersPermitsAndItsWaiters) {
+  WARDEN_SKIP_UNLESS_QUEUE();
+  Client a = open_client();
+  Client b = open_client();
+  Lease three = a.semaphore(group(), "s", 4, lock_options()).acquire(3, Wait::none());
+  ASSERT_TRUE(three);
+  std::jthread waiter([&](std::stop_token stop) {
+    Lease two = b.semaphore(group(), "s", 4, lock_options()).acquire(2, Wait::up_to(kLongDeadline),
+                                                                      stop);
+  });
+  ASSERT_TRUE(queue_reaches("s", 1));
+  const LockStatus s = a.inspect(group(), "s");
+  EXPECT_EQ(s.permits, 4u);
+  ASSERT_EQ(s.holders.size(), 1u);
+  EXPECT_EQ(s.holders[0].permits, 3u);
+  EXPECT_EQ(s.holders[0].token, three.token());
+  ASSERT_EQ(s.waiters.size(), 1u);
+  EXPECT_EQ(s.waiters[0].permits, 2u);
+  waiter.request_stop();
+  waiter.join();
+  three.release();
+  const LockStatus free = a.inspect(group(), "s");
+  EXPECT_TRUE(free.holders.empty() && free.waiters.empty());
+  EXPECT_EQ(free.permits, 0u) << "an idle semaphore is forgotten";
+}
+
 }  // namespace
 }  // namespace warden::conformance

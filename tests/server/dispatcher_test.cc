@@ -906,6 +906,15 @@ TEST_F(DispatcherTest, InspectShowsHoldersWaitersAndLockDelay) {
   EXPECT_EQ(h_.d.table().stats().waiters, 2u);
 }
 
+TEST_F(DispatcherTest, InspectShowsASemaphoresPermits) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "2", "3"}, at(0)), grant(1));
+  h_.park(2, {"ACQUIRE", "g/s", "s", "1000", "PERMITS", "3", "3", "FOREVER"}, at(0));
+  EXPECT_EQ(h_.inspect("g/s", at(100)),
+            "*8\r\n$7\r\nholders\r\n*1\r\n*4\r\n$6\r\nshared\r\n:1\r\n:900\r\n:2\r\n"
+            "$7\r\nwaiters\r\n*1\r\n*3\r\n$6\r\nshared\r\n:-1\r\n:3\r\n"
+            "$10\r\ndelayed_ms\r\n:0\r\n$7\r\npermits\r\n:3\r\n");
+}
+
 TEST_F(DispatcherTest, InfoCountsConnectionsKeysHoldersWaitersAndEvents) {
   EXPECT_EQ(call(1, {"ACQUIRE", "g/a", "x", "100"}, at(0)), grant(1));
   EXPECT_EQ(call(1, {"ACQUIRE", "g/b", "s", "1000"}, at(0)), grant(2));

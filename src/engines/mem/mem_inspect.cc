@@ -21,14 +21,15 @@ LockStatus status_of(const table::LockTable& table, const core::LockKey& key, ta
   status.group = key.group;
   status.name = key.name;
   for (const auto& h : info.holders) {
-    status.holders.push_back(HolderStatus{h.mode, h.token, left(now, h.expires)});
+    status.holders.push_back(HolderStatus{h.mode, h.token, left(now, h.expires), h.permits});
   }
   for (const auto& w : info.waiters) {
-    WaiterStatus waiter{w.mode, std::nullopt};
+    WaiterStatus waiter{w.mode, std::nullopt, w.permits};
     if (w.deadline != table::Time::max()) waiter.deadline_left = left(now, w.deadline);
     status.waiters.push_back(waiter);
   }
   if (info.delayed_until) status.lock_delay_left = left(now, *info.delayed_until);
+  status.permits = info.capacity;
   return status;
 }
 

@@ -34,8 +34,18 @@ Mode mode_at(const Reply& row, const Reply& whole, const std::string& context) {
   throw resp_client::unexpected_reply(whole, context);
 }
 
-// INSPECT's reply: "holders" [[mode, token, ms]...] "waiters" [[mode, ms]...]
-// "delayed_ms" ms, read by label so that later labels are ignored.
+// The integer at `i` of a row if the row has one (a semaphore's permits), else 0.
+std::uint32_t permits_at(const Reply& row, std::size_t i, const Reply& whole,
+                         const std::string& context) {
+  if (i >= row.elements.size()) return 0;
+  const auto permits = integer_at(row, i, whole, context);
+  if (permits < 0 || permits > 1'000'000) throw resp_client::unexpected_reply(whole, context);
+  return static_cast<std::uint32_t>(permits);
+}
+
+// INSPECT's reply: "holders" [[mode, token, ms(, permits)]...] "waiters" [[mode, ms(,
+// permits)]...] "delayed_ms" ms (, "permits" n for a semaphore), read by label so that
+// later labels are ignored.
 LockStatus parse_inspect(const Reply& reply, const std::string& context) {
   checked(reply, context);
   if (!reply.is_array() || reply.elements.size() % 2 != 0) {
@@ -53,17 +63,24 @@ LockStatus parse_inspect(const Reply& reply, const std::string& context) {
         if (label == "holders") {
           const auto token = integer_at(row, 1, reply, context);
           const auto left = integer_at(row, 2, reply, context);
-          s.holders.push_back(
-              HolderStatus{mode, static_cast<std::uint64_t>(token), milliseconds(left)});
+          s.holders.push_back(HolderStatus{mode, static_cast<std::uint64_t>(token),
+                                           milliseconds(left),
+                                           permits_at(row, 3, reply, context)});
         } else {
           const auto left = integer_at(row, 1, reply, context);
           s.waiters.push_back(
-              WaiterStatus{mode, left < 0 ? std::nullopt : std::optional(milliseconds(left))});
+              WaiterStatus{mode, left < 0 ? std::nullopt : std::optional(milliseconds(left)),
+                           permits_at(row, 2, reply, context)});
         }
       }
     } else if (label == "delayed_ms") {
       if (!value.is_integer()) throw resp_client::unexpected_reply(reply, context);
       s.lock_delay_left = milliseconds(value.integer);
+    } else if (label == "permits") {
+      if (!value.is_integer() || value.integer < 1 || value.integer > 1'000'000) {
+        throw resp_client::unexpected_reply(reply, context);
+      }
+      s.permits = static_cast<std::uint32_t>(value.integer);
     }
   }
   return s;
