@@ -17,6 +17,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/semaphore_suite.h"
 #include "support/redis_cluster.h"
 #include "support/redis_sentinel.h"
 #include "support/redis_server.h"
@@ -33,7 +34,8 @@ constexpr Capabilities kRedis{.shared = true,
                               .lock_delay = true,
                               .fencing = true,
                               .durable_tokens = true,
-                              .check = true};
+                              .check = true,
+                              .semaphore = true};
 
 // A server with a TLS port too, trusting the test CA (no client certificates).
 testing::RedisOptions tls_server() {
@@ -147,15 +149,22 @@ class RedisClusterBackend final : public Backend {
   mutable testing::RedisClusterGroup cluster_;
 };
 
+const EngineCase kPlain{"Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }};
+const EngineCase kCluster{"RedisCluster", kRedis,
+                          [] { return std::make_unique<RedisClusterBackend>(); }};
+
 INSTANTIATE_TEST_SUITE_P(
     Redis, Conformance,
     ::testing::Values(
-        EngineCase{"Redis", kRedis, [] { return std::make_unique<RedisBackend>(); }},
-        EngineCase{"RedisTls", kRedis, [] { return std::make_unique<RedisBackend>(true); }},
+        kPlain, EngineCase{"RedisTls", kRedis, [] { return std::make_unique<RedisBackend>(true); }},
         EngineCase{"RedisSentinel", kRedis,
                    [] { return std::make_unique<RedisSentinelBackend>(); }},
-        EngineCase{"RedisCluster", kRedis, [] { return std::make_unique<RedisClusterBackend>(); }}),
+        kCluster),
     name_printer);
+// The same scripts behind every topology: one server, and a cluster (where each
+// semaphore's keys live on its slot's master).
+INSTANTIATE_TEST_SUITE_P(Redis, SemaphoreConformance, ::testing::Values(kPlain, kCluster),
+                         name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

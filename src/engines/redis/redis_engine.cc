@@ -111,14 +111,18 @@ class RedisEngine final : public core::Engine {
     // restart that lost the data (docs/engines/redis.md states the clock assumption).
     caps.durable_tokens = true;
     caps.check = true;
+    caps.semaphore = true;  // shared grants that count permits (lua/lock.lua)
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockKeys keys = LockKeys::of(request.key);
     const std::string owner = client_id_ + '-' + std::to_string(++sequence_);
-    const std::string entry = std::string(request.mode == Mode::exclusive ? "x" : "s") + ':' +
-                              std::to_string(config_.waiter_ttl.count()) + ':' + owner;
+    // "x:LIVE:OWNER", "s:LIVE:OWNER", or a semaphore's "sPERMITS:LIVE:OWNER".
+    const std::string entry =
+        std::string(request.mode == Mode::exclusive ? "x" : "s") +
+        (request.capacity > 0 ? std::to_string(request.permits) : std::string()) + ':' +
+        std::to_string(config_.waiter_ttl.count()) + ':' + owner;
     const bool waits = request.deadline > Clock::now();
     const ScriptCall call{
         &k_acquire_script,
@@ -126,7 +130,8 @@ class RedisEngine final : public core::Engine {
         {keys.channel, entry, request.mode == Mode::exclusive ? "x" : "s",
          std::to_string(request.options.ttl.count()),
          std::to_string(request.options.lock_delay.count()),
-         request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0", owner}};
+         request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0", owner,
+         std::to_string(request.capacity), std::to_string(request.permits)}};
 
     std::unique_ptr<Subscriber::Watch> watch;
     Endpoint watched_node;
@@ -165,7 +170,8 @@ class RedisEngine final : public core::Engine {
         continue;
       }
       if (attempt.granted) {
-        GrantRef grant{request.key, request.mode, attempt.token, request.options.ttl, owner};
+        GrantRef grant{request.key, request.mode, attempt.token, request.options.ttl, owner,
+                       request.permits};
         if (config_.connect.master) {
           std::lock_guard lock(held_mu_);
           held_.emplace(owner, grant);

@@ -93,10 +93,25 @@ milliseconds left(std::int64_t now, std::int64_t until) {
   return milliseconds(std::max<std::int64_t>(0, until - now));
 }
 
-Mode mode_of(std::string_view entry, const Reader& r) {
-  if (entry.starts_with("x:")) return Mode::exclusive;
-  if (entry.starts_with("s:")) return Mode::shared;
-  r.fail();
+// A queued or admitted entry: "x:…", "s:…", or a semaphore's "sPERMITS:…".
+WaiterStatus waiter_of(std::string_view entry, const Reader& r) {
+  if (entry.starts_with("x:")) return WaiterStatus{Mode::exclusive, std::nullopt};
+  if (entry.starts_with("s:")) return WaiterStatus{Mode::shared, std::nullopt};
+  const auto colon = entry.find(':');
+  if (!entry.starts_with('s') || colon == std::string_view::npos || colon < 2) r.fail();
+  const auto permits = r.number(entry.substr(1, colon - 1));
+  if (permits < 1 || permits > 1'000'000) r.fail();
+  return WaiterStatus{Mode::shared, std::nullopt, static_cast<std::uint32_t>(permits)};
+}
+
+// A field of :i that holds a count of permits ("cap", "n:TOKEN"), or 0 without it.
+std::uint32_t permits_in(const std::map<std::string, std::string>& info, const std::string& field,
+                         const Reader& r) {
+  const auto it = info.find(field);
+  if (it == info.end()) return 0;
+  const auto permits = r.number(it->second);
+  if (permits < 1 || permits > 1'000'000) r.fail();
+  return static_cast<std::uint32_t>(permits);
 }
 
 // Checks EXEC's reply of reads_of(); returns Redis' TIME in it, in ms.
@@ -183,15 +198,17 @@ LockStatus interpret_hash(const Reply& exec, const core::LockKey& key,
   }
   std::sort(shared.begin(), shared.end());
   for (const auto& [token, deadline] : shared) {
-    s.holders.push_back(
-        HolderStatus{Mode::shared, static_cast<std::uint64_t>(token), left(now, deadline)});
+    s.holders.push_back(HolderStatus{Mode::shared, static_cast<std::uint64_t>(token),
+                                     left(now, deadline),
+                                     permits_in(info, "n:" + std::to_string(token), r)});
   }
+  s.permits = permits_in(info, "cap", r);  // a semaphore's
 
   // Waiters: first those admitted but not yet picked up (:p, the next to hold), then
   // the queue :q in order, skipping entries whose liveness ran out. Entries carry no
   // acquire deadline (only a liveness the waiter refreshes), so deadline_left is unknown.
   for (const auto& [entry, pickup] : r.pairs(exec.elements[5])) {
-    if (r.number(pickup) > now) s.waiters.push_back(WaiterStatus{mode_of(entry, r), std::nullopt});
+    if (r.number(pickup) > now) s.waiters.push_back(waiter_of(entry, r));
   }
   std::map<std::string, std::int64_t> live;
   for (const auto& [entry, deadline] : r.pairs(exec.elements[4])) {
@@ -200,7 +217,7 @@ LockStatus interpret_hash(const Reply& exec, const core::LockKey& key,
   for (const Reply& e : r.array(exec.elements[3]).elements) {
     const auto l = live.find(e.text);
     if (l != live.end() && l->second > now) {
-      s.waiters.push_back(WaiterStatus{mode_of(e.text, r), std::nullopt});
+      s.waiters.push_back(waiter_of(e.text, r));
     }
   }
   if (blocked_until > now) s.lock_delay_left = left(now, blocked_until);

@@ -1,10 +1,13 @@
 -- acquire.lua — one attempt to acquire, by a new request or a waiter polling.
 -- KEYS: h i q w p of the lock
 -- ARGV: channel, entry ("MODE:LIVE_MS:OWNER"), mode ("x" | "s"), ttl_ms,
---       lock_delay_ms, fair ("1" | "0"), wait ("1": queue up if not granted), owner
+--       lock_delay_ms, fair ("1" | "0"), wait ("1": queue up if not granted), owner,
+--       capacity, permits (a semaphore's request for `permits` of its `capacity`, mode
+--       "s", entry "sPERMITS:LIVE_MS:OWNER"; "0", "0" for a lock's)
 -- Returns {1, token} when granted, else {0, ms}: how long until something in the lock
 -- runs out by itself (a lease, a pick-up, a lock_delay; -1: nothing), so the waiter
--- can look again then.
+-- can look again then. An error INVALID when the lock is a semaphore of another
+-- capacity, or a lock asked for permits (or the reverse): nothing changes.
 
 -- The uncontended path, before anything else is even defined: an exclusive request
 -- without a lock_delay on a lock nobody holds, waits for or delays (which has no keys
@@ -25,7 +28,8 @@ local channel, entry, mode = ARGV[1], ARGV[2], ARGV[3]
 local ttl, lock_delay = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fair, wait = ARGV[6] == '1', ARGV[7] == '1'
 local owner = ARGV[8]
-local live = tonumber(string.match(entry, '^%a:(%d+):'))
+local capacity, permits = tonumber(ARGV[9]), tonumber(ARGV[10])
+local live = tonumber(string.match(entry, '^%a%d*:(%d+):'))
 local now = math.floor(now_us / 1000)
 
 -- The same with a lock_delay, which the string form has no room for: the hash form's
@@ -43,15 +47,27 @@ if fresh and mode == 'x' then
   return {1, now_us}
 end
 
--- A request that will not wait, facing the string form (an exclusive holder alone), is
--- refused as it stands: nothing to queue or tidy, and the holder keeps its cheap form.
-if not wait and not fresh and redis.call('TYPE', k.i).ok == 'string' then
-  return {0, math.max(1, redis.call('PTTL', k.i))}
+if not fresh then
+  -- A semaphore keeps its capacity in 'cap' while it is in use; a lock has none.
+  local form = redis.call('TYPE', k.i).ok
+  local known = form == 'hash' and redis.call('HGET', k.i, 'cap') or '0'
+  if known ~= ARGV[9] then
+    return redis.error_reply('INVALID the lock is a semaphore of another number of ' ..
+                             'permits, or not one')
+  end
+  -- A request that will not wait, facing the string form (an exclusive holder alone),
+  -- is refused as it stands: nothing to queue or tidy, and the holder keeps its cheap
+  -- form.
+  if not wait and form == 'string' then
+    return {0, math.max(1, redis.call('PTTL', k.i))}
+  end
 end
 
 --! lock.lua
 
-if fresh then return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true)} end
+if fresh then
+  return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true, permits, capacity)}
+end
 as_hash(k, now)
 
 local freed = expire_holders(k, now)
@@ -64,7 +80,7 @@ local function granted(was_waiting)
     redis.call('ZREM', k.p, entry)
     redis.call('ZREM', k.w, entry)
   end
-  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false)
+  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false, permits, capacity)
   if freed then
     settle(k, now, channel, entry)
   end
@@ -80,7 +96,7 @@ if redis.call('ZSCORE', k.p, entry) then return granted(true) end
 -- waits its turn like every other waiter: a queued entry never barges.
 local queued = redis.call('LPOS', k.q, entry)
 if not queued then
-  if delay_over(k, now) and compatible(k, mode) and not (fair and live_head(k)) then
+  if delay_over(k, now) and compatible(k, mode, permits) and not (fair and live_head(k)) then
     return granted(wait)
   end
   if wait then redis.call('RPUSH', k.q, entry) end

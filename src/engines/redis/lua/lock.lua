@@ -12,9 +12,24 @@ local function parse_shared(info)
   return tonumber(lock_delay), owner
 end
 
+-- A shared holder goes; a semaphore's gives its permits back.
 local function drop_shared(k, token, owner)
   redis.call('ZREM', k.h, token)
-  redis.call('HDEL', k.i, 't:' .. token, 'o:' .. owner)
+  local permits = redis.call('HGET', k.i, 'n:' .. token)
+  if permits then redis.call('HINCRBY', k.i, 'held', -tonumber(permits)) end
+  redis.call('HDEL', k.i, 't:' .. token, 'o:' .. owner, 'n:' .. token)
+end
+
+-- The permits a queued or admitted entry asks for ("s3:LIVE:OWNER" -> 3); 0 for a lock's.
+local function entry_permits(entry)
+  return tonumber(string.match(entry, '^%a(%d+):') or '0')
+end
+
+-- The permits of a semaphore's admitted entries, not yet picked up.
+local function pending_permits(k)
+  local sum = 0
+  for _, e in ipairs(redis.call('ZRANGE', k.p, 0, -1)) do sum = sum + entry_permits(e) end
+  return sum
 end
 
 -- Removes the holders whose lease ran out (deadline <= now). An expiry, unlike a
@@ -76,9 +91,13 @@ local function exclusive_pending(k)
   return first ~= nil and string.sub(first, 1, 1) == 'x'
 end
 
--- Could a request of `mode` be granted next to the current holders and admitted
--- waiters (ignoring the queue and the lock_delay)?
-local function compatible(k, mode)
+-- Could a request of `mode` (or for `permits` of a semaphore) be granted next to the
+-- current holders and admitted waiters (ignoring the queue and the lock_delay)?
+local function compatible(k, mode, permits)
+  if permits > 0 then
+    local known = redis.call('HMGET', k.i, 'cap', 'held')
+    return tonumber(known[2] or '0') + pending_permits(k) + permits <= tonumber(known[1])
+  end
   if redis.call('HEXISTS', k.i, 'x') == 1 then return false end
   if mode == 'x' then return redis.call('EXISTS', k.h, k.p) == 0 end
   return not exclusive_pending(k)
@@ -89,7 +108,8 @@ local function delay_over(k, now)
 end
 
 -- Hands the lock to the head of the queue when it can have it: an exclusive head
--- alone, a shared head together with the whole run of shared entries behind it. The
+-- alone, a shared head together with the whole run of shared entries behind it (a
+-- semaphore's: the run of entries whose permits fit, up to the first that does not). The
 -- admitted entries move to :p, where their owners pick the grant up on their next
 -- call (a published message tells them at once). Returns the admitted entries.
 local function admit(k, now)
@@ -98,26 +118,28 @@ local function admit(k, now)
   local head = live_head(k)
   if not head then return admitted end
   local mode = string.sub(head, 1, 1)
-  if not compatible(k, mode) then return admitted end
+  if not compatible(k, mode, entry_permits(head)) then return admitted end
   repeat
     redis.call('LPOP', k.q)
     redis.call('ZREM', k.w, head)
-    local live = tonumber(string.match(head, '^%a:(%d+):'))
+    local live = tonumber(string.match(head, '^%a%d*:(%d+):'))
     redis.call('ZADD', k.p, now + live, head)
     extend(k.p, fmt(live + 1000))
     extend(k.i, fmt(live + 1000))
     admitted[#admitted + 1] = head
     if mode == 'x' then break end
     head = live_head(k)
-  until not head or string.sub(head, 1, 1) ~= 's'
+  until not head or string.sub(head, 1, 1) ~= 's' or
+      (entry_permits(head) > 0 and not compatible(k, 's', entry_permits(head)))
   return admitted
 end
 
 -- A new grant; returns its token: one more than the last, and never less than the
 -- Redis clock in microseconds, so tokens keep increasing after Redis lost its data.
 -- `fresh`: the lock has no keys at all (the uncontended path), so there is no last
--- token to read and no expiry to keep.
-local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh)
+-- token to read and no expiry to keep. `permits` > 0: a shared grant of that many of
+-- the semaphore's `capacity` permits.
+local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh, permits, capacity)
   local last, largest_delay = 0, 0
   if not fresh then
     local known = redis.call('HMGET', k.i, 'last', 'ld')
@@ -138,8 +160,14 @@ local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh)
     for _, v in ipairs({'t:' .. t, fmt(lock_delay) .. ' ' .. owner, 'o:' .. owner, t}) do
       fields[#fields + 1] = v
     end
+    if permits > 0 then
+      for _, v in ipairs({'n:' .. t, fmt(permits), 'cap', fmt(capacity)}) do
+        fields[#fields + 1] = v
+      end
+    end
   end
   redis.call('HSET', k.i, unpack(fields))
+  if permits > 0 then redis.call('HINCRBY', k.i, 'held', permits) end
   local ms = fmt(ttl + lock_delay + 1000)
   if fresh then
     redis.call('PEXPIRE', k.i, ms)

@@ -8,7 +8,7 @@
 --! lock.lua
 local k = lock_keys(1)
 local channel, entry = ARGV[1], ARGV[2]
-local owner = string.match(entry, '^%a:%d+:(.*)$')
+local owner = string.match(entry, '^%a%d*:%d+:(.*)$')
 local now = clock()
 as_hash(k, now)
 expire_holders(k, now)
