@@ -111,6 +111,12 @@ class Sequence {
     Request& q = c.request;
     q.key = keys_[pick(keys_.size())];
     q.mode = chance(50) ? Mode::exclusive : Mode::shared;
+    if (chance(20)) {
+      // A semaphore's request, of one of two capacities: keys change kind when idle, and
+      // a request of the other kind or capacity on a key in use is a mismatch.
+      q.capacity = chance(80) ? 3 : 2;
+      q.permits = static_cast<std::uint32_t>(chance(5) ? 0 : 1 + pick(q.capacity));
+    }
     q.fair = chance(70);
     q.ttl = milliseconds(1 + pick(60));
     q.lock_delay = chance(60) ? milliseconds(0) : milliseconds(1 + pick(40));
@@ -134,7 +140,8 @@ class Sequence {
     if (got.status == AcquireStatus::granted) {
       EXPECT_EQ(got.grant.expires, want.expires);
       EXPECT_EQ(got.grant.key, q.key);
-      EXPECT_EQ(got.grant.mode, q.mode);
+      EXPECT_EQ(got.grant.mode, q.capacity > 0 ? Mode::shared : q.mode);
+      EXPECT_EQ(got.grant.permits, q.capacity > 0 ? q.permits : 0u);
       EXPECT_EQ(got.grant.id, got.id);
       EXPECT_EQ(got.grant.session, q.session);
       EXPECT_GT(got.grant.expires, now);
@@ -389,12 +396,15 @@ class Sequence {
     for (std::size_t i = 0; same && i < info.holders.size(); ++i) {
       const HolderInfo& h = info.holders[i];
       const auto& m = want->holders[i];
-      same = h.id == m.id && h.mode == m.mode && h.expires == m.expires && h.session == m.session;
+      same = h.id == m.id && h.mode == m.mode && h.expires == m.expires &&
+             h.session == m.session && h.permits == m.permits;
     }
+    same = same && info.capacity == (want != nullptr ? want->capacity : 0u);
     for (std::size_t i = 0; same && i < info.waiters.size(); ++i) {
       const WaiterInfo& w = info.waiters[i];
       const auto& m = want->queue[i];
-      same = w.id == m.id && w.mode == m.mode && w.deadline == m.deadline && w.session == m.session;
+      same = w.id == m.id && w.mode == m.mode && w.deadline == m.deadline &&
+             w.session == m.session && w.permits == m.permits;
     }
     if (!same) ADD_FAILURE() << "key " << key << " differs from the model\n" << explain(key);
 
@@ -416,6 +426,11 @@ class Sequence {
     if (exclusive && info.holders.size() != 1) {
       ADD_FAILURE() << "an exclusive holder is not alone on " << key;
     }
+    std::uint64_t held = 0;
+    for (const HolderInfo& h : info.holders) held += h.permits;
+    if (info.capacity > 0 && held > info.capacity) {
+      ADD_FAILURE() << held << " permits held of the " << info.capacity << " of " << key;
+    }
     std::vector<RequestId> ids;
     for (const WaiterInfo& w : info.waiters) {
       if (w.deadline <= now) ADD_FAILURE() << "a waiter past its deadline waits on " << key;
@@ -429,8 +444,11 @@ class Sequence {
       ADD_FAILURE() << "a lock-delay that ended still blocks " << key;
     }
     // Nothing waits that could be granted now (no lost wake-up).
-    if (!info.waiters.empty() && !info.delayed_until &&
-        (info.holders.empty() || (info.waiters[0].mode == Mode::shared && !exclusive))) {
+    const auto head_fits = [&] {
+      if (info.capacity > 0) return held + info.waiters[0].permits <= info.capacity;
+      return info.holders.empty() || (info.waiters[0].mode == Mode::shared && !exclusive);
+    };
+    if (!info.waiters.empty() && !info.delayed_until && head_fits()) {
       ADD_FAILURE() << "the head of " << key << " could be granted but waits";
     }
   }

@@ -50,6 +50,9 @@ inline std::string describe(const Call& c) {
           << (c.request.fair ? " fair" : " non-fair") << " ttl=" << c.request.ttl.count()
           << " delay=" << c.request.lock_delay.count()
           << " deadline=" << time_text(c.request.deadline) << " session=" << c.request.session;
+      if (c.request.capacity > 0) {
+        out << " permits=" << c.request.permits << "/" << c.request.capacity;
+      }
       break;
     case Call::Op::cancel:
       out << "cancel " << c.id;
@@ -74,7 +77,7 @@ inline std::string describe(const Call& c) {
 // tokens included: two tables fed the same calls must produce the same texts. Also
 // prints a failed sequence (by replaying it), so the checks need not keep a log.
 inline std::string apply(LockTable& table, const Call& c) {
-  static constexpr const char* kStatus[] = {"granted", "queued", "busy"};
+  static constexpr const char* kStatus[] = {"granted", "queued", "busy", "mismatch"};
   static constexpr const char* kEvent[] = {"granted", "timed_out", "expired"};
   std::ostringstream out;
   switch (c.op) {

@@ -29,6 +29,7 @@ class ReferenceModel {
     std::uint64_t session;
     milliseconds lock_delay;
     std::uint64_t order;  // grant order
+    std::uint32_t permits = 0;  // a semaphore's
   };
   struct Waiter {
     RequestId id;
@@ -37,11 +38,13 @@ class ReferenceModel {
     std::uint64_t session;
     milliseconds ttl;
     milliseconds lock_delay;
+    std::uint32_t permits = 0;  // a semaphore's
   };
   struct Key {
     std::vector<Holder> holders;
     std::vector<Waiter> queue;
     std::optional<Time> delayed_until;
+    std::uint32_t capacity = 0;  // a semaphore's permits; 0: a lock
   };
   struct ModelEvent {
     Event::Kind kind;
@@ -68,18 +71,27 @@ class ReferenceModel {
   Result acquire(const Request& r, Time now) {
     now = advance(now);
     Key* k = find(r.key);
+    // A key is a lock or a semaphore of one capacity while it exists.
+    if (r.capacity > 0 && (r.permits == 0 || r.permits > r.capacity)) {
+      return Result{AcquireStatus::mismatch};
+    }
+    if (k != nullptr && k->capacity != r.capacity) return Result{AcquireStatus::mismatch};
+    const Mode mode = r.capacity > 0 ? Mode::shared : r.mode;
     bool blocked = k != nullptr && k->delayed_until.has_value();
-    bool compatible = k == nullptr || fits(*k, r.mode);
+    bool compatible = k == nullptr || fits(*k, mode, r.permits);
     bool nobody_waits = k == nullptr || k->queue.empty();
     if (!blocked && compatible && (!r.fair || nobody_waits)) {
       Key& key = keys[r.key];
-      Holder h{++last_id_, r.mode, now + r.ttl, r.session, r.lock_delay, ++order_};
+      key.capacity = r.capacity;
+      Holder h{++last_id_, mode, now + r.ttl, r.session, r.lock_delay, ++order_, r.permits};
       key.holders.push_back(h);
       return Result{AcquireStatus::granted, h.id, h.expires};
     }
     if (r.deadline <= now) return Result{AcquireStatus::busy};
     Key& key = keys[r.key];
-    key.queue.push_back(Waiter{++last_id_, r.mode, r.deadline, r.session, r.ttl, r.lock_delay});
+    key.capacity = r.capacity;
+    key.queue.push_back(
+        Waiter{++last_id_, mode, r.deadline, r.session, r.ttl, r.lock_delay, r.permits});
     return Result{AcquireStatus::queued, last_id_};
   }
 
@@ -198,7 +210,12 @@ class ReferenceModel {
   std::vector<ModelEvent> events;
 
  private:
-  static bool fits(const Key& k, Mode mode) {
+  static bool fits(const Key& k, Mode mode, std::uint32_t permits) {
+    if (k.capacity > 0) {
+      std::uint64_t held = permits;
+      for (const Holder& h : k.holders) held += h.permits;
+      return held <= k.capacity;
+    }
     if (k.holders.empty()) return true;
     if (mode == Mode::exclusive) return false;
     return std::all_of(k.holders.begin(), k.holders.end(),
@@ -209,10 +226,10 @@ class ReferenceModel {
   void serve(const std::string& name, Time now) {
     Key* k = find(name);
     if (k == nullptr || k->delayed_until) return;
-    while (!k->queue.empty() && fits(*k, k->queue.front().mode)) {
+    while (!k->queue.empty() && fits(*k, k->queue.front().mode, k->queue.front().permits)) {
       Waiter w = k->queue.front();
       k->queue.erase(k->queue.begin());
-      Holder h{w.id, w.mode, now + w.ttl, w.session, w.lock_delay, ++order_};
+      Holder h{w.id, w.mode, now + w.ttl, w.session, w.lock_delay, ++order_, w.permits};
       k->holders.push_back(h);
       events.push_back({Event::Kind::granted, h.id, name, h.mode, h.expires, h.session});
     }
