@@ -3,6 +3,7 @@
 // election timeouts, see tests/support/etcd_server.h), and a single member that serves
 // clients over mutual TLS only (etcds://, certificates from support/test_certs.h).
 #include <cstddef>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/semaphore_suite.h"
 #include "support/etcd_server.h"
 #include "support/request_queue.h"
 
@@ -27,7 +29,8 @@ constexpr Capabilities kEtcd{.shared = true,
                              .lock_delay = false,
                              .fencing = true,
                              .durable_tokens = true,
-                             .check = true};
+                             .check = true,
+                             .semaphore = true};
 
 class EtcdBackend final : public Backend {
  public:
@@ -48,15 +51,38 @@ class EtcdBackend final : public Backend {
 
   // The lock's request keys in create_revision order ("PREFIX/w/ID" exclusive, "PREFIX/
   // s/ID" shared), less the ones that hold it.
+  // A semaphore's keys ("PREFIX/p/ID", valued "warden permits K N CLIENT") hold while
+  // the permits from the first one on fit in N.
   std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
     const std::string prefix = testing::etcd_lock_prefix(group, name);
     std::vector<Mode> requests;
+    std::vector<unsigned> permits;
+    unsigned capacity = 0;
     for (const auto& kv : cluster_.keys_by_revision(prefix)) {
       const std::string_view kind = std::string_view(kv.key).substr(prefix.size(), 2);
+      if (kind == "p/") {
+        unsigned k = 0;
+        unsigned n = 0;
+        if (std::sscanf(kv.value.c_str(), "warden permits %u %u", &k, &n) != 2) {
+          throw std::runtime_error("unexpected value of " + kv.key + ": " + kv.value);
+        }
+        permits.push_back(k);
+        capacity = n;
+        continue;
+      }
       if (kind != "w/" && kind != "s/") {
         throw std::runtime_error("unexpected key under the lock: " + kv.key);
       }
       requests.push_back(kind == "w/" ? Mode::exclusive : Mode::shared);
+    }
+    if (!permits.empty()) {
+      if (!requests.empty()) throw std::runtime_error("a lock's and a semaphore's keys together");
+      std::size_t holding = 0;
+      for (unsigned held = 0; holding < permits.size() && held + permits[holding] <= capacity;
+           ++holding) {
+        held += permits[holding];
+      }
+      return permits.size() - holding;
     }
     return testing::waiting_requests(requests);
   }
@@ -64,6 +90,11 @@ class EtcdBackend final : public Backend {
  private:
   testing::EtcdCluster cluster_;
 };
+
+INSTANTIATE_TEST_SUITE_P(Etcd, SemaphoreConformance,
+                         ::testing::Values(EngineCase{"EtcdSingle", kEtcd,
+                                                      [] { return std::make_unique<EtcdBackend>(1); }}),
+                         name_printer);
 
 INSTANTIATE_TEST_SUITE_P(
     Etcd, Conformance,

@@ -647,7 +647,7 @@ std::vector<std::string> EtcdCluster::keys(const std::string& prefix) {
 }
 
 std::vector<EtcdCluster::KeyRevision> EtcdCluster::keys_by_revision(const std::string& prefix) {
-  // Each kv of the JSON reply reads {"key":"BASE64","create_revision":N,...}.
+  // Each kv of the JSON reply reads {"key":"BASE64","create_revision":N,...,"value":"BASE64"}.
   const std::string out = etcdctl({"get", "--prefix", "-w", "json", "--", prefix});
   std::vector<KeyRevision> found;
   constexpr std::string_view kKey = "\"key\":\"";
@@ -662,6 +662,16 @@ std::vector<EtcdCluster::KeyRevision> EtcdCluster::keys_by_revision(const std::s
     KeyRevision kv;
     kv.key = base64_decode(std::string_view(out).substr(pos, end - pos));
     kv.create_revision = std::stoll(out.substr(created + kCreated.size()));
+    // The value of this kv: before the next kv's key.
+    constexpr std::string_view kValue = "\"value\":\"";
+    const auto next = out.find(kKey, end);
+    const auto value = out.find(kValue, end);
+    if (value != std::string::npos && (next == std::string::npos || value < next)) {
+      const auto from = value + kValue.size();
+      const auto to = out.find('"', from);
+      if (to == std::string::npos) throw std::runtime_error("etcdctl get -w json answered '" + out + "'");
+      kv.value = base64_decode(std::string_view(out).substr(from, to - from));
+    }
     found.push_back(std::move(kv));
     pos = end;
   }

@@ -104,6 +104,7 @@ class EtcdCluster {
   struct KeyRevision {
     std::string key;
     std::int64_t create_revision = 0;
+    std::string value;
   };
   std::vector<KeyRevision> keys_by_revision(const std::string& prefix);
   // Deletes every key under `prefix` (all keys for ""); returns how many.

@@ -11,6 +11,7 @@
 #include "engines/etcd/etcd_config.h"
 #include "engines/etcd/etcd_rpc.h"
 #include "engines/etcd/lock_keys.h"
+#include "engines/etcd/permit_queue.h"
 #include "engines/etcd/request_slots.h"
 #include "engines/etcd/sessions.h"
 #include "engines/resp_client/backoff.h"
@@ -117,6 +118,7 @@ class EtcdEngine final : public core::Engine {
     caps.fencing = true;
     caps.durable_tokens = true;  // revisions survive restarts and leader changes
     caps.check = true;
+    caps.semaphore = true;  // a queue of permits requests (permit_queue.h)
     return caps;
   }
 
@@ -128,14 +130,17 @@ class EtcdEngine final : public core::Engine {
     for (int attempt = 0;; ++attempt) {
       const auto session = sessions_.begin(request.options.ttl);
       const std::uint32_t slot = slots_.take(keys.lock);
-      const std::string key = keys.request(request.mode, client_id_ + '-' + std::to_string(slot));
+      const std::string id = client_id_ + '-' + std::to_string(slot);
+      const std::string key =
+          request.capacity > 0 ? keys.permits_request(id) : keys.request(request.mode, id);
       // Ends the request without a grant; the slot is reused once the key is gone.
       const auto withdraw = [&](const std::string& what) {
         if (sessions_.withdrawn(session, what)) slots_.give_back(keys.lock, slot);
       };
       Created created;
       try {
-        created = create(key, blockers, *session, request.mode);
+        created = request.capacity > 0 ? create_permits(key, keys, *session, request)
+                                       : create(key, keys, blockers, *session, request.mode);
       } catch (const Error& e) {
         withdraw(key);  // the create may have happened
         // "requested lease not found": the session expired before the keeper noticed.
@@ -150,8 +155,13 @@ class EtcdEngine final : public core::Engine {
       std::optional<Granted> granted;
       bool session_lost = false;
       try {
-        granted = created.free ? grant(request, key, created.revision, *session, session_lost)
-                               : wait(request, keys, key, created.revision, *session, session_lost);
+        if (created.free) {
+          granted = grant(request, key, created.revision, *session, session_lost);
+        } else if (request.capacity > 0) {
+          granted = wait_permits(request, keys, key, created.revision, *session, session_lost);
+        } else {
+          granted = wait(request, keys, key, created.revision, *session, session_lost);
+        }
       } catch (const Error&) {
         withdraw(key);
         throw;
@@ -258,16 +268,19 @@ class EtcdEngine final : public core::Engine {
 
   bool check(const Sequencer& sequencer) override {
     const LockKeys keys = LockKeys::of(config_.prefix, sequencer.group, sequencer.name);
-    const std::string scope = keys.request(sequencer.mode, "");
     RangeRequest request;
-    request.set_key(scope);
-    request.set_range_end(prefix_end(scope));
+    request.set_key(keys.lock);
+    request.set_range_end(prefix_end(keys.lock));
     const auto token = static_cast<std::int64_t>(sequencer.token);
     request.set_min_create_revision(token);
     request.set_max_create_revision(token);
     request.set_keys_only(true);
     request.set_limit(1);
-    return rpc_->range(request).kvs_size() == 1;
+    const auto response = rpc_->range(request);
+    if (response.kvs_size() != 1) return false;
+    // An exclusive grant is a w/ key; a shared one an s/ key, or a semaphore's p/ key.
+    const std::string_view kind = std::string_view(response.kvs(0).key()).substr(keys.lock.size(), 2);
+    return sequencer.mode == Mode::exclusive ? kind == "w/" : kind == "s/" || kind == "p/";
   }
 
   LockStatus inspect(const core::LockKey& key) override {
@@ -286,9 +299,10 @@ class EtcdEngine final : public core::Engine {
 
   // Creates `key` on the session's lease and, in the same Txn, reads the first key that
   // could block it (or finds the key, if an earlier attempt whose reply was lost
-  // created it; the wait loop then looks for blockers).
-  Created create(const std::string& key, const std::string& blockers, const Session& session,
-                 Mode mode) {
+  // created it; the wait loop then looks for blockers). A semaphore's request already
+  // there refuses it (permit_queue.h): Error(invalid_argument), the caller withdraws.
+  Created create(const std::string& key, const LockKeys& keys, const std::string& blockers,
+                 const Session& session, Mode mode) {
     TxnRequest request;
     auto* compare = request.add_compare();
     compare->set_key(key);
@@ -300,10 +314,12 @@ class EtcdEngine final : public core::Engine {
     put->set_value(std::string("warden ") + std::string(to_string(mode)) + ' ' + client_id_);
     put->set_lease(session.lease);
     add_blocker_read(request, blockers, 0);
+    add_blocker_read(request, keys.lock + "p/", 0);
     add_key_read(request, key, false);
     const TxnResponse response = rpc_->txn(request);
     if (response.succeeded()) {
       const std::int64_t revision = response.header().revision();
+      if (range_at(response, 2, "create").kvs_size() > 0) throw semaphore_mismatch(keys);
       // The read sees the Txn's own put, or not (either way nothing older is first).
       const auto& first = range_at(response, 1, "create");
       const bool free = first.kvs_size() == 0 || first.kvs(0).create_revision() == revision;
@@ -316,6 +332,99 @@ class EtcdEngine final : public core::Engine {
     return Created{own.kvs(0).create_revision(), false};
   }
 
+  static Error semaphore_mismatch(const LockKeys& keys) {
+    return Error(Errc::invalid_argument,
+                 "etcd: " + keys.lock + " is a semaphore of another number of permits, or not one");
+  }
+
+  // Adds a read of every request of the lock, values included, in create_revision order.
+  static void add_queue_read(TxnRequest& request, const LockKeys& keys, bool to_success) {
+    RangeRequest* range =
+        (to_success ? request.add_success() : request.add_failure())->mutable_request_range();
+    range->set_key(keys.lock);
+    range->set_range_end(prefix_end(keys.lock));
+    range->set_sort_target(RangeRequest::CREATE);
+    range->set_sort_order(RangeRequest::ASCEND);
+  }
+
+  static std::vector<QueuedRequest> queue_of(const etcdserverpb::RangeResponse& range,
+                                             const LockKeys& keys) {
+    std::vector<QueuedRequest> queue;
+    for (const auto& kv : range.kvs()) {
+      const std::string_view rest = std::string_view(kv.key()).substr(keys.lock.size());
+      if (auto r = parse_request(rest, kv.value(), kv.create_revision())) queue.push_back(*r);
+    }
+    return queue;
+  }
+
+  // A semaphore's request: creates `key` valued with its permits on the session's lease
+  // and reads the whole queue in the same Txn (or finds the key, created by an earlier
+  // attempt whose reply was lost), then judges it (permit_queue.h).
+  Created create_permits(const std::string& key, const LockKeys& keys, const Session& session,
+                         const AcquireRequest& request) {
+    TxnRequest txn;
+    auto* compare = txn.add_compare();
+    compare->set_key(key);
+    compare->set_target(etcdserverpb::Compare::CREATE);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_create_revision(0);
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(key);
+    put->set_value(permits_value(request.permits, request.capacity, client_id_));
+    put->set_lease(session.lease);
+    add_queue_read(txn, keys, true);
+    add_queue_read(txn, keys, false);
+    const TxnResponse response = rpc_->txn(txn);
+    const auto& range = range_at(response, response.succeeded() ? 1 : 0, "create");
+    std::int64_t revision = response.succeeded() ? response.header().revision() : 0;
+    if (!response.succeeded()) {
+      for (const auto& kv : range.kvs()) {
+        if (kv.key() == key) revision = kv.create_revision();
+      }
+      if (revision == 0) {
+        throw Error(Errc::internal, "etcd: the lock key " + key + " vanished inside a Txn");
+      }
+    }
+    switch (judge_permits(queue_of(range, keys), revision, request.permits, request.capacity)) {
+      case Verdict::mismatch:
+        throw semaphore_mismatch(keys);
+      case Verdict::holds:
+        return Created{revision, true};
+      case Verdict::waits:
+        break;
+    }
+    return Created{revision, false};
+  }
+
+  // Waits until the permits of every earlier request and this one's fit: the grant, or
+  // nullopt for a timed-out or cancelled wait, or when the key vanished with its session
+  // (`session_lost`). Any deletion in the queue may be the one that makes room.
+  std::optional<Granted> wait_permits(const AcquireRequest& request, const LockKeys& keys,
+                                      const std::string& key, std::int64_t revision,
+                                      const Session& session, bool& session_lost) {
+    resp_client::Backoff poll(config_.retry);
+    while (true) {
+      TxnRequest look;
+      add_key_read(look, key, true);
+      add_queue_read(look, keys, true);
+      const TxnResponse response = rpc_->txn(look);
+      const auto& own = range_at(response, 0, "wait");
+      if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
+        session_lost = true;
+        return std::nullopt;
+      }
+      const auto verdict = judge_permits(queue_of(range_at(response, 1, "wait"), keys), revision,
+                                         request.permits, request.capacity);
+      if (verdict == Verdict::mismatch) throw semaphore_mismatch(keys);
+      if (verdict == Verdict::holds) return grant(request, key, revision, session, session_lost);
+      if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
+      const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
+      rpc_->wait_for_delete(keys.lock, response.header().revision() + 1, until, request.stop,
+                            prefix_end(keys.lock));
+      if (request.stop.stop_requested()) return std::nullopt;
+    }
+  }
+
   std::optional<Granted> grant(const AcquireRequest& request, const std::string& key,
                                std::int64_t revision, const Session& session, bool& session_lost) {
     const auto expires = sessions_.expires(session.lease);
@@ -325,7 +434,7 @@ class EtcdEngine final : public core::Engine {
       return std::nullopt;
     }
     return Granted{GrantRef{request.key, request.mode, static_cast<std::uint64_t>(revision),
-                            request.options.ttl, owner_of(session.lease, key)},
+                            request.options.ttl, owner_of(session.lease, key), request.permits},
                    *expires};
   }
 

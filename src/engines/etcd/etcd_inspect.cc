@@ -1,8 +1,10 @@
-// etcd://'s status: a range over a lock's keys (lock_keys.h) read by the engine's own
-// rule. The request with the lowest create_revision holds if it is exclusive; else the
-// leading run of shared requests (before the first exclusive one) holds together; the
-// rest wait, in create_revision order. A group is a keys-only range over its prefix,
-// page by page at one revision, so the pages are one snapshot.
+// etcd://'s status: a range over a lock's keys (lock_keys.h, permit_queue.h) read by the
+// engine's own rule. The request with the lowest create_revision holds if it is
+// exclusive; else the leading run of shared requests (before the first exclusive one)
+// holds together; a semaphore's leading requests hold while their permits fit; the rest
+// wait, in create_revision order. A group is a range over its prefix, page by page at one
+// revision, so the pages are one snapshot. Values are read too: a permits request's says
+// how many.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -13,6 +15,7 @@
 #include "engines/etcd/etcd_engine.h"
 #include "engines/etcd/etcd_rpc.h"
 #include "engines/etcd/lock_keys.h"
+#include "engines/etcd/permit_queue.h"
 
 namespace warden::engines::etcd {
 namespace {
@@ -22,31 +25,8 @@ using etcdserverpb::RangeRequest;
 // Keys per page of a group's listing.
 constexpr std::int64_t kPage = 1000;
 
-struct Request {
-  std::int64_t revision = 0;  // create_revision: queue order, and the token
-  Mode mode = Mode::exclusive;
-};
-
-// The mode of a request key whose text after the lock's own prefix is `rest` ("w/ID",
-// "s/ID"); false for a key that is not a request.
-bool mode_of(std::string_view rest, Mode& mode) {
-  if (rest.starts_with("w/")) {
-    mode = Mode::exclusive;
-  } else if (rest.starts_with("s/")) {
-    mode = Mode::shared;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// How many requests at the head of `queue` (in create_revision order) hold the lock.
-std::size_t holding(const std::vector<Request>& queue) {
-  if (queue.empty()) return 0;
-  if (queue.front().mode == Mode::exclusive) return 1;
-  std::size_t n = 0;
-  while (n < queue.size() && queue[n].mode == Mode::shared) ++n;
-  return n;
+bool by_revision(const QueuedRequest& a, const QueuedRequest& b) {
+  return a.revision < b.revision;
 }
 
 // lock_keys.cc escapes '%' and '/' in names; this undoes it ("%25" -> '%', "%2F" -> '/').
@@ -73,20 +53,18 @@ LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockK
   RangeRequest request;
   request.set_key(keys.lock);
   request.set_range_end(prefix_end(keys.lock));
-  request.set_keys_only(true);
   request.set_sort_target(RangeRequest::CREATE);
   request.set_sort_order(RangeRequest::ASCEND);
   const auto response = rpc.range(request);
 
-  std::vector<Request> queue;
+  std::vector<QueuedRequest> queue;
   for (const auto& kv : response.kvs()) {
-    Mode mode;
-    if (mode_of(std::string_view(kv.key()).substr(keys.lock.size()), mode)) {
-      queue.push_back(Request{kv.create_revision(), mode});
+    if (auto r = parse_request(std::string_view(kv.key()).substr(keys.lock.size()), kv.value(),
+                               kv.create_revision())) {
+      queue.push_back(*r);
     }
   }
-  std::sort(queue.begin(), queue.end(),
-            [](const Request& a, const Request& b) { return a.revision < b.revision; });
+  std::sort(queue.begin(), queue.end(), by_revision);
   LockStatus s;
   s.group = key.group;
   s.name = key.name;
@@ -95,12 +73,17 @@ LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockK
   // is the lease's, which a range does not carry (ttl_left unknown). A waiter's deadline
   // lives in its client alone.
   for (std::size_t i = 0; i < queue.size(); ++i) {
+    const QueuedRequest& r = queue[i];
+    const Mode mode = r.kind == QueuedRequest::Kind::exclusive ? Mode::exclusive : Mode::shared;
     if (i < held) {
-      s.holders.push_back(
-          HolderStatus{queue[i].mode, static_cast<std::uint64_t>(queue[i].revision), std::nullopt});
+      s.holders.push_back(HolderStatus{mode, static_cast<std::uint64_t>(r.revision), std::nullopt,
+                                       r.permits});
     } else {
-      s.waiters.push_back(WaiterStatus{queue[i].mode, std::nullopt});
+      s.waiters.push_back(WaiterStatus{mode, std::nullopt, r.permits});
     }
+  }
+  if (!queue.empty() && queue.front().kind == QueuedRequest::Kind::permits) {
+    s.permits = queue.front().capacity;
   }
   return s;
 }
@@ -109,14 +92,13 @@ std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, std::s
   const std::string scope = prefix + '/' + std::string(group) + '/';
   const std::string end = prefix_end(scope);
   // Per escaped name, its requests (a name's keys are contiguous, but pages are not).
-  std::map<std::string, std::vector<Request>> locks;
+  std::map<std::string, std::vector<QueuedRequest>> locks;
   std::string from = scope;
   std::int64_t revision = 0;  // the first page's: every page reads the same snapshot
   while (true) {
     RangeRequest request;
     request.set_key(from);
     request.set_range_end(end);
-    request.set_keys_only(true);
     request.set_limit(kPage);
     request.set_revision(revision);
     const auto response = rpc.range(request);
@@ -124,17 +106,17 @@ std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, std::s
     for (const auto& kv : response.kvs()) {
       const std::string_view rest = std::string_view(kv.key()).substr(scope.size());
       const auto slash = rest.find('/');
-      Mode mode;
-      if (slash == std::string_view::npos || !mode_of(rest.substr(slash + 1), mode)) continue;
-      locks[std::string(rest.substr(0, slash))].push_back(Request{kv.create_revision(), mode});
+      if (slash == std::string_view::npos) continue;
+      if (auto r = parse_request(rest.substr(slash + 1), kv.value(), kv.create_revision())) {
+        locks[std::string(rest.substr(0, slash))].push_back(*r);
+      }
     }
     if (!response.more() || response.kvs_size() == 0) break;
     from = response.kvs(response.kvs_size() - 1).key() + '\0';
   }
   std::vector<LockSummary> out;
   for (auto& [escaped, queue] : locks) {
-    std::sort(queue.begin(), queue.end(),
-              [](const Request& a, const Request& b) { return a.revision < b.revision; });
+    std::sort(queue.begin(), queue.end(), by_revision);
     const std::size_t held = holding(queue);
     out.push_back(LockSummary{unescaped(escaped), held, queue.size() - held});
   }

@@ -316,7 +316,8 @@ std::vector<std::int64_t> EtcdRpc::keep_alive(std::span<const std::int64_t> ids,
 }
 
 EtcdRpc::WatchEnd EtcdRpc::wait_for_delete(const std::string& key, std::int64_t start_revision,
-                                           Clock::time_point until, std::stop_token stop) {
+                                           Clock::time_point until, std::stop_token stop,
+                                           const std::string& range_end) {
   if (stop.stop_requested() || Clock::now() >= until) return WatchEnd::other;
   const std::size_t index = current_.load(std::memory_order_relaxed) % members_.size();
   Member& member = *members_[index];
@@ -333,6 +334,7 @@ EtcdRpc::WatchEnd EtcdRpc::wait_for_delete(const std::string& key, std::int64_t 
   etcdserverpb::WatchRequest request;
   auto* create = request.mutable_create_request();
   create->set_key(key);
+  if (!range_end.empty()) create->set_range_end(range_end);
   create->set_start_revision(start_revision);
   create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
   WatchEnd end = WatchEnd::other;

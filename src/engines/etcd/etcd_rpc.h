@@ -83,9 +83,12 @@ class EtcdRpc {
   // revision was compacted away, so the caller must look again); otherwise returns at
   // `until`, when `stop` is requested, or when the watch failed (the member was moved
   // on from), without saying which: the caller looks again either way.
+  // With `range_end`, watches every key in [key, range_end) and returns at the first
+  // deletion of any.
   enum class WatchEnd { deleted, other };
   WatchEnd wait_for_delete(const std::string& key, std::int64_t start_revision,
-                           Clock::time_point until, std::stop_token stop);
+                           Clock::time_point until, std::stop_token stop,
+                           const std::string& range_end = {});
 
   // "member 127.0.0.1:2379", for error messages.
   std::string describe_current() const;

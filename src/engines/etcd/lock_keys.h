@@ -2,6 +2,8 @@
 //
 //   PREFIX/GROUP/NAME'/w/ID    one key per exclusive request (waiting or holding)
 //   PREFIX/GROUP/NAME'/s/ID    one key per shared request
+//   PREFIX/GROUP/NAME'/p/ID    one key per request for a semaphore's permits
+//                              (permit_queue.h)
 //
 // NAME' is the lock name with '%' and '/' percent-escaped, so no name is a prefix path
 // of another ("a" and "a/w" own disjoint ranges). ID is the client's id and a counter:
@@ -26,6 +28,8 @@ struct LockKeys {
 
   // The key of one request of this lock.
   std::string request(Mode mode, const std::string& id) const;
+  // The key of one request for permits of this semaphore.
+  std::string permits_request(const std::string& id) const { return lock + "p/" + id; }
   // The keys a request in `mode` waits for (all earlier ones of these): a writer waits
   // for every earlier request, a reader only for earlier writers.
   const std::string& blockers(Mode mode) const {
