@@ -3,6 +3,7 @@
 // (tests/support/zookeeper_server.h).
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/semaphore_suite.h"
 #include "support/request_queue.h"
 #include "support/zookeeper_server.h"
 
@@ -27,7 +29,8 @@ constexpr Capabilities kZooKeeper{.shared = true,
                                   .lock_delay = false,
                                   .fencing = true,
                                   .durable_tokens = true,
-                                  .check = true};
+                                  .check = true,
+                                  .semaphore = true};
 
 class ZooKeeperBackend final : public Backend {
  public:
@@ -51,21 +54,39 @@ class ZooKeeperBackend final : public Backend {
 
   // The lock node's children "x-GUID-SEQUENCE" (exclusive) and "s-GUID-SEQUENCE"
   // (shared) in sequence order, less the ones that hold it.
+  // A semaphore's nodes ("p-K.N-GUID-SEQ") hold while the permits from the first one on
+  // fit in N.
   std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
-    std::vector<std::pair<std::string, Mode>> requests;  // (sequence, mode)
+    std::vector<std::pair<std::string, std::string>> requests;  // (sequence, name)
     for (const std::string& child : ensemble_.children(testing::zk_lock_path(group, name))) {
       const auto dash = child.rfind('-');
-      if (child.size() < 2 || child[1] != '-' || (child[0] != 'x' && child[0] != 's') ||
-          dash == std::string::npos) {
+      if (child.size() < 2 || child[1] != '-' ||
+          (child[0] != 'x' && child[0] != 's' && child[0] != 'p') || dash == std::string::npos) {
         throw std::runtime_error("unexpected node under the lock: " + child);
       }
       // The server's sequence suffix has a fixed width: comparing text orders it.
-      requests.emplace_back(child.substr(dash + 1),
-                            child[0] == 'x' ? Mode::exclusive : Mode::shared);
+      requests.emplace_back(child.substr(dash + 1), child);
     }
     std::sort(requests.begin(), requests.end());
+    if (!requests.empty() && requests.front().second[0] == 'p') {
+      std::size_t holding = 0;
+      unsigned held = 0;
+      for (const auto& request : requests) {
+        unsigned k = 0;
+        unsigned n = 0;
+        if (std::sscanf(request.second.c_str(), "p-%u.%u-", &k, &n) != 2) {
+          throw std::runtime_error("unexpected node under the semaphore: " + request.second);
+        }
+        if (held + k > n) break;
+        held += k;
+        ++holding;
+      }
+      return requests.size() - holding;
+    }
     std::vector<Mode> modes;
-    for (const auto& request : requests) modes.push_back(request.second);
+    for (const auto& request : requests) {
+      modes.push_back(request.second[0] == 'x' ? Mode::exclusive : Mode::shared);
+    }
     return testing::waiting_requests(modes);
   }
 
@@ -80,6 +101,11 @@ INSTANTIATE_TEST_SUITE_P(
                       EngineCase{"ZooKeeperEnsemble3", kZooKeeper,
                                  [] { return std::make_unique<ZooKeeperBackend>(3); }}),
     name_printer);
+INSTANTIATE_TEST_SUITE_P(ZooKeeper, SemaphoreConformance,
+                         ::testing::Values(EngineCase{"ZooKeeperStandalone", kZooKeeper, [] {
+                           return std::make_unique<ZooKeeperBackend>(1);
+                         }}),
+                         name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

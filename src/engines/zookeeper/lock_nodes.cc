@@ -37,19 +37,39 @@ LockNodes LockNodes::of(const std::string& prefix, const std::string& group,
   return nodes;
 }
 
-std::string LockNodes::request(Mode mode, const std::string& guid) const {
+std::string LockNodes::request(Mode mode, const std::string& guid, std::uint32_t permits,
+                               std::uint32_t capacity) const {
+  if (capacity > 0) {
+    return lock + "/p-" + std::to_string(permits) + '.' + std::to_string(capacity) + '-' + guid +
+           '-';
+  }
   return lock + (mode == Mode::exclusive ? "/x-" : "/s-") + guid + '-';
 }
 
 std::optional<RequestNode> parse_request(const std::string& name) {
-  if (name.size() < 2 + 1 + kSequenceDigits || (name[0] != 'x' && name[0] != 's') ||
-      name[1] != '-' || name[name.size() - kSequenceDigits - 1] != '-') {
+  if (name.size() < 2 + 1 + kSequenceDigits ||
+      (name[0] != 'x' && name[0] != 's' && name[0] != 'p') || name[1] != '-' ||
+      name[name.size() - kSequenceDigits - 1] != '-') {
     return std::nullopt;
   }
   RequestNode node;
   node.name = name;
   node.mode = name[0] == 'x' ? Mode::exclusive : Mode::shared;
-  node.guid = name.substr(2, name.size() - 2 - kSequenceDigits - 1);
+  std::size_t guid_at = 2;
+  if (name[0] == 'p') {
+    // "p-K.N-": the permits asked for and the semaphore's number.
+    const char* end = name.data() + name.size();
+    const auto [dot, ec1] = std::from_chars(name.data() + 2, end, node.permits);
+    if (ec1 != std::errc() || dot == end || *dot != '.') return std::nullopt;
+    const auto [dash, ec2] = std::from_chars(dot + 1, end, node.capacity);
+    if (ec2 != std::errc() || dash == end || *dash != '-' || node.permits == 0 ||
+        node.permits > node.capacity) {
+      return std::nullopt;
+    }
+    guid_at = static_cast<std::size_t>(dash + 1 - name.data());
+    if (guid_at + 1 + kSequenceDigits > name.size()) return std::nullopt;
+  }
+  node.guid = name.substr(guid_at, name.size() - guid_at - kSequenceDigits - 1);
   const char* digits = name.data() + name.size() - kSequenceDigits;
   const auto [end, ec] = std::from_chars(digits, name.data() + name.size(), node.sequence);
   if (ec != std::errc() || end != name.data() + name.size()) return std::nullopt;

@@ -5,6 +5,7 @@
 //   PREFIX/GROUP/NAME'          container: one per lock
 //   PREFIX/GROUP/NAME'/x-GUID-0000000012   an exclusive request (EPHEMERAL_SEQUENTIAL)
 //   PREFIX/GROUP/NAME'/s-GUID-0000000013   a shared request
+//   PREFIX/GROUP/NAME'/p-K.N-GUID-0000000014   a request for K of a semaphore's N permits
 //
 // NAME' is the lock name with every byte outside [A-Za-z0-9_~-] percent-escaped (and
 // '.', so the names "." and ".." cannot occur): ZooKeeper refuses control characters and
@@ -28,16 +29,20 @@ struct LockNodes {
 
   static LockNodes of(const std::string& prefix, const std::string& group,
                       const std::string& name);
-  // The path to create (EPHEMERAL_SEQUENTIAL) for a request: "LOCK/x-GUID-".
-  std::string request(Mode mode, const std::string& guid) const;
+  // The path to create (EPHEMERAL_SEQUENTIAL) for a request: "LOCK/x-GUID-", or with
+  // capacity > 0 a semaphore's "LOCK/p-K.N-GUID-".
+  std::string request(Mode mode, const std::string& guid, std::uint32_t permits = 0,
+                      std::uint32_t capacity = 0) const;
 };
 
 // One child of a lock node, parsed.
 struct RequestNode {
   std::string name;
-  Mode mode = Mode::exclusive;
+  Mode mode = Mode::exclusive;  // a semaphore's request: shared
   std::string guid;
   std::int64_t sequence = 0;
+  std::uint32_t permits = 0;   // a semaphore's request: K
+  std::uint32_t capacity = 0;  // ... of N; 0 for a lock's request
 };
 
 // nullopt for a child warden did not create.

@@ -54,15 +54,33 @@ Owner parse_owner(const std::string& owner) {
 }
 
 // The request that blocks `own` among `children`: for a writer the one just before it,
-// for a reader the nearest earlier writer. nullopt: nothing blocks it.
+// for a reader the nearest earlier writer; for a semaphore's request, while the permits
+// of every earlier request and its own do not fit, the earliest (whose going is the
+// likeliest to make room; any other's is found by the wait's next poll). nullopt:
+// nothing blocks it. A lock's request and a semaphore's never share a lock: one that
+// finds an earlier request of the other kind, or of another N, is refused
+// (Error(invalid_argument)); each judges only the requests before it, so both orders of
+// a race end the same way.
 std::optional<RequestNode> blocker_of(const std::vector<std::string>& children,
-                                      const RequestNode& own) {
+                                      const RequestNode& own, const std::string& lock) {
   std::optional<RequestNode> blocker;
+  std::optional<RequestNode> earliest;
+  std::uint64_t ahead = 0;
   for (const std::string& child : children) {
     const auto node = parse_request(child);
     if (!node || node->sequence >= own.sequence) continue;
+    if (node->capacity != own.capacity) {
+      throw Error(Errc::invalid_argument,
+                  "zk: " + lock + " is a semaphore of another number of permits, or not one");
+    }
+    ahead += node->permits;
+    if (!earliest || node->sequence < earliest->sequence) earliest = node;
     if (own.mode == Mode::shared && node->mode != Mode::exclusive) continue;
     if (!blocker || node->sequence > blocker->sequence) blocker = node;
+  }
+  if (own.capacity > 0) {
+    if (ahead + own.permits <= own.capacity) return std::nullopt;
+    return earliest;
   }
   return blocker;
 }
@@ -95,6 +113,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
     caps.fencing = true;
     caps.durable_tokens = true;  // zxids survive restarts and leader elections
     caps.check = true;
+    caps.semaphore = true;  // p- nodes that count permits (lock_nodes.h)
     return caps;
   }
 
@@ -107,7 +126,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
       const std::string guid = client_id_ + '-' + std::to_string(++counter_);
       Created created;
       try {
-        created = create(*session, nodes, request.mode, guid);
+        created = create(*session, nodes, request, guid);
       } catch (const Error&) {
         // The session expired before we learnt it: its node (if any) went with it;
         // once more on a new session.
@@ -319,11 +338,15 @@ class ZkEngine final : public core::Engine, public SessionListener {
 
   // Creates the request's node and lists the lock's children behind it in one round
   // trip (a session's requests are answered in order, so the listing sees the node).
-  Created create(ZkSession& session, const LockNodes& nodes, Mode mode, const std::string& guid) {
-    const std::string value = "warden " + std::string(to_string(mode)) + ' ' + client_id_;
+  Created create(ZkSession& session, const LockNodes& nodes, const AcquireRequest& request,
+                 const std::string& guid) {
+    const std::string value =
+        "warden " + std::string(to_string(request.mode)) + ' ' + client_id_;
+    const std::string to_create =
+        nodes.request(request.mode, guid, request.permits, request.capacity);
     for (int attempt = 0; attempt < 4; ++attempt) {
       const auto sent = Clock::now();
-      auto made = session.create(nodes.request(mode, guid), value, ZOO_EPHEMERAL_SEQUENTIAL);
+      auto made = session.create(to_create, value, ZOO_EPHEMERAL_SEQUENTIAL);
       auto listed = session.children(nodes.lock);
       const CreateResult result = session.await(std::move(made));
       ChildrenResult children = session.await(std::move(listed));
@@ -396,7 +419,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
         session_lost = true;  // our ephemeral node is gone: so is the session it was on
         return std::nullopt;
       }
-      const auto blocker = blocker_of(children, created.own);
+      const auto blocker = blocker_of(children, created.own, nodes.lock);
       if (!blocker) return grant(request, session, created, listed_at, session_lost);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
 
@@ -458,7 +481,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
     // answer, so the core must renew it at a third of that, not of the ttl asked for.
     GrantRef ref{request.key, request.mode, static_cast<std::uint64_t>(created.czxid),
                  std::min(request.options.ttl, session.timeout()),
-                 owner_of(session.id(), created.path)};
+                 owner_of(session.id(), created.path), request.permits};
     // The listing proved the session alive when it was sent: the server cannot expire it
     // (and free the node) earlier than a session timeout after that.
     const auto expires = listed_at + std::min(request.options.ttl, session.timeout());

@@ -29,12 +29,22 @@ std::vector<RequestNode> queue_of(const std::vector<std::string>& children) {
   return queue;
 }
 
-// How many requests at the head of `queue` hold the lock.
+// How many requests at the head of `queue` hold the lock, or the semaphore (its leading
+// requests while their permits fit).
 std::size_t holding(const std::vector<RequestNode>& queue) {
   if (queue.empty()) return 0;
-  if (queue.front().mode == Mode::exclusive) return 1;
   std::size_t n = 0;
-  while (n < queue.size() && queue[n].mode == Mode::shared) ++n;
+  if (const std::uint32_t capacity = queue.front().capacity; capacity > 0) {
+    std::uint64_t held = 0;
+    while (n < queue.size() && queue[n].capacity == capacity &&
+           held + queue[n].permits <= capacity) {
+      held += queue[n].permits;
+      ++n;
+    }
+    return n;
+  }
+  if (queue.front().mode == Mode::exclusive) return 1;
+  while (n < queue.size() && queue[n].mode == Mode::shared && queue[n].capacity == 0) ++n;
   return n;
 }
 
@@ -94,13 +104,14 @@ LockStatus inspect_on(ZkSession& session, const std::string& prefix, const core:
     const ExistsResult stat = session.await(std::move(stats[i]));
     if (stat.rc == ZNONODE) continue;  // released since the listing
     if (stat.rc != ZOK) throw_zk_error(stat.rc, "stat of " + nodes.lock + '/' + queue[i].name);
-    s.holders.push_back(
-        HolderStatus{queue[i].mode, static_cast<std::uint64_t>(stat.czxid), std::nullopt});
+    s.holders.push_back(HolderStatus{queue[i].mode, static_cast<std::uint64_t>(stat.czxid),
+                                     std::nullopt, queue[i].permits});
   }
   // A waiter's deadline lives in its client alone.
   for (std::size_t i = held; i < queue.size(); ++i) {
-    s.waiters.push_back(WaiterStatus{queue[i].mode, std::nullopt});
+    s.waiters.push_back(WaiterStatus{queue[i].mode, std::nullopt, queue[i].permits});
   }
+  if (!queue.empty()) s.permits = queue.front().capacity;
   return s;
 }
 
