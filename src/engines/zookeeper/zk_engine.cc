@@ -55,8 +55,8 @@ Owner parse_owner(const std::string& owner) {
 
 // The request that blocks `own` among `children`: for a writer the one just before it,
 // for a reader the nearest earlier writer; for a semaphore's request, while the permits
-// of every earlier request and its own do not fit, the earliest (whose going is the
-// likeliest to make room; any other's is found by the wait's next poll). nullopt:
+// of every earlier request and its own do not fit, the earliest (the wait then watches
+// the lock's children: any earlier request's going may make room). nullopt:
 // nothing blocks it. A lock's request and a semaphore's never share a lock: one that
 // finds an earlier request of the other kind, or of another N, is refused
 // (Error(invalid_argument)); each judges only the requests before it, so both orders of
@@ -423,37 +423,52 @@ class ZkEngine final : public core::Engine, public SessionListener {
       if (!blocker) return grant(request, session, created, listed_at, session_lost);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
 
-      // Watch the one node in the way, then sleep until it changes, the session does,
-      // the next poll, the deadline, or a cancel.
-      const std::string blocker_path = nodes.lock + '/' + blocker->name;
+      // Watch the one node in the way (a semaphore's request: the lock's children, since
+      // any holder's going may make room), then sleep until it changes, the session
+      // does, the next poll, the deadline, or a cancel.
+      const bool counts = created.own.capacity > 0;
+      const std::string watched = counts ? nodes.lock : nodes.lock + '/' + blocker->name;
       std::unique_lock lock(mu_);
-      Watch& watch = watches_[blocker_path];
+      Watch& watch = watches_[watched];
       ++watch.waiters;
       const std::uint64_t fired = watch.fired;
       const std::uint64_t changes = state_changes_;
       lock.unlock();
-      ExistsResult exists;
+      int rc = ZOK;
+      bool changed = false;  // the listing that set a children watch is already news
       try {
-        exists = session.await(session.exists(blocker_path, true));
+        if (counts) {
+          const auto sent = Clock::now();
+          ChildrenResult now_listed = session.await(session.children(nodes.lock, true));
+          rc = now_listed.rc;
+          if (rc == ZOK) {
+            changed = now_listed.children != children;
+            children = std::move(now_listed.children);
+            listed_at = sent;
+            listed = true;
+          }
+        } else {
+          rc = session.await(session.exists(watched, true)).rc;
+        }
       } catch (const Error&) {
-        exists.rc = ZOPERATIONTIMEOUT;
+        rc = ZOPERATIONTIMEOUT;
       }
       lock.lock();
-      if (exists.rc == ZOK) {
+      if (rc == ZOK && !changed) {
         const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
         changed_.wait_until(lock, request.stop, until, [&] {
-          return watches_[blocker_path].fired != fired || state_changes_ != changes;
+          return watches_[watched].fired != fired || state_changes_ != changes;
         });
+        listed = false;  // woken: what the listing showed may be stale
       }
-      if (--watches_[blocker_path].waiters == 0) watches_.erase(blocker_path);
+      if (--watches_[watched].waiters == 0) watches_.erase(watched);
       lock.unlock();
-      if (is_connection_error(exists.rc) || exists.rc == ZSESSIONEXPIRED) {
+      if (is_connection_error(rc) || rc == ZSESSIONEXPIRED) {
+        listed = false;
         if (!await_reconnect(request, session, session_lost)) return std::nullopt;
         continue;
       }
-      if (exists.rc != ZOK && exists.rc != ZNONODE) {
-        throw_zk_error(exists.rc, "watch of " + blocker_path);
-      }
+      if (rc != ZOK && rc != ZNONODE) throw_zk_error(rc, "watch of " + watched);
       if (request.stop.stop_requested()) return std::nullopt;
     }
   }

@@ -183,10 +183,10 @@ std::future<CreateResult> ZkSession::create(const std::string& path, const std::
   return std::move(future);
 }
 
-std::future<ChildrenResult> ZkSession::children(const std::string& path) {
+std::future<ChildrenResult> ZkSession::children(const std::string& path, bool watch) {
   auto [call, future] = new_call<ChildrenResult>();
   const int rc = zoo_aget_children(
-      handle_, path.c_str(), 0,
+      handle_, path.c_str(), watch ? 1 : 0,
       [](int result, const String_vector* strings, const void* data) {
         auto* self = static_cast<Call<ChildrenResult>*>(const_cast<void*>(data));
         ChildrenResult out;

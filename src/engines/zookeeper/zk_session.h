@@ -84,7 +84,9 @@ class ZkSession {
   const ACL_vector* acl() const;
 
   std::future<CreateResult> create(const std::string& path, const std::string& value, int mode);
-  std::future<ChildrenResult> children(const std::string& path);
+  // With `watch`, the next change of `path`'s children (a child created or deleted)
+  // reaches the listener as an event on `path`.
+  std::future<ChildrenResult> children(const std::string& path, bool watch = false);
   // Makes the connected server catch up with the leader (ZooKeeper's sync): a read sent
   // after it on this session sees every write committed before it, whoever made it.
   // Reads are otherwise only as fresh as the server this session happens to use.
