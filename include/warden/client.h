@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "warden/lock.h"
+#include "warden/multi_lock.h"
 #include "warden/options.h"
 #include "warden/semaphore.h"
 #include "warden/sequencer.h"
@@ -49,10 +50,17 @@ class Client {
   // client's default options or `options`. Throws Error(invalid_argument) for a bad
   // group, name, options or number of permits (1..1,000,000), before any I/O;
   // Error(unsupported) if the engine has no semaphores.
-  Semaphore semaphore(std::string_view group, std::string_view name,
-                      std::uint32_t permits) const;
+  Semaphore semaphore(std::string_view group, std::string_view name, std::uint32_t permits) const;
   Semaphore semaphore(std::string_view group, std::string_view name, std::uint32_t permits,
                       LockOptions options) const;
+
+  // The multi-lock over `members` (warden/multi_lock.h), with the client's default
+  // options or `options` for every member. Throws Error(invalid_argument) for no
+  // members, more than 1024, a bad group or name, the same lock named twice, or invalid
+  // options; Error(unsupported) for a mode or option the engine lacks; all before any
+  // I/O. Every engine has multi-locks.
+  MultiLock multi(std::vector<LockSpec> members) const;
+  MultiLock multi(std::vector<LockSpec> members, LockOptions options) const;
 
   // Chubby's CheckSequencer: true iff the grant the sequencer names is still held on
   // the backend. Throws Error(invalid_argument) for a malformed sequencer,

@@ -70,6 +70,7 @@ class Lease {
 
  private:
   friend class Lock;
+  friend class MultiLock;
   friend class Semaphore;
   Lease(std::shared_ptr<detail::ClientState> client, std::shared_ptr<detail::Hold> hold,
         Mode mode) noexcept;

@@ -1,5 +1,8 @@
 #include "warden/client.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "core/client_state.h"
 #include "core/names.h"
 #include "warden/error.h"
@@ -78,8 +81,7 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
   return hold;
 }
 
-std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key,
-                                                   std::uint32_t capacity,
+std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key, std::uint32_t capacity,
                                                    std::uint32_t permits,
                                                    const LockOptions& lock_options,
                                                    Clock::time_point deadline,
@@ -205,8 +207,8 @@ Semaphore Client::semaphore(std::string_view group, std::string_view name,
   return semaphore(group, name, permits, state_->options.lock_defaults);
 }
 
-Semaphore Client::semaphore(std::string_view group, std::string_view name,
-                            std::uint32_t permits, LockOptions options) const {
+Semaphore Client::semaphore(std::string_view group, std::string_view name, std::uint32_t permits,
+                            LockOptions options) const {
   core::validate_group(group);
   core::validate_name(name);
   core::validate_lock_options(options);
@@ -215,6 +217,40 @@ Semaphore Client::semaphore(std::string_view group, std::string_view name,
     throw Error(Errc::unsupported, "this engine has no semaphores");
   }
   return Semaphore(state_, std::string(group), std::string(name), permits, options);
+}
+
+MultiLock Client::multi(std::vector<LockSpec> members) const {
+  return multi(std::move(members), state_->options.lock_defaults);
+}
+
+MultiLock Client::multi(std::vector<LockSpec> members, LockOptions options) const {
+  if (members.empty()) throw Error(Errc::invalid_argument, "a multi-lock needs members");
+  if (members.size() > core::kMaxMultiMembers) {
+    throw Error(Errc::invalid_argument, "a multi-lock has at most " +
+                                            std::to_string(core::kMaxMultiMembers) +
+                                            " members, not " + std::to_string(members.size()));
+  }
+  core::validate_lock_options(options);
+  for (const LockSpec& member : members) {
+    core::validate_group(member.group);
+    core::validate_name(member.name);
+  }
+  // The one global order that keeps multi-locks from deadlocking each other.
+  std::sort(members.begin(), members.end(), [](const LockSpec& a, const LockSpec& b) {
+    return std::tie(a.group, a.name) < std::tie(b.group, b.name);
+  });
+  const auto same_lock = [](const LockSpec& a, const LockSpec& b) {
+    return a.group == b.group && a.name == b.name;
+  };
+  if (auto twice = std::adjacent_find(members.begin(), members.end(), same_lock);
+      twice != members.end()) {
+    throw Error(Errc::invalid_argument,
+                "a multi-lock names " + twice->group + '/' + twice->name + " twice");
+  }
+  for (const LockSpec& member : members) {
+    core::require_capabilities(state_->capabilities, member.mode, options);
+  }
+  return MultiLock(state_, std::move(members), options);
 }
 
 bool Client::check(const Sequencer& sequencer) const {

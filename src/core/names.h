@@ -23,6 +23,8 @@ void require_capabilities(const Capabilities& caps, Mode mode, const LockOptions
 inline constexpr std::uint32_t kMaxPermits = 1'000'000;
 void validate_permits(std::uint32_t capacity, std::uint32_t permits);
 void validate_capacity(std::uint32_t capacity);
+// The most members a multi-lock may have: each is a grant of its own.
+inline constexpr std::size_t kMaxMultiMembers = 1024;
 // Throws Error(invalid_argument) for inconsistent client options.
 void validate_client_options(const ClientOptions& options);
 

@@ -1,0 +1,138 @@
+#include "warden/multi_lock.h"
+
+#include <exception>
+#include <mutex>
+#include <utility>
+
+#include "core/client_state.h"
+#include "warden/error.h"
+
+namespace warden {
+
+// Tells the first member's loss once: to lost_token() and to the on_lost callback. The
+// members' own on_lost callbacks point here; it outlives them by their shared_ptrs.
+struct MultiLease::LossWatch {
+  std::stop_source lost;
+  std::mutex mu;
+  std::function<void()> callback;  // guarded by mu
+
+  void fire() {
+    std::function<void()> run;
+    {
+      std::lock_guard guard(mu);
+      if (!lost.request_stop()) return;  // told already
+      run = std::move(callback);
+    }
+    if (run) run();
+  }
+};
+
+namespace {
+
+// Releases the leases, the last acquired first; errors are swallowed as ~Lease does.
+void drop_in_reverse(std::vector<Lease>& leases) noexcept {
+  while (!leases.empty()) leases.pop_back();
+}
+
+}  // namespace
+
+MultiLease::MultiLease(std::vector<Lease> leases)
+    : leases_(std::move(leases)), loss_(std::make_shared<LossWatch>()) {
+  for (Lease& lease : leases_) lease.on_lost([watch = loss_] { watch->fire(); });
+}
+
+MultiLease::MultiLease(MultiLease&& other) noexcept : loss_(std::move(other.loss_)) {
+  leases_.swap(other.leases_);
+}
+
+MultiLease& MultiLease::operator=(MultiLease&& other) noexcept {
+  if (this != &other) {
+    drop_in_reverse(leases_);
+    leases_.swap(other.leases_);
+    loss_ = std::move(other.loss_);
+  }
+  return *this;
+}
+
+MultiLease::~MultiLease() { drop_in_reverse(leases_); }
+
+void MultiLease::require_valid() const {
+  if (leases_.empty()) throw Error(Errc::invalid_argument, "the MultiLease is empty");
+}
+
+std::vector<std::uint64_t> MultiLease::tokens() const {
+  std::vector<std::uint64_t> tokens;
+  tokens.reserve(leases_.size());
+  for (const Lease& lease : leases_) tokens.push_back(lease.token());
+  return tokens;
+}
+
+std::stop_token MultiLease::lost_token() const {
+  require_valid();
+  return loss_->lost.get_token();
+}
+
+bool MultiLease::lost() const {
+  require_valid();
+  return loss_->lost.stop_requested();
+}
+
+void MultiLease::on_lost(std::function<void()> callback) {
+  require_valid();
+  {
+    std::lock_guard guard(loss_->mu);
+    if (!loss_->lost.stop_requested()) {
+      loss_->callback = std::move(callback);
+      return;
+    }
+  }
+  callback();
+}
+
+void MultiLease::release() {
+  std::exception_ptr first_failure;
+  for (auto it = leases_.rbegin(); it != leases_.rend(); ++it) {
+    try {
+      it->release();
+    } catch (...) {
+      if (!first_failure) first_failure = std::current_exception();
+    }
+  }
+  std::erase_if(leases_, [](const Lease& lease) { return !lease.valid(); });
+  if (first_failure) std::rethrow_exception(first_failure);
+  loss_.reset();
+}
+
+std::vector<Lease> MultiLease::split() && {
+  std::vector<Lease> leases;
+  leases.swap(leases_);
+  loss_.reset();
+  return leases;
+}
+
+MultiLock::MultiLock(std::shared_ptr<detail::ClientState> client, std::vector<LockSpec> members,
+                     LockOptions options)
+    : client_(std::move(client)), members_(std::move(members)), options_(options) {}
+
+MultiLease MultiLock::acquire(Wait wait, std::stop_token stop) {
+  const Clock::time_point deadline = wait.deadline();
+  std::vector<Lease> taken;
+  taken.reserve(members_.size());
+  try {
+    for (const LockSpec& member : members_) {
+      auto hold = client_->acquire(core::LockKey{member.group, member.name}, member.mode, options_,
+                                   deadline, stop);
+      if (!hold) {
+        drop_in_reverse(taken);
+        return MultiLease();
+      }
+      taken.push_back(Lease(client_, std::move(hold), member.mode));
+    }
+  } catch (...) {
+    drop_in_reverse(taken);
+    throw;
+  }
+  return MultiLease(std::move(taken));
+}
+
+}  // namespace warden
