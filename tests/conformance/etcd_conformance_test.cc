@@ -14,6 +14,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/etcd_server.h"
 #include "support/request_queue.h"
@@ -92,8 +93,8 @@ class EtcdBackend final : public Backend {
 };
 
 INSTANTIATE_TEST_SUITE_P(Etcd, SemaphoreConformance,
-                         ::testing::Values(EngineCase{"EtcdSingle", kEtcd,
-                                                      [] { return std::make_unique<EtcdBackend>(1); }}),
+                         ::testing::Values(EngineCase{
+                             "EtcdSingle", kEtcd, [] { return std::make_unique<EtcdBackend>(1); }}),
                          name_printer);
 
 INSTANTIATE_TEST_SUITE_P(
@@ -105,6 +106,11 @@ INSTANTIATE_TEST_SUITE_P(
         EngineCase{"EtcdTls", kEtcd,
                    [] { return std::make_unique<EtcdBackend>(1, testing::EtcdTls{}); }}),
     name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Etcd, MultiLockConformance,
+                         ::testing::Values(EngineCase{
+                             "EtcdSingle", kEtcd, [] { return std::make_unique<EtcdBackend>(1); }}),
+                         name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

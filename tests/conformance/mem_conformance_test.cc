@@ -9,6 +9,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "engines/mem/mem_engine.h"
 
@@ -61,6 +62,8 @@ const EngineCase kMemCase{"Mem", kMem, [] { return std::make_unique<MemBackend>(
 
 INSTANTIATE_TEST_SUITE_P(Mem, Conformance, ::testing::Values(kMemCase), name_printer);
 INSTANTIATE_TEST_SUITE_P(Mem, SemaphoreConformance, ::testing::Values(kMemCase), name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Mem, MultiLockConformance, ::testing::Values(kMemCase), name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

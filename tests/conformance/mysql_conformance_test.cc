@@ -8,6 +8,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "support/mariadb_server.h"
 
 namespace warden::conformance {
@@ -48,6 +49,11 @@ class MariaDbBackend final : public Backend {
 };
 
 INSTANTIATE_TEST_SUITE_P(Mysql, Conformance,
+                         ::testing::Values(EngineCase{
+                             "MariaDb", kMysql, [] { return std::make_unique<MariaDbBackend>(); }}),
+                         name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Mysql, MultiLockConformance,
                          ::testing::Values(EngineCase{
                              "MariaDb", kMysql, [] { return std::make_unique<MariaDbBackend>(); }}),
                          name_printer);

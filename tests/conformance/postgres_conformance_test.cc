@@ -8,6 +8,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "support/postgres_server.h"
 
 namespace warden::conformance {
@@ -49,6 +50,12 @@ class PostgresBackend final : public Backend {
 };
 
 INSTANTIATE_TEST_SUITE_P(Postgres, Conformance,
+                         ::testing::Values(EngineCase{
+                             "Postgres", kPostgres,
+                             [] { return std::make_unique<PostgresBackend>(); }}),
+                         name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Postgres, MultiLockConformance,
                          ::testing::Values(EngineCase{
                              "Postgres", kPostgres,
                              [] { return std::make_unique<PostgresBackend>(); }}),

@@ -17,6 +17,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/redis_cluster.h"
 #include "support/redis_sentinel.h"
@@ -155,15 +156,19 @@ const EngineCase kCluster{"RedisCluster", kRedis,
 
 INSTANTIATE_TEST_SUITE_P(
     Redis, Conformance,
-    ::testing::Values(
-        kPlain, EngineCase{"RedisTls", kRedis, [] { return std::make_unique<RedisBackend>(true); }},
-        EngineCase{"RedisSentinel", kRedis,
-                   [] { return std::make_unique<RedisSentinelBackend>(); }},
-        kCluster),
+    ::testing::Values(kPlain,
+                      EngineCase{"RedisTls", kRedis,
+                                 [] { return std::make_unique<RedisBackend>(true); }},
+                      EngineCase{"RedisSentinel", kRedis,
+                                 [] { return std::make_unique<RedisSentinelBackend>(); }},
+                      kCluster),
     name_printer);
 // The same scripts behind every topology: one server, and a cluster (where each
 // semaphore's keys live on its slot's master).
 INSTANTIATE_TEST_SUITE_P(Redis, SemaphoreConformance, ::testing::Values(kPlain, kCluster),
+                         name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Redis, MultiLockConformance, ::testing::Values(kPlain, kCluster),
                          name_printer);
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "support/redis_masters.h"
 
 namespace warden::conformance {
@@ -58,6 +59,12 @@ INSTANTIATE_TEST_SUITE_P(
         EngineCase{"Redlock3", kRedlock, [] { return std::make_unique<RedlockBackend>(3); }},
         EngineCase{"Redlock5", kRedlock, [] { return std::make_unique<RedlockBackend>(5); }}),
     name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Redlock, MultiLockConformance,
+                         ::testing::Values(EngineCase{
+                             "Redlock3", kRedlock,
+                             [] { return std::make_unique<RedlockBackend>(3); }}),
+                         name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

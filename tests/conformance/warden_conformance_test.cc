@@ -9,6 +9,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/server_process.h"
 #include "support/tls_wardend.h"
@@ -68,11 +69,12 @@ class WardendBackend final : public Backend {
 };
 
 const EngineCase kPlain{"Warden", kWarden, [] { return std::make_unique<WardendBackend>(); }};
-const EngineCase kTls{"WardenTls", kWarden,
-                      [] { return std::make_unique<WardendBackend>(true); }};
+const EngineCase kTls{"WardenTls", kWarden, [] { return std::make_unique<WardendBackend>(true); }};
 
 INSTANTIATE_TEST_SUITE_P(Warden, Conformance, ::testing::Values(kPlain, kTls), name_printer);
 INSTANTIATE_TEST_SUITE_P(Warden, SemaphoreConformance, ::testing::Values(kPlain), name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Warden, MultiLockConformance, ::testing::Values(kPlain), name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

@@ -14,6 +14,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/request_queue.h"
 #include "support/zookeeper_server.h"
@@ -102,9 +103,15 @@ INSTANTIATE_TEST_SUITE_P(
                                  [] { return std::make_unique<ZooKeeperBackend>(3); }}),
     name_printer);
 INSTANTIATE_TEST_SUITE_P(ZooKeeper, SemaphoreConformance,
-                         ::testing::Values(EngineCase{"ZooKeeperStandalone", kZooKeeper, [] {
-                           return std::make_unique<ZooKeeperBackend>(1);
-                         }}),
+                         ::testing::Values(EngineCase{
+                             "ZooKeeperStandalone", kZooKeeper,
+                             [] { return std::make_unique<ZooKeeperBackend>(1); }}),
+                         name_printer);
+
+INSTANTIATE_TEST_SUITE_P(ZooKeeper, MultiLockConformance,
+                         ::testing::Values(EngineCase{
+                             "ZooKeeperStandalone", kZooKeeper,
+                             [] { return std::make_unique<ZooKeeperBackend>(1); }}),
                          name_printer);
 
 }  // namespace
