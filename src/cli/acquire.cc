@@ -11,26 +11,32 @@
 
 namespace warden::cli {
 
-Lease acquire_interruptibly(Lock& lock, Mode mode, Wait wait, const std::string& timeout_why,
-                            Events& events) {
+std::vector<Lease> acquire_interruptibly(Lock& lock, Mode mode, Wait wait,
+                                         const std::string& timeout_why, Events& events) {
   return acquire_interruptibly(
       "acquire " + printable(lock.group() + '/' + lock.name()),
-      [&](std::stop_token stop) { return lock.acquire(mode, wait, std::move(stop)); },
+      [&](std::stop_token stop) {
+        std::vector<Lease> leases;
+        if (Lease lease = lock.acquire(mode, wait, std::move(stop))) {
+          leases.push_back(std::move(lease));
+        }
+        return leases;
+      },
       timeout_why, events);
 }
 
-Lease acquire_interruptibly(const std::string& what,
-                            const std::function<Lease(std::stop_token)>& acquire,
-                            const std::string& timeout_why, Events& events) {
-  // Declared before the worker, so a lease granted just as a signal arrived is
-  // released (by its destructor) only after the worker has been joined.
-  Lease lease;
+std::vector<Lease> acquire_interruptibly(
+    const std::string& what, const std::function<std::vector<Lease>(std::stop_token)>& acquire,
+    const std::string& timeout_why, Events& events) {
+  // Declared before the worker, so leases granted just as a signal arrived are
+  // released (by their destructors) only after the worker has been joined.
+  std::vector<Lease> leases;
   std::exception_ptr error;
   std::atomic<bool> done{false};
   {
     std::jthread worker([&](std::stop_token stop) {
       try {
-        lease = acquire(stop);
+        leases = acquire(stop);
       } catch (...) {
         error = std::current_exception();
       }
@@ -55,8 +61,8 @@ Lease acquire_interruptibly(const std::string& what,
       throw Failure::from(what, e);
     }
   }
-  if (!lease) throw Failure(exit_code::kTimeout, what, timeout_why);
-  return lease;
+  if (leases.empty()) throw Failure(exit_code::kTimeout, what, timeout_why);
+  return leases;
 }
 
 }  // namespace warden::cli

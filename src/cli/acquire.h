@@ -4,6 +4,7 @@
 #include <functional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "cli/events.h"
 #include "warden/lease.h"
@@ -12,18 +13,19 @@
 
 namespace warden::cli {
 
-// Runs `acquire` (a library call that waits, cancelled through its stop_token) on a
-// helper thread while this thread watches `events`: SIGINT, SIGTERM, SIGHUP or SIGQUIT
-// cancel the wait, so it leaves no trace on the backend. `what` names the call in
-// errors ("acquire G/N"). Returns the lease. Throws Failure: kTimeout with
-// `timeout_why` if nothing was granted in time; 128+N if signal N ended the wait; the
-// library's error, classified by exit_code_for(), otherwise.
-Lease acquire_interruptibly(const std::string& what,
-                            const std::function<Lease(std::stop_token)>& acquire,
-                            const std::string& timeout_why, Events& events);
+// Runs `acquire` (a library call that waits, cancelled through its stop_token, and
+// returns the leases granted: none if the wait ran out) on a helper thread while this
+// thread watches `events`: SIGINT, SIGTERM, SIGHUP or SIGQUIT cancel the wait, so it
+// leaves no trace on the backend. `what` names the call in errors ("acquire G/N").
+// Returns the leases. Throws Failure: kTimeout with `timeout_why` if nothing was granted
+// in time; 128+N if signal N ended the wait; the library's error, classified by
+// exit_code_for(), otherwise.
+std::vector<Lease> acquire_interruptibly(
+    const std::string& what, const std::function<std::vector<Lease>(std::stop_token)>& acquire,
+    const std::string& timeout_why, Events& events);
 
-// The same for one count of `lock` in `mode`, waiting as `wait` says.
-Lease acquire_interruptibly(Lock& lock, Mode mode, Wait wait, const std::string& timeout_why,
-                            Events& events);
+// The same for one count of `lock` in `mode`, waiting as `wait` says: one lease.
+std::vector<Lease> acquire_interruptibly(Lock& lock, Mode mode, Wait wait,
+                                         const std::string& timeout_why, Events& events);
 
 }  // namespace warden::cli

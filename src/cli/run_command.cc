@@ -77,6 +77,10 @@ Plan make_plan(const RunOptions& options) {
     throw Failure(exit_code::kUsage, "--url", "not given, and WARDEN_URL is not set");
   }
   plan.mode = options.shared ? Mode::shared : Mode::exclusive;
+  if (options.names.size() > 1 && options.permits > 0) {
+    throw Failure(exit_code::kUsage, "--permits",
+                  "contradicts a repeated --name: a semaphore has one name");
+  }
   if (options.permits > 0 && options.shared) {
     throw Failure(exit_code::kUsage, "--shared",
                   "contradicts --permits: a semaphore's permit is neither shared nor exclusive");
@@ -110,39 +114,90 @@ std::string timeout_why(const std::optional<std::chrono::nanoseconds>& wait) {
   return "not granted within " + format_duration(*wait);
 }
 
-Lease acquire_lock(Client& client, const RunOptions& options, const Plan& plan, Wait wait,
-                   Events& events) {
+// "G/N", or "G/{A,B}" for a multi-lock's names as given.
+std::string locks_text(const RunOptions& options) {
+  if (options.names.size() == 1) return printable(options.group + '/' + options.names[0]);
+  std::string text = options.group + "/{";
+  for (std::size_t i = 0; i < options.names.size(); ++i) {
+    text += (i > 0 ? "," : "") + options.names[i];
+  }
+  return printable(text + '}');
+}
+
+std::vector<Lease> acquire_lock(Client& client, const RunOptions& options, const Plan& plan,
+                                Wait wait, Events& events) {
   Lock lock = [&] {
     try {
-      return client.lock(options.group, options.name, plan.lock);
+      return client.lock(options.group, options.names[0], plan.lock);
     } catch (const Error& e) {
-      throw Failure::from("lock " + printable(options.group + '/' + options.name), e);
+      throw Failure::from("lock " + locks_text(options), e);
     }
   }();
   return acquire_interruptibly(lock, plan.mode, wait, timeout_why(plan.wait), events);
 }
 
-Lease acquire_permit(Client& client, const RunOptions& options, const Plan& plan, Wait wait,
-                     Events& events) {
-  const std::string text = printable(options.group + '/' + options.name);
+std::vector<Lease> acquire_permit(Client& client, const RunOptions& options, const Plan& plan,
+                                  Wait wait, Events& events) {
+  const std::string text = locks_text(options);
   Semaphore semaphore = [&] {
     try {
-      return client.semaphore(options.group, options.name, options.permits, plan.lock);
+      return client.semaphore(options.group, options.names[0], options.permits, plan.lock);
     } catch (const Error& e) {
       throw Failure::from("semaphore " + text, e);
     }
   }();
   return acquire_interruptibly(
       "acquire a permit of " + text,
-      [&](std::stop_token stop) { return semaphore.acquire(1, wait, std::move(stop)); },
+      [&](std::stop_token stop) {
+        std::vector<Lease> leases;
+        if (Lease lease = semaphore.acquire(1, wait, std::move(stop))) {
+          leases.push_back(std::move(lease));
+        }
+        return leases;
+      },
       timeout_why(plan.wait), events);
+}
+
+// Every name of the group, all or nothing: the members' leases in name order.
+std::vector<Lease> acquire_multi(Client& client, const RunOptions& options, const Plan& plan,
+                                 Wait wait, Events& events) {
+  const std::string text = locks_text(options);
+  MultiLock multi = [&] {
+    std::vector<LockSpec> members;
+    for (const std::string& name : options.names) {
+      members.push_back(LockSpec{options.group, name, plan.mode});
+    }
+    try {
+      return client.multi(std::move(members), plan.lock);
+    } catch (const Error& e) {
+      throw Failure::from("multi-lock " + text, e);
+    }
+  }();
+  return acquire_interruptibly(
+      "acquire " + text,
+      [&](std::stop_token stop) { return multi.acquire(wait, std::move(stop)).split(); },
+      timeout_why(plan.wait), events);
+}
+
+// WARDEN_TOKEN and WARDEN_SEQUENCER: one lease's, or the members' in name order (tokens
+// comma-separated, sequencers space-separated).
+std::vector<std::string> grant_environment(const std::vector<Lease>& leases) {
+  std::string tokens;
+  std::string sequencers;
+  for (const Lease& lease : leases) {
+    if (!tokens.empty()) tokens += ',';
+    if (!sequencers.empty()) sequencers += ' ';
+    tokens += std::to_string(lease.token());
+    sequencers += lease.sequencer().str();
+  }
+  return {"WARDEN_TOKEN=" + tokens, "WARDEN_SEQUENCER=" + sequencers};
 }
 
 }  // namespace
 
 int run(const RunOptions& options) {
   const Plan plan = make_plan(options);
-  const std::string lock_text = printable(options.group + '/' + options.name);
+  const std::string lock_text = locks_text(options);
 
   // Before Client::open: the watchdog thread must inherit the blocked signal mask.
   Events events;
@@ -155,37 +210,44 @@ int run(const RunOptions& options) {
     }
   }();
   const Wait wait = plan.wait ? Wait::up_to(*plan.wait) : Wait::forever();
-  Lease lease = options.permits > 0
-                    ? acquire_permit(client, options, plan, wait, events)
-                    : acquire_lock(client, options, plan, wait, events);
+  std::vector<Lease> leases =
+      options.permits > 0        ? acquire_permit(client, options, plan, wait, events)
+      : options.names.size() > 1 ? acquire_multi(client, options, plan, wait, events)
+                                 : acquire_lock(client, options, plan, wait, events);
   if (options.verbose) {
     const Fairness used = client.capabilities().resolve(plan.lock.fairness);
-    const std::string held =
-        options.permits > 0 ? "1 of " + std::to_string(options.permits) + " permits"
-                            : std::string(to_string(plan.mode));
-    print_diagnostic("granted " + lock_text + " " + held + ", token " +
-                     std::to_string(lease.token()) + ", fairness " + std::string(to_string(used)) +
-                     (plan.lock.fairness == Fairness::automatic ? " (automatic)" : "") + ", ttl " +
-                     format_duration(plan.lock.ttl) + ", " + client.uri());
+    const std::string held = options.permits > 0
+                                 ? "1 of " + std::to_string(options.permits) + " permits"
+                                 : std::string(to_string(plan.mode));
+    for (const Lease& lease : leases) {
+      print_diagnostic("granted " + printable(lease.group() + '/' + lease.name()) + " " + held +
+                       ", token " + std::to_string(lease.token()) + ", fairness " +
+                       std::string(to_string(used)) +
+                       (plan.lock.fairness == Fairness::automatic ? " (automatic)" : "") +
+                       ", ttl " + format_duration(plan.lock.ttl) + ", " + client.uri());
+    }
   }
-  lease.on_lost([&events] { events.wake(); });
+  for (Lease& lease : leases) lease.on_lost([&events] { events.wake(); });
 
   int status = 0;
   {
     std::vector<std::string> env =
-        environment_with(current_environment(), {"WARDEN_TOKEN=" + std::to_string(lease.token()),
-                                                 "WARDEN_SEQUENCER=" + lease.sequencer().str()});
+        environment_with(current_environment(), grant_environment(leases));
     Child child = Child::spawn(options.command, env, events.original_mask());
-    status = supervise(child, lease, events, plan.lost);
+    status = supervise(child, leases, events, plan.lost);
   }
 
-  try {
-    lease.release();
-  } catch (const Error& e) {
-    // CMD is done; its status is still the answer. The lease ends by itself within the
-    // TTL once this process (and its watchdog) is gone.
-    print_diagnostic("release " + lock_text + ": " + e.what() +
-                     "; the lock frees itself within --ttl");
+  // The last acquired first, as a multi-lock releases.
+  for (auto lease = leases.rbegin(); lease != leases.rend(); ++lease) {
+    const std::string text = printable(lease->group() + '/' + lease->name());
+    try {
+      lease->release();
+    } catch (const Error& e) {
+      // CMD is done; its status is still the answer. The lease ends by itself within the
+      // TTL once this process (and its watchdog) is gone.
+      print_diagnostic("release " + text + ": " + e.what() +
+                       "; the lock frees itself within --ttl");
+    }
   }
   return status;
 }
@@ -204,8 +266,12 @@ void add_run_command(Commands& commands) {
   app.add_option("--group", options->group, "Lock group: 1..64 of [A-Za-z0-9._-]")
       ->type_name("G")
       ->required();
-  app.add_option("--name", options->name, "Lock name within the group: 1..512 bytes")
+  app.add_option("--name", options->names,
+                 "Lock name within the group: 1..512 bytes; repeat to hold several at once")
       ->type_name("N")
+      ->expected(1)
+      ->allow_extra_args(false)  // `--name N CMD...`: CMD is not a second name
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->required();
   app.add_flag("--shared", options->shared, "Take a shared (read) lock, not an exclusive one");
   app.add_option("--permits", options->permits,
@@ -263,6 +329,10 @@ void add_run_command(Commands& commands) {
                  "  WARDEN_TOKEN      the grant's fencing token (decimal); pass it to what CMD\n"
                  "                    writes, so a late writer can be rejected\n"
                  "  WARDEN_SEQUENCER  the grant's sequencer, group/name:mode:token\n"
+                 "With --name repeated, warden takes every named lock, all or nothing and in\n"
+                 "name order (so two such runs never deadlock), and the variables hold each\n"
+                 "lock's value in name order: tokens comma-separated, sequencers\n"
+                 "space-separated.\n"
                  "\n"
                  "warden renews the lease while CMD runs (unless --no-renew). SIGINT, SIGTERM,\n"
                  "SIGHUP and SIGQUIT sent to warden are passed on to CMD (a terminal's ^C\n"
@@ -279,6 +349,7 @@ void add_run_command(Commands& commands) {
                  "./report.sh\n"
                  "  WARDEN_URL=redis://127.0.0.1:6379 warden run --group db --name migrate "
                  "--wait 30s -- make migrate\n"
+                 "  warden run --group accounts --name alice --name bob -- ./transfer.sh\n"
                  "\n") +
              std::string(kExitCodesHelp));
 }

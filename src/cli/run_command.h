@@ -1,6 +1,6 @@
 // cli/run_command.h — `warden run`: hold a lock while a command runs.
 //
-//   warden run --url URL --group G --name N [options] -- CMD [ARGS...]
+//   warden run --url URL --group G --name N [--name N2 ...] [options] -- CMD [ARGS...]
 //
 // Like flock(1), `etcdctl lock` and `consul lock`: acquire (group, name), run CMD with
 // the grant's fencing token and sequencer in its environment, keep the lease renewed
@@ -22,15 +22,15 @@ namespace warden::cli {
 struct RunOptions {
   std::string url;  // empty: $WARDEN_URL
   std::string group;
-  std::string name;
+  std::vector<std::string> names;  // more than one: a multi-lock over the group's names
   bool shared = false;
   std::uint32_t permits = 0;  // > 0: take one permit of a semaphore of this many
-  std::string wait;  // empty: forever
+  std::string wait;           // empty: forever
   std::string ttl = "30s";
   std::string lock_delay = "0s";
   std::string fairness = "automatic";  // automatic, fifo or non-fair
-  bool unfair = false;                  // shorthand for --fairness non-fair
-  bool verbose = false;                 // say on stderr what was granted, and how
+  bool unfair = false;                 // shorthand for --fairness non-fair
+  bool verbose = false;                // say on stderr what was granted, and how
   bool no_renew = false;
   std::string on_lost = "term";  // term, kill or ignore
   std::string kill_after = "5s";

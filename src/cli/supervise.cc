@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -17,9 +18,25 @@ std::string describe(const Lease& lease) {
          std::to_string(lease.token()) + ")";
 }
 
+// The lost leases, described ("G/A (token 7), G/B (token 9)").
+std::string describe_lost(std::span<const Lease> leases) {
+  std::string text;
+  for (const Lease& lease : leases) {
+    if (!lease.lost()) continue;
+    if (!text.empty()) text += ", ";
+    text += describe(lease);
+  }
+  return text;
+}
+
+bool any_lost(std::span<const Lease> leases) {
+  return std::ranges::any_of(leases, [](const Lease& lease) { return lease.lost(); });
+}
+
 }  // namespace
 
-int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy& policy) {
+int supervise(Child& child, std::span<const Lease> leases, Events& events,
+              const LostPolicy& policy) {
   bool lost = false;
   // When CMD is sent SIGKILL if SIGTERM did not end it (OnLost::term).
   std::optional<Clock::time_point> kill_at;
@@ -27,7 +44,7 @@ int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy
   auto on_lost = [&] {
     lost = true;
     std::string line =
-        "lease on " + describe(lease) + " lost: another process may hold the lock now; ";
+        "lease on " + describe_lost(leases) + " lost: another process may hold the lock now; ";
     switch (policy.action) {
       case OnLost::term:
         line += "sending SIGTERM to CMD (SIGKILL in " + format_duration(policy.kill_after) + ")";
@@ -47,7 +64,7 @@ int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy
 
   // The lease may have been lost between acquire and spawn; on_lost's wake-up is then
   // pending too, but handling it here keeps the order obvious.
-  if (lease.lost()) on_lost();
+  if (any_lost(leases)) on_lost();
 
   for (;;) {
     Events::Event event = events.wait(kill_at.value_or(Clock::time_point::max()));
@@ -56,10 +73,10 @@ int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy
         if (event.signal == SIGCHLD) {
           if (std::optional<int> status = child.try_reap()) {
             // A loss reported just as CMD exited still counts: CMD ran unprotected.
-            if (!lost && lease.lost()) lost = true;
+            if (!lost && any_lost(leases)) lost = true;
             if (!lost) return *status;
             print_diagnostic("CMD exited with status " + std::to_string(*status) +
-                             " after the lease on " + describe(lease) + " was lost");
+                             " after the lease on " + describe_lost(leases) + " was lost");
             return exit_code::kLeaseLost;
           }
         } else if (event.sent_by_process) {
@@ -67,7 +84,7 @@ int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy
         }
         break;
       case Events::Event::Kind::woken:
-        if (!lost && lease.lost()) on_lost();
+        if (!lost && any_lost(leases)) on_lost();
         break;
       case Events::Event::Kind::timeout:
         break;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <span>
 
 #include "cli/child.h"
 #include "cli/events.h"
@@ -21,15 +22,17 @@ struct LostPolicy {
   std::chrono::nanoseconds kill_after = std::chrono::seconds(5);  // for OnLost::term
 };
 
-// Waits until CMD has exited and returns its shell-style status, or kLeaseLost if the
-// lease was lost at any point before CMD exited (whatever CMD's status: CMD may have
+// Waits until CMD has exited and returns its shell-style status, or kLeaseLost if one
+// of `leases` (one lock's, or a multi-lock's members) was lost at any point before CMD
+// exited (whatever CMD's status: CMD may have
 // overlapped another holder). Meanwhile it passes signals sent to warden (SIGINT,
 // SIGTERM, SIGHUP, SIGQUIT) on to CMD, except those the kernel sent to the whole
 // foreground process group (a terminal's ^C), which CMD has received already; and it
 // acts on a loss as `policy` says, printing one line on stderr.
 //
-// Preconditions: `lease` calls events.wake() when lost (Lease::on_lost), and CMD was
+// Preconditions: each lease calls events.wake() when lost (Lease::on_lost), and CMD was
 // started after `events` began watching signals, so its exit is not missed.
-int supervise(Child& child, const Lease& lease, Events& events, const LostPolicy& policy);
+int supervise(Child& child, std::span<const Lease> leases, Events& events,
+              const LostPolicy& policy);
 
 }  // namespace warden::cli

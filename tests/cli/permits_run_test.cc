@@ -22,23 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 const std::string kWarden = WARDEN_CLI_PATH;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// A fresh empty directory, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "warden-permits-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using warden::testing::TempDir;
 
 TEST(WardenRunPermits, AtMostNCommandsRunAtOnceEachWithItsOwnToken) {
   warden::testing::Wardend server;

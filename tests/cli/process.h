@@ -47,6 +47,11 @@ class Process {
 Outcome run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
             std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// true if `part` occurs in `text` (an outcome's out or err).
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 // This process's environment without the variables named in `drop`, plus `add`
 // ("KEY=value" entries).
 std::vector<std::string> environment(const std::vector<std::string>& drop,

@@ -50,23 +50,7 @@ Outcome warden_run(const Args& extra, const Args& cmd, const Args& env = {}) {
 // the behaviour under test (not a speed), with room for a loaded sanitizer build.
 constexpr auto kCmdRuns = 20s;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// A fresh empty directory, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "warden-cli-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using warden::testing::TempDir;
 
 TEST(WardenRun, GivesCmdTheTokenAndSequencer) {
   Outcome o = warden_run({}, {"sh", "-c", "echo $WARDEN_TOKEN $WARDEN_SEQUENCER"});
@@ -124,9 +108,9 @@ TEST(WardenRun, ExitsWith127WhenCmdIsNotFound) {
 
 TEST(WardenRun, ExitsWith126WhenCmdIsNotExecutable) {
   TempDir dir;
-  std::ofstream(dir / "script") << "echo hi\n";
-  chmod((dir / "script").c_str(), 0644);
-  Outcome o = warden_run({}, {(dir / "script").string()});
+  std::ofstream(dir.path() / "script") << "echo hi\n";
+  chmod((dir.path() / "script").c_str(), 0644);
+  Outcome o = warden_run({}, {(dir.path() / "script").string()});
   EXPECT_EQ(o.status, 126);
   EXPECT_TRUE(contains(o.err, "Permission denied")) << o.err;
 }
@@ -292,7 +276,7 @@ bool wait_for_file(const std::filesystem::path& path, std::chrono::milliseconds 
 
 TEST(WardenRun, PassesSigtermOnToCmdAndExitsWithItsStatus) {
   TempDir dir;
-  std::string ready = (dir / "ready").string();
+  std::string ready = (dir.path() / "ready").string();
   Process p(
       {kWarden, "run", "--url", "mem://", "--group", "g", "--name", "n", "--", "sh", "-c",
        "trap 'echo got TERM; exit 42' TERM; touch " + ready + "; while :; do sleep 0.05; done"},
@@ -306,7 +290,7 @@ TEST(WardenRun, PassesSigtermOnToCmdAndExitsWithItsStatus) {
 
 TEST(WardenRun, PassesSigintOnToCmd) {
   TempDir dir;
-  std::string ready = (dir / "ready").string();
+  std::string ready = (dir.path() / "ready").string();
   Process p({kWarden, "run", "--url", "mem://", "--group", "g", "--name", "n", "--", "sh", "-c",
              "trap 'exit 7' INT; touch " + ready + "; while :; do sleep 0.05; done"},
             environment({"WARDEN_URL"}));
