@@ -36,6 +36,10 @@ std::string mode_text(const Workload& w) {
   if (w.permits > 0) {
     return fmt::format("1 permit of a semaphore of {} (the baseline: locks)", w.permits);
   }
+  if (w.members > 1) {
+    return fmt::format("a multi-lock of {} {} locks (the baseline: one lock)", w.members,
+                       to_string(w.mix));
+  }
   if (w.mix == LockMix::mixed) return "mixed (90% shared, 10% exclusive)";
   return std::string(to_string(w.mix));
 }
@@ -127,6 +131,7 @@ std::string format_json(const BenchReport& r) {
          {"keys", w.keys},
          {"mode", w.permits > 0 ? std::string("semaphore") : std::string(to_string(w.mix))},
          {"permits", w.permits},
+         {"members", w.members},
          {"contended", w.contended},
          {"duration_s", r.duration_seconds},
          {"rounds", r.rounds},

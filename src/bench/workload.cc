@@ -86,6 +86,31 @@ class SemaphoreCycleClient final : public CycleClient {
   std::size_t next_;
 };
 
+// One multi-lock per cycle: all members, then all released.
+class MultiCycleClient final : public CycleClient {
+ public:
+  MultiCycleClient(Client client, std::vector<MultiLock> multis, int index)
+      : client_(std::move(client)),
+        multis_(std::move(multis)),
+        next_(static_cast<std::size_t>(index) % multis_.size()) {}
+
+  std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
+    MultiLock& multi = multis_[next_];
+    if (++next_ == multis_.size()) next_ = 0;
+    const auto t0 = Clock::now();
+    MultiLease held = multi.acquire(Wait::forever(), stop);
+    const auto t1 = Clock::now();
+    if (!held) return std::nullopt;
+    held.release();
+    return t1 - t0;
+  }
+
+ private:
+  Client client_;
+  std::vector<MultiLock> multis_;
+  std::size_t next_;
+};
+
 // The workload's lease; fairness stays automatic: FIFO where the engine has it and
 // barging where that is all it has (redlock://).
 LockOptions lock_options(const Workload& workload) {
@@ -154,6 +179,22 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
     }
     if (workload.mix != LockMix::exclusive && !client.capabilities().shared) {
       throw Error(Errc::unsupported, "this engine has no shared locks (use --mode exclusive)");
+    }
+    if (workload.members > 1) {
+      const Mode mode = workload.mix == LockMix::shared ? Mode::shared : Mode::exclusive;
+      std::vector<MultiLock> multis;
+      multis.reserve(static_cast<std::size_t>(workload.keys));
+      for (int k = 0; k < workload.keys; ++k) {
+        std::vector<LockSpec> members;
+        for (int m = 0; m < workload.members; ++m) {
+          members.push_back(
+              LockSpec{std::string(kGroup), lock_name(workload, i, (k + m) % workload.keys), mode});
+        }
+        multis.push_back(client.multi(std::move(members), lock_options(workload)));
+      }
+      clients.push_back(
+          std::make_unique<MultiCycleClient>(std::move(client), std::move(multis), i));
+      continue;
     }
     std::vector<Lock> locks;
     locks.reserve(static_cast<std::size_t>(workload.keys));

@@ -12,6 +12,12 @@
 // Semaphores. With permits N > 0 every key is a semaphore of N permits and every cycle
 // takes one of them (the mode is then not used). A baseline always takes locks: the
 // ratio against the same engine's lock at another URL says what counting permits costs.
+//
+// Multi-locks. With members M > 1 every cycle takes a multi-lock of M keys in the
+// workload's mode (exclusive or shared): the cycle's key and the M - 1 after it,
+// wrapping around the K keys (K >= M). A baseline still takes one lock per cycle, so the
+// ratio says what M members cost against one lock (the members are taken one by one:
+// about 1/M is the cost of the core's ordered acquisition).
 #pragma once
 
 #include <chrono>
@@ -35,6 +41,7 @@ struct Workload {
   LockMix mix = LockMix::exclusive;
   bool contended = false;
   std::uint32_t permits = 0;              // > 0: each key a semaphore of this many
+  int members = 0;                        // > 1: each cycle a multi-lock of this many keys
   std::chrono::milliseconds ttl{30'000};  // lease of every grant
   std::string run_id;                     // makes lock names unique to this run
 };
@@ -44,8 +51,9 @@ struct Workload {
 std::string lock_name(const Workload& workload, int client, int key);
 
 // One warden::Client per workload client, each with its own engine connections, and
-// their Lock (or Semaphore) objects. Throws warden::Error if `url` cannot be opened, or
-// Error(unsupported) if the workload needs shared locks or semaphores the engine lacks.
+// their Lock (or Semaphore, or MultiLock) objects. Throws warden::Error if `url` cannot
+// be opened, or Error(unsupported) if the workload needs shared locks or semaphores the
+// engine lacks.
 std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string& url,
                                                               const Workload& workload);
 

@@ -110,6 +110,19 @@ Plan make_plan(const BenchOptions& o) {
   if (w.permits > 0 && o.mode != "exclusive") {
     throw Failure(exit_code::kUsage, "--mode", "contradicts --permits: a permit has no mode");
   }
+  w.members = o.members;
+  if (w.members > 0) {
+    if (w.permits > 0) {
+      throw Failure(exit_code::kUsage, "--members", "contradicts --permits");
+    }
+    if (w.mix == bench::LockMix::mixed) {
+      throw Failure(exit_code::kUsage, "--mode",
+                    "contradicts --members: a multi-lock's members share one mode");
+    }
+    if (w.keys < w.members) {
+      throw Failure(exit_code::kUsage, "--keys", "must be at least --members");
+    }
+  }
 
   plan.duration = duration_option("--duration", o.duration);
   if (plan.duration <= plan.duration.zero() || plan.duration > kMaxDuration) {
@@ -185,9 +198,11 @@ int idle_connections(const BenchOptions& o, const Plan& plan) {
   return result.ok() ? exit_code::kOk : exit_code::kUnavailable;
 }
 
-// The baseline's workload: the same, with locks where the measured side has semaphores.
+// The baseline's workload: the same, with one lock per cycle where the measured side
+// has semaphores or multi-locks.
 bench::Workload locks_only(bench::Workload w) {
   w.permits = 0;
+  w.members = 0;
   return w;
 }
 
@@ -293,6 +308,11 @@ void add_bench_command(Commands& commands) {
                      "Each key a semaphore of N permits, one taken per cycle (baseline: locks)")
           ->type_name("N")
           ->check(CLI::Range(1, 1'000'000));
+  auto* members =
+      app.add_option("--members", o->members,
+                     "Each cycle a multi-lock of M keys (2..1024; baseline: one lock)")
+          ->type_name("M")
+          ->check(CLI::Range(2, 1024));
   auto* contended = app.add_flag("--contended", o->contended,
                                  "All clients share the same K locks (default: K of their own)");
   auto* ttl = app.add_option("--ttl", o->ttl, "Lease length of every grant")
@@ -344,9 +364,9 @@ void add_bench_command(Commands& commands) {
   hold->excludes(idle);
   // The capacity checks take none of the timed run's options. Checked at parse time,
   // but not with excludes(), which would list every pair in --help.
-  const std::vector<CLI::Option*> run_options = {clients, keys,    mode,    permits,
-                                                 duration, contended, ttl, baseline,
-                                                 handoff, rounds};
+  const std::vector<CLI::Option*> run_options = {clients,  keys,      mode, permits,
+                                                 members,  duration,  ttl,  contended,
+                                                 baseline, handoff,   rounds};
   app.callback([run_options, hold, idle] {
     for (CLI::Option* capacity : {hold, idle}) {
       if (capacity->count() == 0) continue;
@@ -393,6 +413,10 @@ void add_bench_command(Commands& commands) {
       "(uncontended: K semaphores per client; --contended: K shared by all, so clients\n"
       "beyond N wait). The baseline still takes locks, and so does the hand-off: with\n"
       "--baseline at the same engine's URL the ratio is a permit's cost against a lock's.\n"
+      "\n"
+      "--members M: each cycle takes a multi-lock of M keys (the cycle's key and the\n"
+      "M-1 after it, wrapping; needs --keys >= M) in --mode exclusive or shared. The\n"
+      "baseline and the hand-off take one lock: the ratio is M members against one lock.\n"
       "\n"
       "Capacity checks (warden:// only, on raw connections):\n"
       "  --hold-locks N    acquires bench-mem/<i> (i zero-padded to --key-bytes) with\n"

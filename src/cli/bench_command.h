@@ -27,6 +27,7 @@ struct BenchOptions {
   int keys = 1;
   std::string mode = "exclusive";
   std::uint32_t permits = 0;  // > 0: a semaphore of this many per key, one permit per cycle
+  int members = 0;            // > 1: a multi-lock of this many keys per cycle
   std::string duration = "10s";
   bool contended = false;
   std::string ttl = "30s";

@@ -169,8 +169,8 @@ TEST(WardenBench, PermitsCycleASemaphoreAgainstLocksOfTheSameEngine) {
   // baseline is the same wardend's lock, so the ratio is what a permit costs.
   warden::testing::Wardend server;
   const auto o = warden({"bench", "--url", server.uri(), "--permits", "2", "--clients", "3",
-                         "--contended", "--duration", "1s", "--rounds", "2",
-                         "--handoff-samples", "0", "--baseline", server.uri(), "--json"});
+                         "--contended", "--duration", "1s", "--rounds", "2", "--handoff-samples",
+                         "0", "--baseline", server.uri(), "--json"});
   ASSERT_EQ(o.status, 0) << o.err;
   const json j = json::parse(o.out);
   EXPECT_EQ(j.at("mode"), "semaphore");
@@ -178,8 +178,8 @@ TEST(WardenBench, PermitsCycleASemaphoreAgainstLocksOfTheSameEngine) {
   expect_phase(j.at("warden"), server.uri());
   expect_phase(j.at("baseline"), server.uri());
   EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
-  const auto text = warden({"bench", "--url", server.uri(), "--permits", "2", "--duration",
-                            "200ms", "--handoff-samples", "0"});
+  const auto text = warden({"bench", "--url", server.uri(), "--permits", "2", "--duration", "200ms",
+                            "--handoff-samples", "0"});
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("mode 1 permit of a semaphore of 2"), std::string::npos) << text.out;
 }
@@ -191,6 +191,38 @@ TEST(WardenBench, PermitsWithAModeOrZeroAreUsageErrors) {
   EXPECT_NE(mode.err.find("contradicts --permits"), std::string::npos) << mode.err;
   const auto zero = warden({"bench", "--url", "mem://", "--permits", "0"});
   EXPECT_EQ(zero.status, 64) << zero.err;
+}
+
+TEST(WardenBench, MembersCycleMultiLocksAgainstOneLockOfTheSameEngine) {
+  // Three clients over the same four keys, two members each: their multi-locks overlap,
+  // so they contend (and would deadlock without the one global order).
+  warden::testing::Wardend server;
+  const auto o = warden({"bench", "--url", server.uri(), "--members", "2", "--keys", "4",
+                         "--clients", "3", "--contended", "--duration", "1s", "--rounds", "2",
+                         "--handoff-samples", "0", "--baseline", server.uri(), "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("members"), 2);
+  expect_phase(j.at("warden"), server.uri());
+  expect_phase(j.at("baseline"), server.uri());
+  EXPECT_GT(j.at("ratio_cycles_per_s").get<double>(), 0);
+  const auto text = warden({"bench", "--url", "mem://", "--members", "8", "--keys", "8",
+                            "--duration", "200ms", "--handoff-samples", "0"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("a multi-lock of 8 exclusive locks"), std::string::npos) << text.out;
+}
+
+TEST(WardenBench, MembersBeyondTheKeysOrWithPermitsOrMixedAreUsageErrors) {
+  const auto keys = warden({"bench", "--url", "mem://", "--members", "3", "--keys", "2"});
+  EXPECT_EQ(keys.status, 64) << keys.err;
+  EXPECT_NE(keys.err.find("at least --members"), std::string::npos) << keys.err;
+  const auto permits =
+      warden({"bench", "--url", "mem://", "--members", "2", "--keys", "2", "--permits", "2"});
+  EXPECT_EQ(permits.status, 64) << permits.err;
+  const auto mixed =
+      warden({"bench", "--url", "mem://", "--members", "2", "--keys", "2", "--mode", "mixed"});
+  EXPECT_EQ(mixed.status, 64) << mixed.err;
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--members", "1"}).status, 64);
 }
 
 TEST(WardenBench, PostgresBaselineRunsRawAdvisoryLocksInTheSameRun) {
