@@ -12,6 +12,9 @@
 //   waiting    queued request id → slot, for cancel() and waiter deadlines. Waiters only.
 //   semaphores slot → capacity and permits held, for the keys that are semaphores only,
 //              so that a lock pays nothing for them.
+//   sets       queued set request id → its member keys' slots, in member order. A set's
+//              members are waiters of one id in each of those keys (`waiting` maps the id
+//              to the first member's slot); a lock pays one empty() check for them.
 //   timers     one binary min-heap of lease expiries, waiter deadlines and lock-delay ends.
 //              Entries are never removed early: an entry is stale when what it names is
 //              gone or has another time, and is skipped when popped. The heap is compacted
@@ -123,6 +126,7 @@ struct LockTable::Impl {
   std::vector<std::uint32_t> free_slots;
   std::unordered_map<RequestId, std::uint32_t> waiting;
   std::unordered_map<std::uint32_t, Semaphore> semaphores;
+  std::unordered_map<RequestId, std::vector<std::uint32_t>> sets;
   std::vector<Timer> timers;
   std::vector<Event> events;
   std::vector<std::uint32_t> dirty;  // keys whose queue may have become grantable
@@ -252,6 +256,12 @@ struct LockTable::Impl {
     if (k.delayed_until > now) return;
     while (k.holders < k.entries.size()) {
       Entry& head = k.entries[k.holders];
+      if (!sets.empty()) {
+        if (auto set = sets.find(head.id); set != sets.end()) {
+          if (!grant_set(set, now)) break;
+          continue;
+        }
+      }
       if (!compatible(k, head.mode, head.permits)) break;
       std::uint64_t token = tokens->next();
       waiting.erase(head.id);
@@ -265,13 +275,114 @@ struct LockTable::Impl {
   // Grants what became grantable on the touched keys and forgets idle ones. If the
   // TokenSource throws, the keys stay marked and the next call serves them.
   void flush_dirty(Time now) {
-    for (std::uint32_t slot : dirty) {
-      if (Node* node = slots[slot]) {
+    // By index: granting a set marks its other keys, which are served in this pass.
+    for (std::size_t i = 0; i < dirty.size(); ++i) {
+      if (Node* node = slots[dirty[i]]) {
         pump(*node, now);
         settle(*node);
       }
     }
     dirty.clear();
+  }
+
+  // --- sets
+
+  // Grants the queued set if it heads the queue of every member key, each compatible and
+  // not delayed; false (nothing changes) otherwise.
+  bool grant_set(std::unordered_map<RequestId, std::vector<std::uint32_t>>::iterator set,
+                 Time now) {
+    const RequestId id = set->first;
+    const std::vector<std::uint32_t>& members = set->second;
+    for (std::uint32_t slot : members) {
+      const KeyState& k = slots[slot]->second;
+      if (k.delayed_until > now || k.holders == k.entries.size()) return false;
+      const Entry& head = k.entries[k.holders];
+      if (head.id != id || !compatible(k, head.mode, 0)) return false;
+    }
+    std::vector<std::uint64_t> drawn;  // all tokens first: a throwing source changes nothing
+    drawn.reserve(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) drawn.push_back(tokens->next());
+    Event event{Event::Kind::set_granted, Grant{}, {}};
+    event.grants.reserve(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      Node& node = *slots[members[i]];
+      KeyState& k = node.second;
+      make_holder(k, k.entries[k.holders], drawn[i], now);
+      event.grants.push_back(grant_of(node, k.entries[k.holders - 1]));
+      mark_dirty(k.slot);  // the run behind it may be grantable too
+    }
+    event.grant = event.grants.front();
+    waiting.erase(id);
+    sets.erase(set);
+    events.push_back(std::move(event));
+    return true;
+  }
+
+  // Takes a queued set out of every member key's queue.
+  void remove_set(RequestId id) {
+    auto set = sets.find(id);
+    for (std::uint32_t slot : set->second) {
+      KeyState& k = slots[slot]->second;
+      std::size_t i = find_waiter(k, id);
+      k.entries.erase(k.entries.begin() + static_cast<std::ptrdiff_t>(i));
+      mark_dirty(slot);
+    }
+    waiting.erase(id);
+    sets.erase(set);
+  }
+
+  SetAcquireResult acquire_set(const SetRequest& r, Time now) {
+    SetAcquireResult result{AcquireStatus::mismatch, 0, {}};
+    if (r.members.empty()) return result;
+    std::vector<Node*> nodes;
+    nodes.reserve(r.members.size());
+    bool grant_now = true;
+    for (const SetRequest::Member& m : r.members) {
+      for (const SetRequest::Member& other : r.members) {
+        if (&other != &m && other.key == m.key) return result;
+      }
+      Node* node = find_node(m.key);
+      if (node != nullptr) {
+        const KeyState& k = node->second;
+        if (semaphore_of(k) != nullptr) return result;
+        const bool queue_empty = k.entries.size() == k.holders;
+        grant_now = grant_now && k.delayed_until <= now && compatible(k, m.mode, 0) &&
+                    (!r.fair || queue_empty);
+      }
+      nodes.push_back(node);
+    }
+    result.status = AcquireStatus::busy;
+    if (!grant_now && r.deadline <= now) return result;
+
+    std::vector<std::uint64_t> drawn;
+    if (grant_now) {
+      for (std::size_t i = 0; i < r.members.size(); ++i) drawn.push_back(tokens->next());
+    }
+    result.id = ++last_id;
+    std::vector<std::uint32_t> member_slots;
+    member_slots.reserve(r.members.size());
+    for (std::size_t i = 0; i < r.members.size(); ++i) {
+      Node* node = nodes[i] != nullptr ? nodes[i] : &create(r.members[i].key);
+      KeyState& k = node->second;
+      const Entry e{result.id, r.session, 0, r.deadline, r.ttl, r.lock_delay, r.members[i].mode, 0};
+      if (grant_now) {
+        auto at = k.entries.insert(k.entries.begin() + k.holders, e);
+        make_holder(k, *at, drawn[i], now);
+        result.grants.push_back(grant_of(*node, *at));
+      } else {
+        k.entries.push_back(e);
+        member_slots.push_back(k.slot);
+      }
+    }
+    if (grant_now) {
+      result.status = AcquireStatus::granted;
+      return result;
+    }
+    waiting.emplace(result.id, member_slots.front());
+    sets.emplace(result.id, std::move(member_slots));
+    if (r.deadline != Time::max()) push_timer({r.deadline, result.id, 0, TimerKind::deadline});
+    result.status = AcquireStatus::queued;
+    return result;
   }
 
   // --- timers
@@ -342,13 +453,20 @@ struct LockTable::Impl {
       case TimerKind::deadline: {
         auto it = waiting.find(t.ref);
         if (it == waiting.end()) return;
+        if (!sets.empty() && sets.contains(t.ref)) {
+          const Node& first = *slots[it->second];
+          const Entry& e = first.second.entries[find_waiter(first.second, t.ref)];
+          events.push_back(Event{Event::Kind::timed_out, Grant{e.id, first.first, e.mode, 0, Time{},
+                                                               e.session, e.lock_delay, 0}});
+          remove_set(t.ref);
+          return;
+        }
         Node* node = slots[it->second];
         KeyState& k = node->second;
         std::size_t i = find_waiter(k, t.ref);
         const Entry& e = k.entries[i];
-        events.push_back(Event{Event::Kind::timed_out,
-                               Grant{e.id, node->first, e.mode, 0, Time{}, e.session,
-                                     e.lock_delay, e.permits}});
+        events.push_back(Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{},
+                                                             e.session, e.lock_delay, e.permits}});
         remove_waiter(k, i);
         mark_dirty(k.slot);
         return;
@@ -406,8 +524,8 @@ struct LockTable::Impl {
     if (node != nullptr) {
       const KeyState& k = node->second;
       bool queue_empty = k.entries.size() == k.holders;
-      grant_now = k.delayed_until <= now && compatible(k, mode, r.permits) &&
-                  (!r.fair || queue_empty);
+      grant_now =
+          k.delayed_until <= now && compatible(k, mode, r.permits) && (!r.fair || queue_empty);
     }
     AcquireResult result{AcquireStatus::busy, 0, Grant{}};
     if (!grant_now && r.deadline <= now) return result;
@@ -435,6 +553,11 @@ struct LockTable::Impl {
   bool cancel(RequestId id, Time now) {
     auto it = waiting.find(id);
     if (it == waiting.end()) return false;
+    if (!sets.empty() && sets.contains(id)) {
+      remove_set(id);
+      flush_dirty(now);
+      return true;
+    }
     Node* node = slots[it->second];
     KeyState& k = node->second;
     remove_waiter(k, find_waiter(k, id));
@@ -444,6 +567,16 @@ struct LockTable::Impl {
   }
 
   std::size_t cancel_session(std::uint64_t session, Time now) {
+    // Sets first, each out of all its queues at once (in id order, for determinism).
+    std::vector<RequestId> session_sets;
+    for (const auto& [id, members] : sets) {
+      const KeyState& k = slots[members.front()]->second;
+      if (k.entries[find_waiter(k, id)].session == session) session_sets.push_back(id);
+    }
+    std::sort(session_sets.begin(), session_sets.end());
+    for (RequestId id : session_sets) remove_set(id);
+    std::size_t cancelled = session_sets.size();
+
     std::vector<std::uint32_t> touched;
     for (const auto& [id, slot] : waiting) touched.push_back(slot);
     std::sort(touched.begin(), touched.end());
@@ -452,7 +585,6 @@ struct LockTable::Impl {
     // Keys are then served in the order of their first cancelled request, so the grants
     // (and the tokens they draw) do not depend on hash order.
     std::vector<std::pair<RequestId, std::uint32_t>> order;
-    std::size_t cancelled = 0;
     for (std::uint32_t slot : touched) {
       KeyState& k = slots[slot]->second;
       RequestId first = 0;
@@ -545,6 +677,14 @@ AcquireResult LockTable::acquire(const Request& request, Time now) {
   now = impl_->clamp(now);
   impl_->run(now);
   AcquireResult result = impl_->acquire(request, now);
+  impl_->finish();
+  return result;
+}
+
+SetAcquireResult LockTable::acquire_set(const SetRequest& request, Time now) {
+  now = impl_->clamp(now);
+  impl_->run(now);
+  SetAcquireResult result = impl_->acquire_set(request, now);
   impl_->finish();
   return result;
 }

@@ -25,7 +25,13 @@
 //     fairness, lease, lock-delay and token rules (a request for many waits its turn;
 //     smaller ones behind it do not pass it). While the key exists, every request on it
 //     must name the same capacity; a lock request on a semaphore, or a semaphore
-//     request on a lock, is refused (AcquireStatus::mismatch) and changes nothing.
+//     request on a lock, is refused (AcquireStatus::mismatch) and changes nothing;
+//   - a set request (a multi-lock) asks for several keys at once and is granted all of
+//     them in one step, or none: it queues in every member key's queue under one id,
+//     holds nothing while it waits, and is granted when it heads every one of those
+//     queues with every member compatible. Queues stay FIFO and sets enter all their
+//     queues in one step, so every queue orders its requests by arrival: the oldest
+//     waiter heads all its queues, and sets cannot deadlock.
 #pragma once
 
 #include <chrono>
@@ -81,6 +87,21 @@ struct Request {
   std::uint32_t permits = 0;
 };
 
+// A multi-lock's request: every member key in its mode, granted together or not at all.
+// Keys must be distinct locks (no semaphores); the rest means what it means in Request.
+struct SetRequest {
+  struct Member {
+    std::string key;
+    Mode mode = Mode::exclusive;
+  };
+  std::vector<Member> members;
+  milliseconds ttl{30'000};
+  milliseconds lock_delay{0};
+  bool fair = true;
+  Time deadline = Time::max();
+  std::uint64_t session = 0;
+};
+
 struct Grant {
   RequestId id = 0;
   std::string key;
@@ -94,28 +115,36 @@ struct Grant {
 
 struct Event {
   enum class Kind {
-    granted,    // a queued request was granted: `grant` is filled in
-    timed_out,  // a queued request's deadline passed; it is gone
-    expired,    // a held lease expired (not released): `grant` is the old grant
+    granted,      // a queued request was granted: `grant` is filled in
+    timed_out,    // a queued request's deadline passed; it is gone
+    expired,      // a held lease expired (not released): `grant` is the old grant
+    set_granted,  // a queued set request was granted: `grants`, in member order
   };
   Kind kind;
-  Grant grant;  // for timed_out: id, key, mode and session only
+  Grant grant;  // for timed_out: id, key, mode and session only (a set's: its first member)
+  std::vector<Grant> grants{};  // set_granted only
 };
 
 enum class AcquireStatus {
-  granted,  // result.grant holds the grant
-  queued,   // waiting as result.id; a later `granted` or `timed_out` event follows,
-            // unless cancel(result.id) removes it first
-  busy,     // not grantable now and the request may not wait (deadline <= now)
-  mismatch, // the key is a semaphore of another capacity, or a lock asked as a
-            // semaphore (or the reverse), or permits are not within 1..capacity;
-            // nothing changed
+  granted,   // result.grant holds the grant
+  queued,    // waiting as result.id; a later `granted` or `timed_out` event follows,
+             // unless cancel(result.id) removes it first
+  busy,      // not grantable now and the request may not wait (deadline <= now)
+  mismatch,  // the key is a semaphore of another capacity, or a lock asked as a
+             // semaphore (or the reverse), or permits are not within 1..capacity;
+             // nothing changed
 };
 
 struct AcquireResult {
   AcquireStatus status;
   RequestId id = 0;
   Grant grant;  // when status == granted
+};
+
+struct SetAcquireResult {
+  AcquireStatus status;  // mismatch: no members, a key twice, or a semaphore's key
+  RequestId id = 0;
+  std::vector<Grant> grants;  // when status == granted, in member order
 };
 
 struct HolderInfo {
@@ -169,6 +198,10 @@ class LockTable {
   // across calls (a smaller `now` is treated as the largest seen so far).
 
   AcquireResult acquire(const Request& request, Time now);
+  // A set request: granted at once (every member) when each member key could grant its
+  // member now under Request's rules; else queued as one request (a later set_granted
+  // or timed_out event) or busy. cancel(id) withdraws it from every queue.
+  SetAcquireResult acquire_set(const SetRequest& request, Time now);
   // Removes a queued request. true if it was waiting (it leaves no trace; the queue
   // behind it may be granted); false if it is unknown — already granted, timed out or
   // cancelled (look at the events).

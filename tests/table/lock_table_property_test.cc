@@ -335,6 +335,9 @@ class Sequence {
           EXPECT_EQ(std::erase(queue, g.id), 1u) << "request " << g.id << " timed out twice";
           gone_.insert(g.id);
           break;
+        case Event::Kind::set_granted:
+          ADD_FAILURE() << "set granted, but this test makes no set requests";
+          break;
         case Event::Kind::expired: {
           auto owner = token_owner_.find(g.token);
           ASSERT_NE(owner, token_owner_.end());
