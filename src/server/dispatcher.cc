@@ -145,6 +145,58 @@ Secret parse_secret(std::string_view text) {
   return s;
 }
 
+// The wait, fairness and lock-delay options ACQUIRE and ACQUIRESET share. Reads the
+// option at args[i] (and its value, moving i past it); false if it is none of them.
+struct WaitOptions {
+  Time deadline = Time::min();  // a try unless WAIT says otherwise
+  bool fair = true;
+  milliseconds lock_delay{0};
+};
+
+bool parse_wait_option(std::span<const std::string_view> args, std::size_t& i, Time now,
+                       WaitOptions& options) {
+  const std::string opt = upper(args[i]);
+  if (opt == "UNFAIR") {
+    options.fair = false;
+  } else if (opt == "FOREVER") {
+    options.deadline = Time::max();
+  } else if (opt == "WAIT" && i + 1 < args.size()) {
+    const auto wait = parse_ms(args[++i], "wait", 0, kMaxTtlMs * 1000);
+    options.deadline = wait.count() == 0 ? Time::min() : now + wait;
+  } else if (opt == "DELAY" && i + 1 < args.size()) {
+    options.lock_delay = parse_ms(args[++i], "delay", 0, kMaxDelayMs);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+[[noreturn]] void unknown_option(std::string_view command, std::string_view option) {
+  throw Reject{"ERR", "unknown or incomplete " + std::string(command) + " option '" +
+                          std::string(option.substr(0, 64)) + "'"};
+}
+
+// Throws NOPERM unless `user` may use the group of `text` (a key group/name when
+// `is_key`, else a group). A group that is not valid is left to the command, which
+// rejects it with INVALID.
+void authorize_group(const User& user, std::string_view text, bool is_key) {
+  std::string_view group = text;
+  if (is_key) {
+    const auto slash = group.find('/');
+    if (slash == std::string_view::npos) return;
+    group = group.substr(0, slash);
+  }
+  try {
+    core::validate_group(group);
+  } catch (const Error&) {
+    return;
+  }
+  if (!any_matches(user.groups, group)) {
+    throw Reject{"NOPERM",
+                 "user '" + user.name + "' has no access to group '" + std::string(group) + "'"};
+  }
+}
+
 void grant_reply(std::string& out, std::uint64_t token, const Secret& secret, Time received,
                  Time granted) {
   resp::array(out, 3);
@@ -242,6 +294,7 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       return Outcome::replied;
     }
     if (cmd == "ACQUIRE") return acquire(c, conn, args, now, reply);
+    if (cmd == "ACQUIRESET") return acquire_set(c, conn, args, now, reply);
     if (cmd == "RENEW") {
       arity(args, 5, 5);
       const auto key = parse_key(args[1]);
@@ -314,9 +367,11 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       resp::bulk(reply, "proto");
       // 2: grants carry owner secrets (ACQUIRE replies with one, RENEW/RELEASE need it).
       // 3: ACQUIRE ... PERMITS k n (semaphores).
-      resp::integer(reply, 3);
+      // 4: ACQUIRESET (multi-locks granted in one step).
+      resp::integer(reply, 4);
       resp::bulk(reply, "capabilities");
-      resp::bulk(reply, "shared fair unfair lock-delay fencing durable-tokens check semaphore");
+      resp::bulk(reply,
+                 "shared fair unfair lock-delay fencing durable-tokens check semaphore multi");
       return Outcome::replied;
     }
     throw Reject{"ERR", "unknown command '" + std::string(args[0].substr(0, 64)) + "'"};
@@ -380,24 +435,15 @@ void Dispatcher::authorize(Connection& c, const std::string& cmd,
     throw Reject{"NOPERM", "user '" + user->name + "' has no " + std::string(right_name(needed)) +
                                " right for " + cmd};
   }
-  if (cmd == "INFO" || args.size() < 2) return;  // INFO names no group
-  // LIST names the group; the others a key group/name. A group that is not valid is
-  // left to the command, which rejects it with INVALID.
-  std::string_view group = args[1];
-  if (cmd != "LIST") {
-    const auto slash = group.find('/');
-    if (slash == std::string_view::npos) return;
-    group = group.substr(0, slash);
-  }
-  try {
-    core::validate_group(group);
-  } catch (const Error&) {
+  if (cmd == "ACQUIRESET") {
+    // ACQUIRESET ttl n key1 mode1 ...: every key's group. Malformed ones are left to the
+    // command, which rejects them with INVALID or ERR.
+    for (std::size_t i = 3; i < args.size(); i += 2) authorize_group(*user, args[i], true);
     return;
   }
-  if (!any_matches(user->groups, group)) {
-    throw Reject{"NOPERM",
-                 "user '" + user->name + "' has no access to group '" + std::string(group) + "'"};
-  }
+  if (cmd == "INFO" || args.size() < 2) return;  // INFO names no group
+  // LIST names the group; the others a key group/name.
+  authorize_group(*user, args[1], cmd != "LIST");
 }
 
 void Dispatcher::set_users(std::shared_ptr<const UserTable> users) {
@@ -441,47 +487,34 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   request.key = std::string(parse_key(args[1]));
   request.mode = parse_mode(args[2]);
   request.ttl = parse_ms(args[3], "ttl", kMinTtlMs, kMaxTtlMs);
-  request.deadline = Time::min();  // a try unless WAIT says otherwise
   request.session = conn;
+  WaitOptions wait;
   for (std::size_t i = 4; i < args.size(); ++i) {
-    const std::string opt = upper(args[i]);
-    if (opt == "UNFAIR") {
-      request.fair = false;
-    } else if (opt == "FOREVER") {
-      request.deadline = Time::max();
-    } else if (opt == "PERMITS" && i + 2 < args.size()) {
+    if (parse_wait_option(args, i, now, wait)) continue;
+    if (upper(args[i]) == "PERMITS" && i + 2 < args.size()) {
       // A semaphore's request: k of its n permits, as a shared grant.
-      request.permits = static_cast<std::uint32_t>(parse_bounded(args[++i], "permits", 1, core::kMaxPermits));
-      request.capacity = static_cast<std::uint32_t>(parse_bounded(args[++i], "of", 1, core::kMaxPermits));
+      request.permits =
+          static_cast<std::uint32_t>(parse_bounded(args[++i], "permits", 1, core::kMaxPermits));
+      request.capacity =
+          static_cast<std::uint32_t>(parse_bounded(args[++i], "of", 1, core::kMaxPermits));
       if (request.permits > request.capacity) {
         throw Reject{"INVALID", "permits " + std::to_string(request.permits) +
                                     " are more than the semaphore's " +
                                     std::to_string(request.capacity)};
       }
-    } else if ((opt == "WAIT" || opt == "DELAY") && i + 1 < args.size()) {
-      const std::string_view value = args[++i];
-      if (opt == "WAIT") {
-        const auto wait = parse_ms(value, "wait", 0, kMaxTtlMs * 1000);
-        request.deadline = wait.count() == 0 ? Time::min() : now + wait;
-      } else {
-        request.lock_delay = parse_ms(value, "delay", 0, kMaxDelayMs);
-      }
     } else {
-      throw Reject{"ERR", "unknown or incomplete ACQUIRE option '" +
-                              std::string(args[i].substr(0, 64)) + "'"};
+      unknown_option("ACQUIRE", args[i]);
     }
   }
+  request.deadline = wait.deadline;
+  request.fair = wait.fair;
+  request.lock_delay = wait.lock_delay;
 
   if (request.capacity > 0 && request.mode != Mode::shared) {
     throw Reject{"INVALID", "a semaphore's request (PERMITS) is shared"};
   }
-  if (const auto left = guard_->embargo_ms(now); left > 0) {
-    throw Reject{"STARTING",
-                 "restarted recently; no grants for another " + std::to_string(left) + " ms"};
-  }
   // The limits count what is there now: leases and waits that ran out are gone first.
-  table_.advance(now);
-  collect(now);
+  prepare_grant(request.ttl + request.lock_delay, now);
   const auto stats = table_.stats();
   const bool waits = request.deadline > now;
   if (stats.keys >= config_.limits.max_keys && table_.inspect(request.key).holders.empty() &&
@@ -491,7 +524,6 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   if (waits && table_.inspect(request.key).waiters.size() >= config_.limits.max_waiters_per_key) {
     throw Reject{"LIMIT", "too many waiters on this key"};
   }
-  guard_->note_hold(request.ttl + request.lock_delay);
   const Secret secret = new_secret();
 
   const auto result = table_.acquire(request, now);
@@ -509,7 +541,81 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
       throw Reject{"INVALID", "the key is a semaphore of another number of permits, or not one"};
     case table::AcquireStatus::queued:
       c.parked = result.id;
-      parked_[result.id] = Parked{conn, now, secret};
+      parked_[result.id] = Parked{conn, now, {secret}};
+      return Outcome::parked;
+  }
+  return Outcome::replied;
+}
+
+void Dispatcher::prepare_grant(milliseconds ttl_plus_delay, Time now) {
+  if (const auto left = guard_->embargo_ms(now); left > 0) {
+    throw Reject{"STARTING",
+                 "restarted recently; no grants for another " + std::to_string(left) + " ms"};
+  }
+  table_.advance(now);
+  collect(now);
+  guard_->note_hold(ttl_plus_delay);
+}
+
+Dispatcher::Outcome Dispatcher::acquire_set(Connection& c, ConnId conn,
+                                            std::span<const std::string_view> args, Time now,
+                                            std::string& reply) {
+  // ACQUIRESET ttl n key1 mode1 ... keyn moden [options]
+  if (args.size() < 5) arity(args, 5, 5);
+  table::SetRequest request;
+  request.ttl = parse_ms(args[1], "ttl", kMinTtlMs, kMaxTtlMs);
+  const std::size_t n = parse_bounded(args[2], "members", 1, core::kMaxMultiMembers);
+  if (args.size() < 3 + 2 * n) arity(args, 3 + 2 * n, 3 + 2 * n);
+  request.members.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    request.members.push_back(
+        {std::string(parse_key(args[3 + 2 * i])), parse_mode(args[4 + 2 * i])});
+  }
+  WaitOptions wait;
+  for (std::size_t i = 3 + 2 * n; i < args.size(); ++i) {
+    if (!parse_wait_option(args, i, now, wait)) unknown_option("ACQUIRESET", args[i]);
+  }
+  request.deadline = wait.deadline;
+  request.fair = wait.fair;
+  request.lock_delay = wait.lock_delay;
+  request.session = conn;
+
+  prepare_grant(request.ttl + request.lock_delay, now);
+  const bool waits = request.deadline > now;
+  std::size_t new_keys = 0;
+  for (const auto& member : request.members) {
+    const auto info = table_.inspect(member.key);
+    if (info.holders.empty() && info.waiters.empty()) ++new_keys;
+    if (waits && info.waiters.size() >= config_.limits.max_waiters_per_key) {
+      throw Reject{"LIMIT", "too many waiters on key " + member.key};
+    }
+  }
+  if (new_keys > 0 && table_.stats().keys + new_keys > config_.limits.max_keys) {
+    throw Reject{"LIMIT", "the server holds the maximum number of keys"};
+  }
+  std::vector<Secret> secrets;
+  secrets.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) secrets.push_back(new_secret());
+
+  const auto result = table_.acquire_set(request, now);
+  collect(now);
+  switch (result.status) {
+    case table::AcquireStatus::granted:
+      stats_.grants += n;
+      resp::array(reply, static_cast<std::int64_t>(n));
+      for (std::size_t i = 0; i < n; ++i) {
+        secrets_[result.grants[i].id] = secrets[i];
+        grant_reply(reply, result.grants[i].token, secrets[i], now, now);
+      }
+      return Outcome::replied;
+    case table::AcquireStatus::busy:
+      resp::nil(reply);
+      return Outcome::replied;
+    case table::AcquireStatus::mismatch:
+      throw Reject{"INVALID", "a set names one key twice, or a semaphore's key"};
+    case table::AcquireStatus::queued:
+      c.parked = result.id;
+      parked_[result.id] = Parked{conn, now, std::move(secrets)};
       return Outcome::parked;
   }
   return Outcome::replied;
@@ -566,6 +672,7 @@ void Dispatcher::collect(Time now) {
         if (event.kind == table::Event::Kind::granted) {
           table_.release(event.grant.key, event.grant.token, now);
         }
+        for (const auto& member : event.grants) table_.release(member.key, member.token, now);
         continue;
       }
       const Parked p = it->second;
@@ -576,8 +683,15 @@ void Dispatcher::collect(Time now) {
       Wakeup w{p.conn, {}};
       if (event.kind == table::Event::Kind::granted) {
         ++stats_.grants;
-        secrets_[event.grant.id] = p.secret;
-        grant_reply(w.reply, event.grant.token, p.secret, p.received, now);
+        secrets_[event.grant.id] = p.secrets.front();
+        grant_reply(w.reply, event.grant.token, p.secrets.front(), p.received, now);
+      } else if (event.kind == table::Event::Kind::set_granted) {
+        stats_.grants += event.grants.size();
+        resp::array(w.reply, static_cast<std::int64_t>(event.grants.size()));
+        for (std::size_t i = 0; i < event.grants.size(); ++i) {
+          secrets_[event.grants[i].id] = p.secrets[i];
+          grant_reply(w.reply, event.grants[i].token, p.secrets[i], p.received, now);
+        }
       } else {
         ++stats_.timeouts;
         resp::nil(w.reply);

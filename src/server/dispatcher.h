@@ -173,7 +173,9 @@ class Dispatcher {
   struct Parked {
     ConnId conn;
     Time received;
-    Secret secret;  // drawn when the request arrived; the grant's, should it be granted
+    // Drawn when the request arrived: the grant's, should it be granted (a set's: one per
+    // member, in member order).
+    std::vector<Secret> secrets;
   };
 
   Outcome auth(Connection& c, ConnId conn, std::span<const std::string_view> args,
@@ -183,6 +185,12 @@ class Dispatcher {
   void authorize(Connection& c, const std::string& cmd, std::span<const std::string_view> args);
   Outcome acquire(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
                   std::string& reply);
+  // ACQUIRESET: a multi-lock granted in one step (table::SetRequest).
+  Outcome acquire_set(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
+                      std::string& reply);
+  // What every grant needs before the table is asked: no restart embargo, time applied,
+  // and the hold made durable.
+  void prepare_grant(std::chrono::milliseconds ttl_plus_delay, Time now);
   // RENEW and RELEASE: does `secret` (as sent) belong to the grant (key, token)? false
   // for a grant that is not held and for a wrong secret alike, in constant time per byte.
   bool owns(std::string_view key, std::uint64_t token, const Secret& secret) const;

@@ -3,7 +3,8 @@
 namespace warden::server {
 
 Rights required_right(std::string_view command) {
-  if (command == "ACQUIRE" || command == "RENEW" || command == "RELEASE" || command == "CHECK") {
+  if (command == "ACQUIRE" || command == "ACQUIRESET" || command == "RENEW" ||
+      command == "RELEASE" || command == "CHECK") {
     return kRightLock;
   }
   if (command == "INSPECT" || command == "LIST" || command == "INFO") return kRightInspect;

@@ -2,7 +2,7 @@
 // locks. Pure functions, no state; the dispatcher asks them before every command.
 //
 //   right    commands
-//   lock     ACQUIRE RENEW RELEASE CHECK             (on groups matching the patterns)
+//   lock     ACQUIRE ACQUIRESET RENEW RELEASE CHECK           (on groups matching the patterns)
 //   inspect  INSPECT LIST (on matching groups), INFO
 //   admin    every command, including admin-only ones to come; implies lock and inspect
 //   (none)   PING HELLO AUTH QUIT, and commands the server does not know (answered ERR)

@@ -36,6 +36,13 @@ std::string grant(std::uint64_t token, std::int64_t waited_us = 0) {
          kOwner + "\r\n";
 }
 
+// The reply to a granted ACQUIRESET: one grant per member, in member order.
+std::string set_grant(std::initializer_list<std::uint64_t> tokens, std::int64_t waited_us = 0) {
+  std::string out = "*" + std::to_string(tokens.size()) + "\r\n";
+  for (const std::uint64_t token : tokens) out += grant(token, waited_us);
+  return out;
+}
+
 const std::string kNil = "$-1\r\n";
 const std::string kOne = ":1\r\n";
 const std::string kZero = ":0\r\n";
@@ -140,17 +147,25 @@ class Harness {
     return outcome;
   }
 
-  // A grant reply with its secret (checked: 32 lower-case hex) replaced by kOwner and
-  // remembered by token; any other reply as it is.
+  // A reply with the secret of every grant in it (checked: 32 lower-case hex) replaced by
+  // kOwner and remembered by token: one grant, or an ACQUIRESET's array of them; any
+  // other reply as it is.
   std::string take_secret(const std::string& reply) {
-    const std::uint64_t token = token_of(reply);
-    const auto at = reply.find("$32\r\n");
-    if (token == 0 || at == std::string::npos) return reply;
-    const std::string secret = reply.substr(at + 5, 32);
-    EXPECT_TRUE(is_secret(secret)) << reply;
-    EXPECT_EQ(reply.size(), at + 5 + 32 + 2) << reply;
-    secrets[std::to_string(token)] = secret;
-    return reply.substr(0, at + 5) + kOwner + "\r\n";
+    std::string out;
+    std::size_t pos = 0;
+    for (std::size_t at; (at = reply.find("$32\r\n", pos)) != std::string::npos;) {
+      const auto triple = reply.rfind("*3\r\n:", at);
+      const std::uint64_t token =
+          triple == std::string::npos || triple < pos ? 0 : token_of(reply.substr(triple));
+      if (token == 0) break;
+      const std::string secret = reply.substr(at + 5, 32);
+      EXPECT_TRUE(is_secret(secret)) << reply;
+      EXPECT_EQ(reply.substr(at + 5 + 32, 2), "\r\n") << reply;
+      secrets[std::to_string(token)] = secret;
+      out += reply.substr(pos, at + 5 - pos) + kOwner;
+      pos = at + 5 + 32;
+    }
+    return out + reply.substr(pos);
   }
 
   // Runs a request that must be answered at once; returns the reply.
@@ -371,6 +386,61 @@ TEST_F(DispatcherTest, LargeSemaphoreRequestWaitsItsTurnAndIsWokenWhenPermitsFre
       << "one is free, but the request for three is first";
   EXPECT_EQ(call(1, {"RELEASE", "g/s", "1", kOwner}, at(5)), kOne);
   EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 5000)}}));
+}
+
+// --- ACQUIRESET: multi-locks in one step
+
+TEST_F(DispatcherTest, AcquireSetGrantsEveryMemberAtOnceWithItsOwnSecret) {
+  EXPECT_EQ(call(1, {"ACQUIRESET", "1000", "2", "g/a", "x", "g/b", "shared"}), set_grant({1, 2}));
+  EXPECT_NE(h_.secrets.at("1"), h_.secrets.at("2"));
+  EXPECT_EQ(call(2, {"ACQUIRE", "g/b", "s", "1000"}), grant(3)) << "b is held shared";
+  // Each member is renewed and released on its own, with its own secret.
+  EXPECT_EQ(call(1, {"RELEASE", "g/a", "1", kOwner}), kOne);
+  EXPECT_EQ(call(1, {"RENEW", "g/b", "2", kOwner, "1000"}), kOne);
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/a", "x", "1000"}), grant(4));
+}
+
+TEST_F(DispatcherTest, ParkedSetHoldsNothingAndIsWokenWithEveryGrant) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/b", "x", "1000"}), grant(1));
+  h_.park(2, {"ACQUIRESET", "1000", "2", "g/a", "x", "g/b", "x", "FOREVER"}, at(0));
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/c", "x", "1000"}), grant(2));
+  EXPECT_EQ(call(3, {"ACQUIRE", "g/a", "x", "1000", "UNFAIR"}), grant(3))
+      << "a is free while the set waits (non-fair passes its place)";
+  EXPECT_EQ(call(3, {"RELEASE", "g/a", "3", kOwner}), kOne);
+  EXPECT_TRUE(h_.wakeups().empty()) << "b is still held";
+  EXPECT_EQ(call(1, {"RELEASE", "g/b", "1", kOwner}, at(7)), kOne);
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{2, set_grant({4, 5}, 7000)}}));
+  EXPECT_EQ(call(2, {"RELEASE", "g/b", "5", kOwner}), kOne);
+}
+
+TEST_F(DispatcherTest, SetWaitEndsWithNilAndLeavesNoTrace) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/b", "x", "1000"}), grant(1));
+  EXPECT_EQ(call(2, {"ACQUIRESET", "1000", "2", "g/a", "x", "g/b", "x"}), kNil) << "a try";
+  h_.park(2, {"ACQUIRESET", "1000", "2", "g/a", "x", "g/b", "x", "WAIT", "50"}, at(0));
+  h_.d.advance(at(50));
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{2, kNil}}));
+  h_.park(3, {"ACQUIRESET", "1000", "2", "g/a", "x", "g/b", "x", "FOREVER"}, at(60));
+  h_.d.disconnect(3, at(61));
+  EXPECT_EQ(h_.d.table().stats().waiters, 0u);
+  EXPECT_EQ(h_.d.table().stats().keys, 1u) << "only b, held";
+}
+
+TEST_F(DispatcherTest, BadSetsAreRefusedAndChangeNothing) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"ACQUIRESET", "1000", "2", "g/a", "x"}, "-ERR wrong number of arguments"},
+      {{"ACQUIRESET", "1000", "0", "g/a", "x"}, "-INVALID members 0 is outside 1..1024"},
+      {{"ACQUIRESET", "1000", "1", "nogroup", "x"}, "-INVALID key must be group/name"},
+      {{"ACQUIRESET", "1000", "1", "g/a", "read"}, "-INVALID mode must be"},
+      {{"ACQUIRESET", "5", "1", "g/a", "x"}, "-INVALID ttl 5 is outside"},
+      {{"ACQUIRESET", "1000", "2", "g/a", "x", "g/a", "s"}, "-INVALID a set names one key twice"},
+      {{"ACQUIRESET", "1000", "1", "g/a", "x", "PERMITS", "1", "2"},
+       "-ERR unknown or incomplete ACQUIRESET option 'PERMITS'"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const std::string reply = call(1, args);
+    EXPECT_TRUE(reply.starts_with(expected)) << expected << ": " << reply;
+  }
+  EXPECT_TRUE(h_.d.table().empty());
 }
 
 // --- ACQUIRE: try, WAIT, FOREVER
@@ -884,10 +954,11 @@ TEST_F(DispatcherTest, AuthWithoutAServerPasswordIsAnError) {
 // --- INFO, INSPECT, HELLO
 
 TEST_F(DispatcherTest, HelloDescribesTheServer) {
-  const std::string caps = "shared fair unfair lock-delay fencing durable-tokens check semaphore";
+  const std::string caps =
+      "shared fair unfair lock-delay fencing durable-tokens check semaphore multi";
   EXPECT_EQ(call(1, {"HELLO"}),
             "*8\r\n$6\r\nserver\r\n$7\r\nwardend\r\n$7\r\nversion\r\n"
-            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:3\r\n$12\r\ncapabilities\r\n" +
+            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:4\r\n$12\r\ncapabilities\r\n" +
                 bulk(caps));
 }
 

@@ -150,6 +150,9 @@ TEST(UsersTest, LockRightCoversLockCommandsOnMatchingGroupsOnly) {
   EXPECT_EQ(h.call(1, {"ACQUIRE", "invoices/a", "x", "1000"}),
             "-NOPERM user 'billing' has no access to group 'invoices'\r\n")
       << "invoices-* needs the dash";
+  EXPECT_EQ(h.call(1, {"ACQUIRESET", "1000", "2", "billing/a", "x", "invoices/a", "x"}),
+            "-NOPERM user 'billing' has no access to group 'invoices'\r\n")
+      << "every member's group is checked";
   EXPECT_EQ(h.call(1, {"INSPECT", "billing/a"}),
             "-NOPERM user 'billing' has no inspect right for INSPECT\r\n");
   EXPECT_EQ(h.call(1, {"LIST", "billing"}),
