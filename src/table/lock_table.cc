@@ -307,11 +307,14 @@ struct LockTable::Impl {
     for (std::size_t i = 0; i < members.size(); ++i) {
       Node& node = *slots[members[i]];
       KeyState& k = node.second;
-      make_holder(k, k.entries[k.holders], drawn[i], now);
-      event.grants.push_back(grant_of(node, k.entries[k.holders - 1]));
+      Entry& member = k.entries[k.holders];
+      member.id = ++last_id;  // each grant its own id; the set's id names the request
+      make_holder(k, member, drawn[i], now);
+      event.grants.push_back(grant_of(node, member));
       mark_dirty(k.slot);  // the run behind it may be grantable too
     }
     event.grant = event.grants.front();
+    event.grant.id = id;
     waiting.erase(id);
     sets.erase(set);
     events.push_back(std::move(event));
@@ -364,8 +367,9 @@ struct LockTable::Impl {
     for (std::size_t i = 0; i < r.members.size(); ++i) {
       Node* node = nodes[i] != nullptr ? nodes[i] : &create(r.members[i].key);
       KeyState& k = node->second;
-      const Entry e{result.id, r.session, 0, r.deadline, r.ttl, r.lock_delay, r.members[i].mode, 0};
+      Entry e{result.id, r.session, 0, r.deadline, r.ttl, r.lock_delay, r.members[i].mode, 0};
       if (grant_now) {
+        e.id = ++last_id;  // each grant its own id, as when a queued set is granted
         auto at = k.entries.insert(k.entries.begin() + k.holders, e);
         make_holder(k, *at, drawn[i], now);
         result.grants.push_back(grant_of(*node, *at));

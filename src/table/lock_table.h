@@ -121,8 +121,11 @@ struct Event {
     set_granted,  // a queued set request was granted: `grants`, in member order
   };
   Kind kind;
-  Grant grant;  // for timed_out: id, key, mode and session only (a set's: its first member)
-  std::vector<Grant> grants{};  // set_granted only
+  // For timed_out: id, key, mode and session only. For a set (set_granted, or a set's
+  // timed_out): the set request's id with its first member's key, mode and session.
+  Grant grant;
+  // set_granted only: the members' grants, each with an id of its own (not the set's).
+  std::vector<Grant> grants{};
 };
 
 enum class AcquireStatus {
@@ -143,8 +146,8 @@ struct AcquireResult {
 
 struct SetAcquireResult {
   AcquireStatus status;  // mismatch: no members, a key twice, or a semaphore's key
-  RequestId id = 0;
-  std::vector<Grant> grants;  // when status == granted, in member order
+  RequestId id = 0;      // the set request's (while queued: its waiter id in every queue)
+  std::vector<Grant> grants;  // when status == granted, in member order, each its own id
 };
 
 struct HolderInfo {

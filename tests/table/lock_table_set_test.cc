@@ -37,6 +37,8 @@ TEST_F(LockTableTest, SetOfFreeKeysIsGrantedAtOnceWithATokenPerMember) {
   EXPECT_EQ(r.grants[2].key, "c");
   EXPECT_LT(r.grants[0].token, r.grants[1].token);
   EXPECT_LT(r.grants[1].token, r.grants[2].token);
+  EXPECT_NE(r.grants[0].id, r.grants[1].id);
+  EXPECT_NE(r.grants[0].id, r.id);
   for (const Grant& g : r.grants) EXPECT_TRUE(table_.holds(g.key, g.token));
   EXPECT_EQ(table_.stats().holders, 3u);
   // Each member is an ordinary grant: released on its own.
@@ -60,7 +62,8 @@ TEST_F(LockTableTest, WaitingSetHoldsNothingAndIsGrantedWhenItsLastMemberFrees) 
   ASSERT_EQ(events[0].grants.size(), 2u);
   EXPECT_EQ(events[0].grants[0].key, "a");
   EXPECT_EQ(events[0].grants[1].key, "b");
-  EXPECT_EQ(events[0].grants[0].id, s.id);
+  EXPECT_EQ(events[0].grant.id, s.id) << "the event names the set request";
+  EXPECT_NE(events[0].grants[0].id, events[0].grants[1].id) << "each grant its own id";
   EXPECT_GT(events[0].grants[0].token, b.token);
   EXPECT_EQ(table_.stats().waiters, 0u);
 }
