@@ -17,8 +17,10 @@
 // Each member is acquired as Lock::acquire would acquire it for the calling thread: its
 // own grant with its own fencing token, counted on the thread's existing hold of that
 // lock if there is one (docs/contract.md's reentrancy rules, would_deadlock included).
-// Every engine has multi-locks: the core takes the members in order; an engine adds
-// nothing. docs/primitives.md has the state table.
+// Every engine has multi-locks. Where Capabilities::atomic_multi says so (warden://), the
+// backend grants all members in one step and the wait holds none of them; elsewhere, or
+// when the thread already holds a member, the core takes them one by one in the order
+// above. docs/primitives.md has the state table.
 #pragma once
 
 #include <cstddef>
@@ -111,6 +113,8 @@ class MultiLock {
   friend class Client;
   MultiLock(std::shared_ptr<detail::ClientState> client, std::vector<LockSpec> members,
             LockOptions options);
+  // Every member in one step on the backend (Capabilities::atomic_multi).
+  MultiLease acquire_together(Clock::time_point deadline, std::stop_token stop);
 
   std::shared_ptr<detail::ClientState> client_;
   std::vector<LockSpec> members_;

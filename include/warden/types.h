@@ -79,6 +79,9 @@ struct Capabilities {
   bool durable_tokens = false;  // ...also across a backend restart
   bool check = true;            // Client::check(sequencer)
   bool semaphore = false;       // Client::semaphore: k of N permits (warden/semaphore.h)
+  // Client::multi's members are granted in one step on the backend, waiting without
+  // holding any; otherwise (every engine has multi-locks) they are taken one by one.
+  bool atomic_multi = false;
 
   // The fairness a request for `requested` gets: automatic becomes fifo where the engine
   // has it and non_fair otherwise; fifo and non_fair stay as asked (and are refused if

@@ -72,13 +72,51 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
   }
 
   auto hold = grant(core::AcquireRequest{key, mode, lock_options, deadline, std::move(stop)});
-  if (!hold) return nullptr;
+  if (hold) register_hold(hold);
+  return hold;
+}
+
+void ClientState::register_hold(const std::shared_ptr<Hold>& hold) {
   {
     std::lock_guard guard(mu_);
-    holds_[HoldKey{hold->thread, key.joined()}] = hold;
+    holds_[HoldKey{hold->thread, hold->grant.key.joined()}] = hold;
   }
   watchdog_.watch(hold);
-  return hold;
+}
+
+std::vector<std::shared_ptr<Hold>> ClientState::acquire_set(
+    const std::vector<core::AcquireSetRequest::Member>& members, const LockOptions& lock_options,
+    Clock::time_point deadline, std::stop_token stop) {
+  core::AcquireSetRequest request{members, lock_options, deadline, std::move(stop)};
+  request.options.fairness = capabilities.resolve(request.options.fairness);
+  for (const auto& member : members) metrics->add(member.key.group, core::Counter::attempts);
+  const auto started = Clock::now();
+  std::optional<std::vector<core::Granted>> granted;
+  try {
+    granted = engine_->acquire_set(request);
+  } catch (...) {
+    for (const auto& member : members) {
+      metrics->add(member.key.group, core::Counter::errors);
+      metrics->observe_wait(member.key.group, Clock::now() - started);
+    }
+    throw;
+  }
+  const auto now = Clock::now();
+  std::vector<std::shared_ptr<Hold>> holds;
+  for (const auto& member : members) {
+    metrics->observe_wait(member.key.group, now - started);
+    metrics->add(member.key.group, granted ? core::Counter::grants : core::Counter::timeouts);
+  }
+  if (!granted) return holds;
+  holds.reserve(granted->size());
+  for (std::size_t i = 0; i < granted->size(); ++i) {
+    auto hold = std::make_shared<Hold>(this, std::move((*granted)[i].grant), (*granted)[i].expires,
+                                       now, this_thread_key());
+    hold->add(members[i].mode);
+    register_hold(hold);
+    holds.push_back(std::move(hold));
+  }
+  return holds;
 }
 
 std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key, std::uint32_t capacity,

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/engine.h"
 #include "core/hold.h"
@@ -42,6 +43,14 @@ class ClientState {
                                         std::uint32_t permits, const LockOptions& options,
                                         Clock::time_point deadline, std::stop_token stop);
 
+  // Acquires every member of a multi-lock in one step on the engine (its capabilities
+  // say atomic_multi) for the calling thread, which must hold none of them: one new hold
+  // per member, in member order, each registered as acquire() registers it. Empty when
+  // the wait ran out or was cancelled. Throws Error (unsupported, engine errors).
+  std::vector<std::shared_ptr<Hold>> acquire_set(
+      const std::vector<core::AcquireSetRequest::Member>& members, const LockOptions& options,
+      Clock::time_point deadline, std::stop_token stop);
+
   // Releases one count of `mode` on `hold`. On the last count, releases the grant on the
   // backend. If the backend does not confirm: with `report`, the count is restored and
   // the Error rethrown; without, the release is retried in the background.
@@ -67,6 +76,8 @@ class ClientState {
   // One grant from the engine, with metrics: a new hold with one count of the request's
   // mode, not yet known to holds_ or the watchdog. nullptr for a wait that ran out.
   std::shared_ptr<Hold> grant(core::AcquireRequest request);
+  // A hold registered for the calling thread (holds_) and watched.
+  void register_hold(const std::shared_ptr<Hold>& hold);
 
   const std::shared_ptr<core::Engine> engine_;
   core::Watchdog watchdog_;

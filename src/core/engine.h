@@ -59,6 +59,20 @@ struct AcquireRequest {
   std::uint32_t permits = 0;
 };
 
+// A multi-lock's members, granted in one step on the backend (only to an engine whose
+// capabilities say `atomic_multi`): all of them, or none. Members are distinct locks in
+// the core's sorted order; the options, deadline and stop are the whole request's.
+struct AcquireSetRequest {
+  struct Member {
+    LockKey key;
+    Mode mode = Mode::exclusive;
+  };
+  std::vector<Member> members;
+  LockOptions options;  // fairness resolved, as for AcquireRequest
+  Clock::time_point deadline;
+  std::stop_token stop;
+};
+
 struct Granted {
   GrantRef grant;
   // Conservative local expiry: no later than the moment the backend could hand the
@@ -93,6 +107,14 @@ class Engine {
   // leaves no trace on the backend. Throws Error (unavailable, deadline_exceeded,
   // permission_denied, resource_exhausted, ...).
   virtual std::optional<Granted> acquire(const AcquireRequest& request) = 0;
+
+  // Acquires every member of `request` in one step: one grant per member, in member
+  // order, or nullopt for a timed-out or cancelled wait, which holds nothing meanwhile
+  // and leaves no trace. Throws like acquire; the default throws unsupported, for an
+  // engine whose capabilities lack atomic_multi (the core then takes members in order).
+  virtual std::optional<std::vector<Granted>> acquire_set(const AcquireSetRequest& /*request*/) {
+    throw Error(Errc::unsupported, "this engine cannot grant several locks in one step");
+  }
 
   // Renews every grant for its ttl; one result per grant, in order. Throws Error when
   // the batch as a whole could not be sent or answered (the core keeps the old expiries

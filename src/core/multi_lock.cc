@@ -1,5 +1,6 @@
 #include "warden/multi_lock.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <utility>
@@ -116,6 +117,14 @@ MultiLock::MultiLock(std::shared_ptr<detail::ClientState> client, std::vector<Lo
 
 MultiLease MultiLock::acquire(Wait wait, std::stop_token stop) {
   const Clock::time_point deadline = wait.deadline();
+  // In one step where the engine can, unless the thread holds a member already: that
+  // member is counted on its hold, which only the one-by-one path does.
+  const bool holds_none = std::none_of(members_.begin(), members_.end(), [&](const LockSpec& m) {
+    return client_->find(core::LockKey{m.group, m.name}) != nullptr;
+  });
+  if (client_->capabilities.atomic_multi && holds_none) {
+    return acquire_together(deadline, std::move(stop));
+  }
   std::vector<Lease> taken;
   taken.reserve(members_.size());
   try {
@@ -131,6 +140,20 @@ MultiLease MultiLock::acquire(Wait wait, std::stop_token stop) {
   } catch (...) {
     drop_in_reverse(taken);
     throw;
+  }
+  return MultiLease(std::move(taken));
+}
+
+MultiLease MultiLock::acquire_together(Clock::time_point deadline, std::stop_token stop) {
+  std::vector<core::AcquireSetRequest::Member> members;
+  members.reserve(members_.size());
+  for (const LockSpec& m : members_) members.push_back({core::LockKey{m.group, m.name}, m.mode});
+  auto holds = client_->acquire_set(members, options_, deadline, std::move(stop));
+  if (holds.empty()) return MultiLease();
+  std::vector<Lease> taken;
+  taken.reserve(holds.size());
+  for (std::size_t i = 0; i < holds.size(); ++i) {
+    taken.push_back(Lease(client_, std::move(holds[i]), members_[i].mode));
   }
   return MultiLease(std::move(taken));
 }

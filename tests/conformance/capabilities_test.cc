@@ -19,6 +19,7 @@ TEST_P(Conformance, ReportsItsPinnedCapabilities) {
   EXPECT_EQ(reported.durable_tokens, pinned.durable_tokens) << "durable_tokens";
   EXPECT_EQ(reported.check, pinned.check) << "check";
   EXPECT_EQ(reported.semaphore, pinned.semaphore) << "semaphore";
+  EXPECT_EQ(reported.atomic_multi, pinned.atomic_multi) << "atomic_multi";
   // A client opened the ordinary way reports the same.
   const Capabilities again = open_client().capabilities();
   EXPECT_EQ(again.shared, pinned.shared);

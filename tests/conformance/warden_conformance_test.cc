@@ -26,7 +26,8 @@ constexpr Capabilities kWarden{.shared = true,
                                .fencing = true,
                                .durable_tokens = true,
                                .check = true,
-                               .semaphore = true};
+                               .semaphore = true,
+                               .atomic_multi = true};
 
 // The same backend over plain TCP, or over mutual TLS (wardens:// with the test
 // certificates; the probe behind the clients' back stays on the plain port).

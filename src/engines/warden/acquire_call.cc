@@ -18,14 +18,22 @@ Clock::time_point saturating_add(Clock::time_point t, Clock::duration d) {
   return t > Clock::time_point::max() - d ? Clock::time_point::max() : t + d;
 }
 
-AcquireOutcome interpret(const Reply& reply, Clock::time_point sent, const std::string& context) {
+// The grants a reply to `call` carries: nullopt for nil. Throws for errors and shapes.
+std::optional<std::vector<GrantReply>> grants_in(const Reply& reply, const AcquireCall& call) {
+  if (call.set_members > 0) return parse_acquire_set(reply, call.set_members, call.context);
+  auto grant = parse_acquire(reply, call.context);
+  if (!grant) return std::nullopt;
+  return std::vector<GrantReply>{std::move(*grant)};
+}
+
+AcquireOutcome interpret(const Reply& reply, Clock::time_point sent, const AcquireCall& call) {
   AcquireOutcome out;
   out.sent = sent;
   if (is_starting(reply)) {
     out.kind = Kind::starting;
-  } else if (auto grant = parse_acquire(reply, context)) {
+  } else if (auto grants = grants_in(reply, call)) {
     out.kind = Kind::granted;
-    out.grant = *grant;
+    out.grants = std::move(*grants);
   } else {
     out.kind = Kind::not_granted;
   }
@@ -35,7 +43,7 @@ AcquireOutcome interpret(const Reply& reply, Clock::time_point sent, const std::
 enum class Withdrawal { dropped, granted, unanswered };
 
 // Half-closes and reads the server's last word on the parked request.
-Withdrawal withdraw(Connection& conn, const AcquireCall& call, GrantReply& grant) {
+Withdrawal withdraw(Connection& conn, const AcquireCall& call, std::vector<GrantReply>& grants) {
   conn.shutdown_write();
   std::optional<Reply> reply;
   try {
@@ -47,8 +55,8 @@ Withdrawal withdraw(Connection& conn, const AcquireCall& call, GrantReply& grant
   }
   if (!reply) return Withdrawal::unanswered;
   if (reply->is_array()) {
-    if (auto granted = parse_acquire(*reply, call.context)) {
-      grant = *granted;
+    if (auto granted = grants_in(*reply, call)) {
+      grants = std::move(*granted);
       return Withdrawal::granted;
     }
   }
@@ -61,8 +69,7 @@ AcquireOutcome run_acquire(Connection& conn, const AcquireCall& call) {
   conn.append(call.command.command);
   const auto sent = Clock::now();
   conn.flush(sent + call.op_timeout);
-  if (!call.command.waits)
-    return interpret(conn.read_reply(sent + call.op_timeout), sent, call.context);
+  if (!call.command.waits) return interpret(conn.read_reply(sent + call.op_timeout), sent, call);
 
   const auto give_up = saturating_add(call.deadline, call.op_timeout);
   const resp_client::StopWaker waker(call.stop);
@@ -71,7 +78,7 @@ AcquireOutcome run_acquire(Connection& conn, const AcquireCall& call) {
     if (call.stop.stop_requested() || now >= give_up) {
       AcquireOutcome out;
       out.sent = sent;
-      switch (withdraw(conn, call, out.grant)) {
+      switch (withdraw(conn, call, out.grants)) {
         case Withdrawal::granted:
           out.kind = Kind::withdrawn_granted;
           return out;
@@ -95,7 +102,7 @@ AcquireOutcome run_acquire(Connection& conn, const AcquireCall& call) {
     const bool woken_by_fd = waker.fd() >= 0 || !call.stop.stop_possible();
     const auto slice_end = woken_by_fd ? give_up : std::min(give_up, now + kStopSlice);
     if (auto reply = conn.poll_reply(slice_end, waker.fd())) {
-      return interpret(*reply, sent, call.context);
+      return interpret(*reply, sent, call);
     }
   }
 }

@@ -1,4 +1,4 @@
-// engines/warden/acquire_call.h — one ACQUIRE on a connection of its own: send it,
+// engines/warden/acquire_call.h — one ACQUIRE (or ACQUIRESET) on a connection of its own: send it,
 // wait for the reply while honouring the caller's stop token, and withdraw a parked
 // wait without leaving a trace.
 //
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "engines/resp_client/connection.h"
 #include "engines/warden/protocol.h"
@@ -30,8 +31,8 @@ struct AcquireOutcome {
     withdrawn_granted,
   };
   Kind kind = Kind::not_granted;
-  GrantReply grant;
-  Clock::time_point sent;  // when ACQUIRE started to be written
+  std::vector<GrantReply> grants;  // granted, withdrawn_granted: one (ACQUIRE) or a set's
+  Clock::time_point sent;          // when ACQUIRE started to be written
 };
 
 struct AcquireCall {
@@ -39,7 +40,8 @@ struct AcquireCall {
   Clock::time_point deadline;  // the request's deadline (used when command.waits)
   std::stop_token stop;
   std::chrono::milliseconds op_timeout;
-  std::string context;  // "ACQUIRE on host:port", for messages
+  std::string context;          // "ACQUIRE on host:port", for messages
+  std::size_t set_members = 0;  // > 0: an ACQUIRESET of this many members
 };
 
 // Runs `call` on `conn`. A try waits for its reply up to op_timeout; a wait until its

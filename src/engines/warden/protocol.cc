@@ -21,31 +21,54 @@ const std::string& secret_of(const core::GrantRef& grant) {
   return s;
 }
 
-}  // namespace
-
-AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now) {
-  AcquireCommand out;
-  Command& c = out.command;
-  c = {"ACQUIRE", request.key.joined(), mode_word(request.mode),
-       std::to_string(request.options.ttl.count())};
-  if (request.deadline == Clock::time_point::max()) {
+// WAIT/FOREVER, UNFAIR and DELAY as ACQUIRE and ACQUIRESET take them; true if the
+// request may wait. A deadline at or before `now` makes a try; Clock::time_point::max()
+// waits FOREVER; otherwise WAIT is the time left, rounded up to whole milliseconds.
+bool add_wait_options(Command& c, Clock::time_point deadline, const LockOptions& options,
+                      Clock::time_point now) {
+  bool waits = false;
+  if (deadline == Clock::time_point::max()) {
     c.push_back("FOREVER");
-    out.waits = true;
-  } else if (request.deadline > now) {
-    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(request.deadline - now).count();
+    waits = true;
+  } else if (deadline > now) {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     if (ms > kMaxWaitMs) {
       c.push_back("FOREVER");
     } else {
       c.push_back("WAIT");
       c.push_back(std::to_string(ms));
     }
-    out.waits = true;
+    waits = true;
   }
-  if (request.options.fairness == Fairness::non_fair) c.push_back("UNFAIR");
-  if (request.options.lock_delay.count() > 0) {
+  if (options.fairness == Fairness::non_fair) c.push_back("UNFAIR");
+  if (options.lock_delay.count() > 0) {
     c.push_back("DELAY");
-    c.push_back(std::to_string(request.options.lock_delay.count()));
+    c.push_back(std::to_string(options.lock_delay.count()));
   }
+  return waits;
+}
+
+}  // namespace
+
+AcquireCommand acquire_set_command(const core::AcquireSetRequest& request, Clock::time_point now) {
+  AcquireCommand out;
+  Command& c = out.command;
+  c = {"ACQUIRESET", std::to_string(request.options.ttl.count()),
+       std::to_string(request.members.size())};
+  for (const auto& member : request.members) {
+    c.push_back(member.key.joined());
+    c.push_back(mode_word(member.mode));
+  }
+  out.waits = add_wait_options(c, request.deadline, request.options, now);
+  return out;
+}
+
+AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now) {
+  AcquireCommand out;
+  Command& c = out.command;
+  c = {"ACQUIRE", request.key.joined(), mode_word(request.mode),
+       std::to_string(request.options.ttl.count())};
+  out.waits = add_wait_options(c, request.deadline, request.options, now);
   if (request.capacity > 0) {
     c.push_back("PERMITS");
     c.push_back(std::to_string(request.permits));
@@ -85,6 +108,23 @@ std::optional<GrantReply> parse_acquire(const Reply& reply, std::string_view con
                     std::chrono::microseconds(reply.elements[1].integer), reply.elements[2].text};
 }
 
+std::optional<std::vector<GrantReply>> parse_acquire_set(const Reply& reply, std::size_t members,
+                                                         std::string_view context) {
+  if (reply.is_nil()) return std::nullopt;
+  if (reply.is_error()) throw resp_client::reply_error(reply, context);
+  if (!reply.is_array() || reply.elements.size() != members) {
+    throw resp_client::unexpected_reply(reply, context);
+  }
+  std::vector<GrantReply> grants;
+  grants.reserve(members);
+  for (const Reply& element : reply.elements) {
+    auto grant = parse_acquire(element, context);
+    if (!grant) throw resp_client::unexpected_reply(reply, context);
+    grants.push_back(std::move(*grant));
+  }
+  return grants;
+}
+
 bool parse_flag(const Reply& reply, std::string_view context) {
   if (reply.is_error()) throw resp_client::reply_error(reply, context);
   if (!reply.is_integer() || (reply.integer != 0 && reply.integer != 1)) {
@@ -93,7 +133,7 @@ bool parse_flag(const Reply& reply, std::string_view context) {
   return reply.integer == 1;
 }
 
-void check_hello(const Reply& reply, std::string_view endpoint) {
+std::int64_t check_hello(const Reply& reply, std::string_view endpoint) {
   const std::string where(endpoint);
   if (reply.error_code() == "NOAUTH") {
     throw Error(Errc::permission_denied,
@@ -120,6 +160,7 @@ void check_hello(const Reply& reply, std::string_view endpoint) {
                     "this client needs protocol " +
                     std::to_string(kProto) + ": upgrade the server");
   }
+  return proto;
 }
 
 }  // namespace warden::engines::wardend

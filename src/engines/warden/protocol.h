@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/engine.h"
 #include "engines/resp_client/pipeline.h"
@@ -31,6 +32,9 @@ struct AcquireCommand {
 // `now` makes a try; Clock::time_point::max() waits FOREVER; otherwise WAIT is the time
 // left, rounded up to whole milliseconds.
 AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now);
+// ACQUIRESET ttl n key1 mode1 ... [WAIT ms|FOREVER] [UNFAIR] [DELAY ms]: the members in
+// the request's order, the wait as for acquire_command.
+AcquireCommand acquire_set_command(const core::AcquireSetRequest& request, Clock::time_point now);
 // RENEW key token secret ttl (the secret is grant.owner, from the ACQUIRE reply). Both
 // throw Error(not_owner), before any I/O, for an owner that is not a wardend secret (32
 // lower-case hex characters): not a grant of a warden:// client.
@@ -42,8 +46,10 @@ Command check_command(const Sequencer& sequencer);
 // HELLO
 Command hello_command();
 
-// The protocol version this client speaks: 2 = grants carry owner secrets.
+// The oldest protocol this client accepts: 2 = grants carry owner secrets.
 inline constexpr std::int64_t kProto = 2;
+// The first protocol with ACQUIRESET (multi-locks in one step).
+inline constexpr std::int64_t kProtoAcquireSet = 4;
 
 // A granted ACQUIRE: [token, waited_us, secret].
 struct GrantReply {
@@ -63,14 +69,20 @@ bool is_starting(const Reply& reply);
 // other shape. `context` names the command for messages.
 std::optional<GrantReply> parse_acquire(const Reply& reply, std::string_view context);
 
+// The reply to ACQUIRESET of `members` keys: one grant each, or nullopt for nil. Throws
+// like parse_acquire, also for an array of another length.
+std::optional<std::vector<GrantReply>> parse_acquire_set(const Reply& reply, std::size_t members,
+                                                         std::string_view context);
+
 // The :1 / :0 reply of RENEW, RELEASE and CHECK. Throws like parse_acquire.
 bool parse_flag(const Reply& reply, std::string_view context);
 
-// Checks a HELLO reply names server "wardend" with protocol 2 or later. Throws
+// Checks a HELLO reply names server "wardend" with protocol 2 or later, and returns the
+// protocol. Throws
 // Error(permission_denied) for NOAUTH (a password is needed), Error(invalid_argument)
 // when something else answers (e.g. Redis on the port), Error(unsupported) for an
 // older wardend (protocol 1 has no owner secrets: anyone could release our grants,
 // and retrying cannot help until the server is upgraded).
-void check_hello(const Reply& reply, std::string_view endpoint);
+std::int64_t check_hello(const Reply& reply, std::string_view endpoint);
 
 }  // namespace warden::engines::wardend

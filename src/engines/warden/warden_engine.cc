@@ -1,6 +1,7 @@
 #include "engines/warden/warden_engine.h"
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -48,7 +49,7 @@ class WardenEngine final : public core::Engine {
   // Asks HELLO on the control connection (connecting it).
   void hello() {
     auto result = control_.run({hello_command()});
-    check_hello(result.replies.at(0), connector_->endpoint());
+    proto_ = check_hello(result.replies.at(0), connector_->endpoint());
   }
 
   Capabilities capabilities() const override {
@@ -60,53 +61,45 @@ class WardenEngine final : public core::Engine {
     caps.fencing = true;
     caps.durable_tokens = true;  // wardend persists token reservations (docs/protocol.md)
     caps.check = true;
-    caps.semaphore = true;  // ACQUIRE ... PERMITS, protocol 3
+    caps.semaphore = true;                           // ACQUIRE ... PERMITS, protocol 3
+    caps.atomic_multi = proto_ >= kProtoAcquireSet;  // ACQUIRESET, protocol 4
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    Backoff embargo_backoff(config_.retry);
-    while (true) {
-      if (request.stop.stop_requested()) return std::nullopt;
-      const auto now = Clock::now();
-      AcquireCall call{acquire_command(request, now), request.deadline, request.stop,
-                       config_.op_timeout, "ACQUIRE on " + connector_->endpoint()};
-
-      // One connection per waiting acquire; a try waits for a free one up to op_timeout.
-      auto conn = pool_.take(call.command.waits ? request.deadline : now + config_.op_timeout,
-                             request.stop);
-      if (!conn) {
-        if (request.stop.stop_requested() || call.command.waits) return std::nullopt;
-        throw Error(Errc::resource_exhausted,
-                    "all " + std::to_string(pool_.max_size()) + " connections to " +
-                        connector_->endpoint() +
-                        " are busy with waiting acquires; raise ?pool= in the URI");
-      }
-      const AcquireOutcome out = run(**conn, call, request);
-      switch (out.kind) {
-        case AcquireOutcome::Kind::granted: {
-          const Clock::time_point expires = out.sent + out.grant.waited + request.options.ttl;
-          return Granted{GrantRef{request.key, request.mode, out.grant.token, request.options.ttl,
-                                  out.grant.secret, request.permits},
-                         expires};
-        }
-        case AcquireOutcome::Kind::not_granted:
-        case AcquireOutcome::Kind::withdrawn:
-          return std::nullopt;
-        case AcquireOutcome::Kind::withdrawn_granted:
-          give_back(GrantRef{request.key, request.mode, out.grant.token, request.options.ttl,
-                             out.grant.secret, request.permits});
-          return std::nullopt;
-        case AcquireOutcome::Kind::starting:
-          break;
-      }
-      // Restart embargo: a try is simply not granted; a wait asks again later.
-      if (!call.command.waits) return std::nullopt;
-      conn.reset();
-      const auto retry_at = std::min(Clock::now() + embargo_backoff.next_delay(), request.deadline);
-      if (!sleep_until(retry_at, request.stop)) return std::nullopt;
-      if (Clock::now() >= request.deadline) return std::nullopt;
+    const auto out =
+        call_acquire([&](Clock::time_point now) { return acquire_command(request, now); },
+                     request.deadline, request.stop, 0, request.capacity > 0);
+    if (!out) return std::nullopt;
+    const GrantReply& grant = out->grants.front();
+    GrantRef ref{request.key,         request.mode, grant.token,
+                 request.options.ttl, grant.secret, request.permits};
+    if (out->kind == AcquireOutcome::Kind::withdrawn_granted) {
+      give_back(ref);
+      return std::nullopt;
     }
+    return Granted{std::move(ref), out->sent + grant.waited + request.options.ttl};
+  }
+
+  std::optional<std::vector<Granted>> acquire_set(const core::AcquireSetRequest& request) override {
+    if (proto_ < kProtoAcquireSet) return Engine::acquire_set(request);  // unsupported
+    const auto out =
+        call_acquire([&](Clock::time_point now) { return acquire_set_command(request, now); },
+                     request.deadline, request.stop, request.members.size(), false);
+    if (!out) return std::nullopt;
+    std::vector<Granted> granted;
+    granted.reserve(request.members.size());
+    for (std::size_t i = 0; i < request.members.size(); ++i) {
+      const GrantReply& grant = out->grants[i];
+      granted.push_back(Granted{GrantRef{request.members[i].key, request.members[i].mode,
+                                         grant.token, request.options.ttl, grant.secret, 0},
+                                out->sent + grant.waited + request.options.ttl});
+    }
+    if (out->kind == AcquireOutcome::Kind::withdrawn_granted) {
+      for (const Granted& g : granted) give_back(g.grant);
+      return std::nullopt;
+    }
+    return granted;
   }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
@@ -147,15 +140,59 @@ class WardenEngine final : public core::Engine {
   }
 
  private:
-  // One ACQUIRE. A semaphore's request to a wardend from before semaphores (protocol 2)
+  // One ACQUIRE or ACQUIRESET (`set_members` > 0) until answered: a connection of its own
+  // while it waits, and during the restart embargo (STARTING) a wait asks again later.
+  // Returns the outcome when granted (granted, or withdrawn_granted: the caller gives the
+  // grants back); nullopt when not granted, withdrawn, or the wait ran out.
+  std::optional<AcquireOutcome> call_acquire(
+      const std::function<AcquireCommand(Clock::time_point)>& command, Clock::time_point deadline,
+      const std::stop_token& stop, std::size_t set_members, bool semaphore) {
+    Backoff embargo_backoff(config_.retry);
+    const std::string what = set_members > 0 ? "ACQUIRESET" : "ACQUIRE";
+    while (true) {
+      if (stop.stop_requested()) return std::nullopt;
+      const auto now = Clock::now();
+      AcquireCall call{
+          command(now), deadline, stop, config_.op_timeout, what + " on " + connector_->endpoint(),
+          set_members};
+
+      // One connection per waiting acquire; a try waits for a free one up to op_timeout.
+      auto conn = pool_.take(call.command.waits ? deadline : now + config_.op_timeout, stop);
+      if (!conn) {
+        if (stop.stop_requested() || call.command.waits) return std::nullopt;
+        throw Error(Errc::resource_exhausted,
+                    "all " + std::to_string(pool_.max_size()) + " connections to " +
+                        connector_->endpoint() +
+                        " are busy with waiting acquires; raise ?pool= in the URI");
+      }
+      AcquireOutcome out = run(**conn, call, semaphore);
+      switch (out.kind) {
+        case AcquireOutcome::Kind::granted:
+        case AcquireOutcome::Kind::withdrawn_granted:
+          return out;
+        case AcquireOutcome::Kind::not_granted:
+        case AcquireOutcome::Kind::withdrawn:
+          return std::nullopt;
+        case AcquireOutcome::Kind::starting:
+          break;
+      }
+      // Restart embargo: a try is simply not granted; a wait asks again later.
+      if (!call.command.waits) return std::nullopt;
+      conn.reset();
+      const auto retry_at = std::min(Clock::now() + embargo_backoff.next_delay(), deadline);
+      if (!sleep_until(retry_at, stop)) return std::nullopt;
+      if (Clock::now() >= deadline) return std::nullopt;
+    }
+  }
+
+  // One call. A semaphore's request to a wardend from before semaphores (protocol 2)
   // meets an unknown option; that is the engine lacking the capability, not a fault.
-  AcquireOutcome run(resp_client::Connection& conn, const AcquireCall& call,
-                     const AcquireRequest& request) {
+  AcquireOutcome run(resp_client::Connection& conn, const AcquireCall& call, bool semaphore) {
     try {
       return run_acquire(conn, call);
     } catch (const Error& e) {
       const std::string_view what = e.what();
-      if (request.capacity > 0 && what.find("ACQUIRE option 'PERMITS'") != what.npos) {
+      if (semaphore && what.find("ACQUIRE option 'PERMITS'") != what.npos) {
         throw Error(Errc::unsupported, "wardend at " + connector_->endpoint() +
                                            " has no semaphores (protocol 3): upgrade it");
       }
@@ -174,8 +211,9 @@ class WardenEngine final : public core::Engine {
 
   const WardenConfig config_;
   const std::shared_ptr<Connector> connector_;
-  Pool pool_;         // ACQUIREs: one connection each
-  Pipeline control_;  // RENEW, RELEASE, CHECK, HELLO
+  Pool pool_;                    // ACQUIREs: one connection each
+  Pipeline control_;             // RENEW, RELEASE, CHECK, HELLO
+  std::int64_t proto_ = kProto;  // the server's, from HELLO before any other call
 };
 
 }  // namespace

@@ -118,6 +118,43 @@ TEST(WardendProtocol, AcquireRepliesAreGrantsWithSecretsOrNil) {
   }
 }
 
+TEST(WardendProtocol, AcquireSetNamesEveryMemberThenTheWait) {
+  core::AcquireSetRequest r;
+  r.members = {{core::LockKey{"accounts", "alice"}, Mode::exclusive},
+               {core::LockKey{"accounts", "bob"}, Mode::shared}};
+  r.options.ttl = 5000ms;
+  r.options.fairness = Fairness::non_fair;
+  const auto now = Clock::now();
+  r.deadline = now + 2ms;
+  const AcquireCommand c = acquire_set_command(r, now);
+  EXPECT_TRUE(c.waits);
+  EXPECT_EQ(c.command, (Command{"ACQUIRESET", "5000", "2", "accounts/alice", "exclusive",
+                                "accounts/bob", "shared", "WAIT", "2", "UNFAIR"}));
+  r.deadline = Clock::time_point::min();
+  EXPECT_FALSE(acquire_set_command(r, now).waits);
+}
+
+TEST(WardendProtocol, AcquireSetRepliesAreOneGrantPerMemberOrNil) {
+  const std::string secret = "00112233445566778899aabbccddeeff";
+  const auto one = [&](std::int64_t token) {
+    return array_reply({integer_reply(token), integer_reply(10), bulk_reply(secret)});
+  };
+  const auto grants = parse_acquire_set(array_reply({one(7), one(8)}), 2, "T");
+  ASSERT_TRUE(grants);
+  ASSERT_EQ(grants->size(), 2u);
+  EXPECT_EQ((*grants)[1].token, 8u);
+  EXPECT_FALSE(parse_acquire_set(nil_reply(), 2, "T"));
+  for (const Reply& bad : {array_reply({one(7)}), array_reply({one(7), nil_reply()}),
+                           array_reply({one(7), integer_reply(8)}), one(7)}) {
+    try {
+      (void)parse_acquire_set(bad, 2, "T");
+      ADD_FAILURE() << "accepted " << bad.describe();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::internal) << bad.describe();
+    }
+  }
+}
+
 TEST(WardendProtocol, StartingIsRecognised) {
   EXPECT_TRUE(is_starting(error_reply("STARTING restarted recently; no grants for 900 ms")));
   EXPECT_FALSE(is_starting(error_reply("ERR STARTING")));
@@ -142,7 +179,7 @@ TEST(WardendProtocol, HelloMustComeFromWardend) {
   const Reply wardend = array_reply(
       {bulk_reply("server"), bulk_reply("wardend"), bulk_reply("version"), bulk_reply("0.1.0"),
        bulk_reply("proto"), integer_reply(2), bulk_reply("capabilities"), bulk_reply("shared")});
-  EXPECT_NO_THROW(check_hello(wardend, "h:1"));
+  EXPECT_EQ(check_hello(wardend, "h:1"), 2) << "the server's protocol";
 
   const auto code = [](const Reply& r) {
     try {
