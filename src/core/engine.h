@@ -110,8 +110,10 @@ class Engine {
 
   // Acquires every member of `request` in one step: one grant per member, in member
   // order, or nullopt for a timed-out or cancelled wait, which holds nothing meanwhile
-  // and leaves no trace. Throws like acquire; the default throws unsupported, for an
-  // engine whose capabilities lack atomic_multi (the core then takes members in order).
+  // and leaves no trace. Throws like acquire. Throws Error(unsupported) before any I/O
+  // for a set it cannot take in one step (the default: the engine's capabilities lack
+  // atomic_multi; or this set is too large for one request): the core then takes the
+  // members one by one.
   virtual std::optional<std::vector<Granted>> acquire_set(const AcquireSetRequest& /*request*/) {
     throw Error(Errc::unsupported, "this engine cannot grant several locks in one step");
   }

@@ -123,7 +123,12 @@ MultiLease MultiLock::acquire(Wait wait, std::stop_token stop) {
     return client_->find(core::LockKey{m.group, m.name}) != nullptr;
   });
   if (client_->capabilities.atomic_multi && holds_none) {
-    return acquire_together(deadline, std::move(stop));
+    try {
+      return acquire_together(deadline, stop);
+    } catch (const Error& e) {
+      // A set the engine cannot send in one request, refused before any I/O.
+      if (e.code() != Errc::unsupported) throw;
+    }
   }
   std::vector<Lease> taken;
   taken.reserve(members_.size());

@@ -36,8 +36,9 @@ struct Limits {
   // Largest request accepted, in bytes on the wire: headers, data and every CRLF.
   // A request that is declared or shown to be larger is an error at once.
   std::size_t max_request_bytes = 64 * 1024;
-  // Most arguments (command name included) in one request.
-  std::size_t max_args = 16;
+  // Most arguments (command name included) in one request: an ACQUIRESET of 1024
+  // members is 3 + 2 × 1024 + at most 5 options. The byte limit above still bounds it.
+  std::size_t max_args = 2056;
 };
 
 enum class Status {

@@ -393,7 +393,7 @@ TEST(WardendTest, MalformedFramesGetAnErrorAndCloseWhileOthersAreServed) {
       {"*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
       {"*1\r\n$4\r\nPINGxx\r\n", "-ERR Protocol error: bulk data not ended by CRLF\r\n"},
       {"*2\r\n$4\r\nPING\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'\r\n"},
-      {"*17\r\n", "-ERR Protocol error: more than 16 arguments\r\n"},
+      {"*2057\r\n", "-ERR Protocol error: more than 2056 arguments\r\n"},
       {"*99999999999999999999\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
       {std::string("*1\r\n$\xff\r\n", 8), "-ERR Protocol error: invalid bulk length\r\n"},
       // A valid request first is answered; the garbage behind it closes.

@@ -60,6 +60,12 @@ AcquireCommand acquire_set_command(const core::AcquireSetRequest& request, Clock
     c.push_back(mode_word(member.mode));
   }
   out.waits = add_wait_options(c, request.deadline, request.options, now);
+  std::size_t bytes = 16;                                     // "*N\r\n"
+  for (const std::string& arg : c) bytes += arg.size() + 16;  // "$LEN\r\n" ARG "\r\n"
+  if (bytes > kMaxRequestBytes) {
+    throw Error(Errc::unsupported, "a set of " + std::to_string(request.members.size()) +
+                                       " members is too large for one ACQUIRESET");
+  }
   return out;
 }
 

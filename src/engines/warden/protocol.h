@@ -33,7 +33,9 @@ struct AcquireCommand {
 // left, rounded up to whole milliseconds.
 AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now);
 // ACQUIRESET ttl n key1 mode1 ... [WAIT ms|FOREVER] [UNFAIR] [DELAY ms]: the members in
-// the request's order, the wait as for acquire_command.
+// the request's order, the wait as for acquire_command. Throws Error(unsupported), before
+// any I/O, for a set whose command would be larger than wardend accepts in one request
+// (kMaxRequestBytes): the core then takes its members one by one.
 AcquireCommand acquire_set_command(const core::AcquireSetRequest& request, Clock::time_point now);
 // RENEW key token secret ttl (the secret is grant.owner, from the ACQUIRE reply). Both
 // throw Error(not_owner), before any I/O, for an owner that is not a wardend secret (32
@@ -48,6 +50,9 @@ Command hello_command();
 
 // The oldest protocol this client accepts: 2 = grants carry owner secrets.
 inline constexpr std::int64_t kProto = 2;
+// The largest request wardend reads (server/resp.h), in bytes on the wire.
+inline constexpr std::size_t kMaxRequestBytes = 64 * 1024;
+
 // The first protocol with ACQUIRESET (multi-locks in one step).
 inline constexpr std::int64_t kProtoAcquireSet = 4;
 
