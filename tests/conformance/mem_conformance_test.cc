@@ -24,7 +24,8 @@ constexpr Capabilities kMem{.shared = true,
                             .fencing = true,
                             .durable_tokens = false,
                             .check = true,
-                            .semaphore = true};
+                            .semaphore = true,
+                            .atomic_multi = true};
 
 // Each start gets a table of its own ("mem://conf-<n>"), so no state survives a test.
 class MemBackend final : public Backend {

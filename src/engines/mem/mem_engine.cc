@@ -71,6 +71,7 @@ class MemEngine final : public core::Engine {
     caps.durable_tokens = false;  // the table lives and dies with the process
     caps.check = true;
     caps.semaphore = true;
+    caps.atomic_multi = true;  // the table's set requests
     return caps;
   }
 
@@ -92,7 +93,7 @@ class MemEngine final : public core::Engine {
     s.deliver();
     switch (result.status) {
       case table::AcquireStatus::granted:
-        return to_granted(request, result.grant);
+        return to_granted(request.key, request.options.ttl, result.grant);
       case table::AcquireStatus::busy:
         return std::nullopt;
       case table::AcquireStatus::mismatch:
@@ -102,37 +103,47 @@ class MemEngine final : public core::Engine {
         break;
     }
 
-    // Waiting threads drive the table's clock: each sleeps until its outcome arrives,
-    // it is cancelled, or the table's next timer is due, and then advances the table.
-    const table::RequestId id = result.id;
-    while (true) {
-      if (auto it = s.outcomes.find(id); it != s.outcomes.end()) {
-        table::Event event = std::move(it->second);
-        s.outcomes.erase(it);
-        if (event.kind == table::Event::Kind::granted) return to_granted(request, event.grant);
-        return std::nullopt;  // timed out
-      }
-      if (request.stop.stop_requested()) {
-        s.table.cancel(id, Clock::now());
-        s.deliver();
-        if (auto it = s.outcomes.find(id); it != s.outcomes.end()) {
-          // Granted in the same instant as the cancellation: give it back, so a
-          // cancelled wait leaves no trace.
-          const table::Event event = std::move(it->second);
-          s.outcomes.erase(it);
-          if (event.kind == table::Event::Kind::granted) {
-            s.table.release(event.grant.key, event.grant.token, Clock::now());
-            s.deliver();
-          }
-        }
+    const auto event = wait_for(result.id, request.stop, lock);
+    if (!event) return std::nullopt;
+    return to_granted(request.key, request.options.ttl, event->grant);
+  }
+
+  std::optional<std::vector<Granted>> acquire_set(const core::AcquireSetRequest& request) override {
+    SharedTable& s = *shared_;
+    table::SetRequest r;
+    for (const auto& member : request.members)
+      r.members.push_back({member.key.joined(), member.mode});
+    r.ttl = request.options.ttl;
+    r.lock_delay = request.options.lock_delay;
+    r.fair = request.options.fairness == Fairness::fifo;
+    r.deadline = request.deadline;
+
+    std::unique_lock lock(s.mu);
+    if (request.stop.stop_requested()) return std::nullopt;
+    const auto result = s.table.acquire_set(r, Clock::now());
+    s.deliver();
+    std::vector<table::Grant> grants;
+    switch (result.status) {
+      case table::AcquireStatus::granted:
+        grants = result.grants;
+        break;
+      case table::AcquireStatus::busy:
         return std::nullopt;
+      case table::AcquireStatus::mismatch:
+        throw Error(Errc::invalid_argument, "a multi-lock member is a semaphore");
+      case table::AcquireStatus::queued: {
+        auto event = wait_for(result.id, request.stop, lock);
+        if (!event) return std::nullopt;
+        grants = std::move(event->grants);
+        break;
       }
-      auto wake = Clock::now() + std::chrono::seconds(60);
-      if (auto next = s.table.next_wakeup()) wake = std::min(wake, *next);
-      s.changed.wait_until(lock, request.stop, wake, [&] { return s.outcomes.count(id) > 0; });
-      s.table.advance(Clock::now());
-      s.deliver();
     }
+    std::vector<Granted> granted;
+    granted.reserve(grants.size());
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+      granted.push_back(to_granted(request.members[i].key, request.options.ttl, grants[i]));
+    }
+    return granted;
   }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
@@ -195,20 +206,59 @@ class MemEngine final : public core::Engine {
     return now;
   }
 
+  // Waits for the outcome of the queued request `id` (a lock's or a set's): its granted
+  // or set_granted event, or nullopt when it timed out or `stop` cancelled it. Waiting
+  // threads drive the table's clock: each sleeps until its outcome arrives, it is
+  // cancelled, or the table's next timer is due, and then advances the table. Requires
+  // `lock` on mu.
+  std::optional<table::Event> wait_for(table::RequestId id, const std::stop_token& stop,
+                                       std::unique_lock<std::mutex>& lock) {
+    SharedTable& s = *shared_;
+    while (true) {
+      if (auto it = s.outcomes.find(id); it != s.outcomes.end()) {
+        table::Event event = std::move(it->second);
+        s.outcomes.erase(it);
+        if (event.kind == table::Event::Kind::timed_out) return std::nullopt;
+        return event;
+      }
+      if (stop.stop_requested()) {
+        s.table.cancel(id, Clock::now());
+        s.deliver();
+        if (auto it = s.outcomes.find(id); it != s.outcomes.end()) {
+          // Granted in the same instant as the cancellation: give it back, so a
+          // cancelled wait leaves no trace.
+          const table::Event event = std::move(it->second);
+          s.outcomes.erase(it);
+          const auto now = Clock::now();
+          if (event.kind == table::Event::Kind::granted) {
+            s.table.release(event.grant.key, event.grant.token, now);
+          }
+          for (const auto& g : event.grants) s.table.release(g.key, g.token, now);
+          s.deliver();
+        }
+        return std::nullopt;
+      }
+      auto wake = Clock::now() + std::chrono::seconds(60);
+      if (auto next = s.table.next_wakeup()) wake = std::min(wake, *next);
+      s.changed.wait_until(lock, stop, wake, [&] { return s.outcomes.count(id) > 0; });
+      s.table.advance(Clock::now());
+      s.deliver();
+    }
+  }
+
   // Requires mu. Records the grant as this engine's own: only the engine that made a
   // grant renews or releases it (another Client on the same table that knows the token
   // is refused), as a backend's owner check would.
-  Granted to_granted(const AcquireRequest& request, const table::Grant& grant) {
+  Granted to_granted(const core::LockKey& key, std::chrono::milliseconds ttl,
+                     const table::Grant& grant) {
     // Grants that ended without a release (leases that ran out unrenewed) are forgotten
     // now and then, so the record stays as small as what is held.
     if (mine_.size() >= prune_at_) {
       std::erase_if(mine_, [&](const Owned& o) { return !shared_->table.find(o.first, o.second); });
       prune_at_ = std::max(kPruneAbove, 2 * mine_.size());  // amortised: O(1) per grant
     }
-    mine_.insert(Owned{request.key.joined(), grant.token});
-    return Granted{GrantRef{request.key, grant.mode, grant.token, request.options.ttl, {},
-                            grant.permits},
-                   grant.expires};
+    mine_.insert(Owned{key.joined(), grant.token});
+    return Granted{GrantRef{key, grant.mode, grant.token, ttl, {}, grant.permits}, grant.expires};
   }
 
   std::shared_ptr<SharedTable> shared_;
