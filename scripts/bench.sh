@@ -8,7 +8,8 @@
 #   BENCH_SETS="etcd zk" scripts/bench.sh  # only some sets: resp (warden://, redis://,
 #                                        # mem://), capacity (wardend), tls, redlock, etcd,
 #                                        # zk, db (postgres://, mysql://), cluster
-#                                        # (redis+cluster://); default all
+#                                        # (redis+cluster://), primitives (semaphores and
+#                                        # multi-locks on wardend); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -36,7 +37,10 @@
 #     same server; hand-off;
 #   - redis+cluster:// on a Redis Cluster of 3 masters and on one of 1 master (no
 #     replicas), 8 and 32 clients over 16 locks each, uncontended, each against the raw
-#     lock on the same cluster, each key sent to its slot's master.
+#     lock on the same cluster, each key sent to its slot's master;
+#   - on a fresh wardend, 8 clients over 16 keys, uncontended and contended, each against
+#     the same wardend's lock: one permit of a semaphore of 4 per cycle, and multi-locks
+#     of 2 and of 8 members per cycle.
 # docs/performance.md explains the figures.
 set -euo pipefail
 
@@ -44,7 +48,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster} "
+sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster primitives} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -193,6 +197,20 @@ done
 
 # Capacity checks, each on a fresh server so that nothing earlier skews its memory.
 stop_last
+
+# Semaphores and multi-locks against the lock of the same wardend: what a permit, and
+# what M members, cost against one lock.
+if [[ $sets == *" primitives "* ]]; then
+  start_wardend wardend-primitives
+  for shape in "--permits 4" "--members 2" "--members 8"; do
+    for contention in "" --contended; do
+      run bench --url "warden://127.0.0.1:$wardend_port" $shape --clients 8 --keys 16 \
+        $contention --duration "$duration" --rounds "$rounds" --handoff-samples 0 \
+        --baseline "warden://127.0.0.1:$wardend_port"
+    done
+  done
+  stop_last
+fi
 if [[ $sets == *" capacity "* ]]; then
   start_wardend wardend-mem
   run bench --url "warden://127.0.0.1:$wardend_port" --hold-locks 1000000 --key-bytes 16
