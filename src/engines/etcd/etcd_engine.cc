@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -279,7 +280,8 @@ class EtcdEngine final : public core::Engine {
     const auto response = rpc_->range(request);
     if (response.kvs_size() != 1) return false;
     // An exclusive grant is a w/ key; a shared one an s/ key, or a semaphore's p/ key.
-    const std::string_view kind = std::string_view(response.kvs(0).key()).substr(keys.lock.size(), 2);
+    const std::string_view kind =
+        std::string_view(response.kvs(0).key()).substr(keys.lock.size(), 2);
     return sequencer.mode == Mode::exclusive ? kind == "w/" : kind == "s/" || kind == "p/";
   }
 
@@ -396,33 +398,21 @@ class EtcdEngine final : public core::Engine {
     return Created{revision, false};
   }
 
-  // Waits until the permits of every earlier request and this one's fit: the grant, or
-  // nullopt for a timed-out or cancelled wait, or when the key vanished with its session
-  // (`session_lost`). Any deletion in the queue may be the one that makes room.
+  // Waits until the permits of every earlier request and this one's fit (permit_queue.h).
+  // Any deletion in the queue may be the one that makes room, so it watches the range.
   std::optional<Granted> wait_permits(const AcquireRequest& request, const LockKeys& keys,
                                       const std::string& key, std::int64_t revision,
                                       const Session& session, bool& session_lost) {
-    resp_client::Backoff poll(config_.retry);
-    while (true) {
-      TxnRequest look;
-      add_key_read(look, key, true);
-      add_queue_read(look, keys, true);
-      const TxnResponse response = rpc_->txn(look);
-      const auto& own = range_at(response, 0, "wait");
-      if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
-        session_lost = true;
-        return std::nullopt;
-      }
-      const auto verdict = judge_permits(queue_of(range_at(response, 1, "wait"), keys), revision,
-                                         request.permits, request.capacity);
-      if (verdict == Verdict::mismatch) throw semaphore_mismatch(keys);
-      if (verdict == Verdict::holds) return grant(request, key, revision, session, session_lost);
-      if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
-      const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
-      rpc_->wait_for_delete(keys.lock, response.header().revision() + 1, until, request.stop,
-                            prefix_end(keys.lock));
-      if (request.stop.stop_requested()) return std::nullopt;
-    }
+    return wait_until_first(
+        request, key, revision, session, session_lost,
+        [&](TxnRequest& look) { add_queue_read(look, keys, true); },
+        [&](const etcdserverpb::RangeResponse& queue) {
+          const auto verdict =
+              judge_permits(queue_of(queue, keys), revision, request.permits, request.capacity);
+          if (verdict == Verdict::mismatch) throw semaphore_mismatch(keys);
+          if (verdict == Verdict::holds) return Watch{};
+          return Watch{keys.lock, prefix_end(keys.lock)};
+        });
   }
 
   std::optional<Granted> grant(const AcquireRequest& request, const std::string& key,
@@ -438,31 +428,52 @@ class EtcdEngine final : public core::Engine {
                    *expires};
   }
 
-  // Waits until no earlier request blocks `key`: the grant, or nullopt for a timed-out
-  // or cancelled wait, or when the key vanished with its session (`session_lost`).
+  // Waits until no earlier request blocks `key`, watching the nearest blocker.
   std::optional<Granted> wait(const AcquireRequest& request, const LockKeys& keys,
                               const std::string& key, std::int64_t revision, const Session& session,
                               bool& session_lost) {
     const std::string& scope = keys.blockers(request.mode);
+    return wait_until_first(
+        request, key, revision, session, session_lost,
+        [&](TxnRequest& look) { add_blocker_read(look, scope, revision); },
+        [](const etcdserverpb::RangeResponse& blocker) {
+          if (blocker.kvs_size() == 0) return Watch{};
+          return Watch{blocker.kvs(0).key(), {}};
+        });
+  }
+
+  // What a look at the queue decided: hold now (an empty key), or wait for a deletion of
+  // `key` (of the range [key, range_end) when range_end is set).
+  struct Watch {
+    std::string key;
+    std::string range_end;
+  };
+
+  // The wait both kinds of request share: the grant, or nullopt for a timed-out or
+  // cancelled wait, or when the key vanished with its session (`session_lost`). Each round
+  // is one linearizable read of our own key and of what `add_read` adds (etcd #11456: a
+  // wake-up alone proves nothing), which `decide` turns into a Watch.
+  std::optional<Granted> wait_until_first(
+      const AcquireRequest& request, const std::string& key, std::int64_t revision,
+      const Session& session, bool& session_lost, const std::function<void(TxnRequest&)>& add_read,
+      const std::function<Watch(const etcdserverpb::RangeResponse&)>& decide) {
     resp_client::Backoff poll(config_.retry);
     while (true) {
-      // One linearizable read of our own key and of our nearest blocker (etcd #11456:
-      // a wake-up alone proves nothing).
       TxnRequest look;
       add_key_read(look, key, true);
-      add_blocker_read(look, scope, revision);
+      add_read(look);
       const TxnResponse response = rpc_->txn(look);
       const auto& own = range_at(response, 0, "wait");
       if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
         session_lost = true;
         return std::nullopt;
       }
-      const auto& blocker = range_at(response, 1, "wait");
-      if (blocker.kvs_size() == 0) return grant(request, key, revision, session, session_lost);
+      const Watch watch = decide(range_at(response, 1, "wait"));
+      if (watch.key.empty()) return grant(request, key, revision, session, session_lost);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
       const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
-      rpc_->wait_for_delete(blocker.kvs(0).key(), response.header().revision() + 1, until,
-                            request.stop);
+      rpc_->wait_for_delete(watch.key, response.header().revision() + 1, until, request.stop,
+                            watch.range_end);
       if (request.stop.stop_requested()) return std::nullopt;
     }
   }
