@@ -17,6 +17,7 @@
 #include "warden/client.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
+#include "warden/multi_lock.h"
 
 namespace warden::testing {
 namespace {
@@ -152,6 +153,45 @@ TEST(WardenCancellation, GrantThatWinsTheRaceWithTheCancellationIsGivenBack) {
   releaser.send({"RELEASE", "g/x", std::to_string(held_token), held_secret});
   EXPECT_EQ(releaser.read_integer(), 0);
   EXPECT_EQ(probe.inspect("g/x").holder_tokens, std::vector<std::uint64_t>{next.token()});
+}
+
+// The same race for a multi-lock waiting in one ACQUIRESET: the set is granted as the
+// server thaws, then its cancellation arrives. Every member's grant must be given back.
+TEST(WardenCancellation, SetGrantThatWinsTheRaceWithTheCancellationIsGivenBackWhole) {
+  Wardend server;
+  const WardendProbe probe(server.port());
+  Client waiter = Client::open(server.uri());
+  Client later = Client::open(server.uri());
+  ASSERT_TRUE(waiter.capabilities().atomic_multi);
+  RawConnection releaser(server.port());
+  releaser.send({"ACQUIRE", "g/b", "exclusive", "30000"});
+  const auto [held_token, held_secret] = releaser.read_grant();
+
+  MultiLock pair = waiter.multi({{"g", "a"}, {"g", "b"}});
+  std::stop_source stop;
+  auto waiting = std::async(
+      std::launch::async, [&] { return pair.acquire(Wait::forever(), stop.get_token()).valid(); });
+  ASSERT_TRUE(eventually([&] { return probe.inspect("g/b").waiters == 1; }));
+  EXPECT_EQ(probe.inspect("g/a").waiters, 1u) << "the set waits in both queues";
+  EXPECT_TRUE(probe.inspect("g/a").holder_tokens.empty()) << "holding nothing";
+
+  server.process().signal(SIGSTOP);
+  releaser.send({"RELEASE", "g/b", std::to_string(held_token), held_secret});
+  std::this_thread::sleep_for(50ms);
+  stop.request_stop();
+  std::this_thread::sleep_for(50ms);
+  server.process().signal(SIGCONT);
+
+  EXPECT_EQ(releaser.read_integer(), 1);
+  ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(waiting.get()) << "a cancelled wait returned a lease";
+  ASSERT_TRUE(eventually([&] {
+    return probe.inspect("g/a").holder_tokens.empty() && probe.inspect("g/b").holder_tokens.empty();
+  })) << "a member of the set that raced the cancellation was never released";
+  MultiLease next = later.multi({{"g", "a"}, {"g", "b"}}).acquire(Wait::none());
+  ASSERT_TRUE(next);
+  EXPECT_GE(next.tokens().front(), held_token + 3)
+      << "the race was not exercised: the server cancelled the set before granting it";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
+#include "warden/multi_lock.h"
 
 namespace warden::testing {
 namespace {
@@ -90,6 +91,22 @@ TEST(WardenFailure, ServerGoneFailsCallsWithUnavailableAndParkedWaitsEnd) {
   ASSERT_TRUE(eventually([&] { return lease.lost(); }, 2s));
   EXPECT_LT(Clock::now() - killed_at, short_lease.ttl + kPrompt);
   EXPECT_NO_THROW(lease.release());  // a lost lease: no I/O
+}
+
+TEST(WardenFailure, ServerGoneEndsAParkedMultiLockWithUnavailable) {
+  Wardend server;
+  Client holder = Client::open(server.uri(), quick_options());
+  Client waiter = Client::open(server.uri(), quick_options());
+  Lease lease = holder.lock("g", "b").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  MultiLock pair = waiter.multi({{"g", "a"}, {"g", "b"}});
+  auto parked = std::async(std::launch::async, [&] { return pair.acquire(Wait::forever()); });
+  ASSERT_EQ(parked.wait_for(200ms), std::future_status::timeout);
+
+  server.process().kill9();
+  ASSERT_EQ(parked.wait_for(kPrompt), std::future_status::ready)
+      << "a parked multi-lock did not notice its server died";
+  EXPECT_LT(fails_with(Errc::unavailable, [&] { (void)parked.get(); }), kPrompt);
 }
 
 TEST(WardenFailure, WrongOrMissingPasswordIsPermissionDenied) {
