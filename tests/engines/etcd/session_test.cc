@@ -14,6 +14,7 @@
 #include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
+#include "warden/semaphore.h"
 
 namespace warden::testing {
 namespace {
@@ -96,8 +97,8 @@ TEST(EtcdSession, AcquireRightAfterTheSessionWasRevokedGetsANewSession) {
   try {
     y = client.lock("g", "y").acquire(Mode::exclusive, Wait::up_to(5s));
   } catch (const Error& e) {
-    FAIL() << "acquire on a Client whose session was just revoked threw "
-           << to_string(e.code()) << ": " << e.what();
+    FAIL() << "acquire on a Client whose session was just revoked threw " << to_string(e.code())
+           << ": " << e.what();
   }
   ASSERT_TRUE(y);
   EXPECT_NE(lease_of_lock(cluster, "y"), session);
@@ -106,6 +107,53 @@ TEST(EtcdSession, AcquireRightAfterTheSessionWasRevokedGetsANewSession) {
   EXPECT_FALSE(y.lost());
   y.release();
   EXPECT_NO_THROW(x.release());
+}
+
+// A semaphore's requests live on sessions like a lock's. A holder whose session is
+// revoked loses its permits and the waiter behind gets them; a waiter whose session is
+// revoked while it waits queues again on a new one and is granted once permits free.
+TEST(EtcdSession, SemaphoreRequestsFollowTheirSessions) {
+  EtcdCluster cluster;
+  const ClientOptions options = with_ttl(9s);
+  Client holder = Client::open(cluster.uri(), options);
+  Client waiter = Client::open(cluster.uri(), options);
+  Lease marker = holder.lock("g", "marker").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(marker);
+  const std::string holder_session = lease_of_lock(cluster, "marker");
+  ASSERT_FALSE(holder_session.empty());
+
+  Lease both = holder.semaphore("g", "s", 2).acquire(2, Wait::none());
+  ASSERT_TRUE(both);
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter.semaphore("g", "s", 2).acquire(1, Wait::up_to(30s));
+  });
+  ASSERT_TRUE(eventually([&] { return requests(cluster, "g", "s") == 2; }));
+  std::string waiter_session;
+  for (const auto& key : lock_keys(cluster, "g", "s")) {
+    if (const auto lease = lease_of(cluster, key); lease != holder_session) waiter_session = lease;
+  }
+  ASSERT_FALSE(waiter_session.empty());
+
+  // The waiter's session goes: its request key with it. It must queue again.
+  cluster.etcdctl({"lease", "revoke", waiter_session});
+  ASSERT_TRUE(eventually([&] {
+    const auto keys = lock_keys(cluster, "g", "s");
+    return keys.size() == 2 && lease_of(cluster, keys[0]) != waiter_session &&
+           lease_of(cluster, keys[1]) != waiter_session;
+  })) << "the waiter did not queue again on a new session";
+  EXPECT_EQ(waiting.wait_for(500ms), std::future_status::timeout) << "granted beyond 2 permits";
+
+  // Now the holder's session goes: its permits with it, and the waiter gets one.
+  cluster.etcdctl({"lease", "revoke", holder_session});
+  ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready) << "the waiter was not granted";
+  Lease one = waiting.get();
+  ASSERT_TRUE(one);
+  EXPECT_GT(one.token(), both.token());
+  EXPECT_TRUE(eventually([&] { return both.lost(); }, options.lock_defaults.ttl / 3 + 2s));
+  EXPECT_NO_THROW(both.release());
+  EXPECT_NO_THROW(marker.release());
+  one.release();
+  EXPECT_TRUE(no_warden_keys(cluster)) << "left:" << describe(warden_keys(cluster));
 }
 
 }  // namespace
