@@ -215,6 +215,49 @@ TEST(WardendRestartTest, RunningLockDelayIsRestoredAndWaitersAreDropped) {
   EXPECT_FALSE(contains(queue, "$holders, []")) << queue;
 }
 
+// The grants of a semaphore and of a multi-lock are ordinary grants: a clean restart
+// keeps them, the semaphore's number of permits with them.
+TEST(WardendRestartTest, SigtermRestartKeepsSemaphoreAndMultiLockGrants) {
+  Wardend server;
+  Grant permits;
+  Grant a;
+  Grant b;
+  {
+    Conn c(server.port());
+    make_max_hold_long(c);
+    permits = grant_of(c({"ACQUIRE", "t/sem", "s", "10000", "PERMITS", "2", "3"}));
+    ASSERT_NE(permits.token, 0u);
+    const std::string set = c({"ACQUIRESET", "10000", "2", "t/a", "x", "t/b", "x"});
+    const auto second = set.find("[:", 2);
+    ASSERT_TRUE(set.starts_with("[[:") && second != std::string::npos) << set;
+    a = grant_of(set.substr(1));
+    b = grant_of(set.substr(second));
+    ASSERT_NE(a.token, 0u);
+    ASSERT_NE(b.token, 0u);
+    ASSERT_EQ(server.process().stop(SIGTERM, 10s), 0) << server.process().log_text();
+  }
+  server.start();
+  EXPECT_TRUE(contains(server.process().log_text(), "clean restart: restored 3 grant(s)"))
+      << server.process().log_text();
+
+  Conn other(server.port());
+  const Grant third = grant_of(other({"ACQUIRE", "t/sem", "s", "5000", "PERMITS", "1", "3"}));
+  EXPECT_NE(third.token, 0u) << "one permit of three was free";
+  EXPECT_EQ(other({"ACQUIRE", "t/sem", "s", "5000", "PERMITS", "1", "3"}), "(nil)")
+      << "the two permits held before the restart are held after it";
+  EXPECT_TRUE(other({"ACQUIRE", "t/sem", "s", "5000", "PERMITS", "1", "4"}).starts_with("-INVALID"))
+      << "the semaphore kept its number of permits";
+  EXPECT_EQ(other({"ACQUIRESET", "5000", "2", "t/a", "x", "t/c", "x"}), "(nil)");
+
+  Conn holder(server.port());
+  EXPECT_EQ(release(holder, "t/sem", permits), ":1");
+  EXPECT_EQ(release(holder, "t/a", a), ":1");
+  EXPECT_EQ(release(holder, "t/b", b), ":1");
+  EXPECT_EQ(release(other, "t/sem", third), ":1");
+  EXPECT_NE(grant_of(other({"ACQUIRESET", "5000", "2", "t/a", "x", "t/b", "x"}).substr(1)).token,
+            0u);
+}
+
 TEST(WardendRestartTest, TwoCleanRestartsInARowKeepTheHolder) {
   Wardend server;
   Grant held;
