@@ -5,10 +5,11 @@
 //     transfer(alice, bob, 10, both.tokens());   // tokens in member order (see below)
 //   }                                            // both released here
 //
-// The members are acquired one after the other in one global order — sorted by group,
-// then name, bytewise — whatever order they were given in. Two multi-locks over the same
-// locks, given in opposite orders, therefore take them in the same order and cannot
-// deadlock each other (nor a third that shares some of their members). One Wait bounds
+// The members are sorted into one global order — by group, then name, bytewise —
+// whatever order they were given in, and acquired in that order one after the other (or
+// all in one step, see below). Two multi-locks over the same locks, given in opposite
+// orders, therefore take them in the same order and cannot deadlock each other (nor a
+// third that shares some of their members). One Wait bounds
 // the whole acquire: if it runs out or `stop` is requested, or a member's acquire throws,
 // the members already taken are released before acquire() returns, so nothing is left
 // held (a release the backend does not confirm is retried in the background, as a
@@ -17,7 +18,7 @@
 // Each member is acquired as Lock::acquire would acquire it for the calling thread: its
 // own grant with its own fencing token, counted on the thread's existing hold of that
 // lock if there is one (docs/contract.md's reentrancy rules, would_deadlock included).
-// Every engine has multi-locks. Where Capabilities::atomic_multi says so (warden://), the
+// Every engine has multi-locks. Where Capabilities::atomic_multi says so (mem://, warden://), the
 // backend grants all members in one step and the wait holds none of them; elsewhere, or
 // when the thread already holds a member, the core takes them one by one in the order
 // above. docs/primitives.md has the state table.

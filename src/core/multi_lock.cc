@@ -2,20 +2,29 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "core/client_state.h"
 #include "warden/error.h"
 
 namespace warden {
 
-// Tells the first member's loss once: to lost_token() and to the on_lost callback. The
-// members' own on_lost callbacks point here; it outlives them by their shared_ptrs.
+// Tells the first member's loss once: to lost_token() and to the on_lost callback. It
+// listens on the members' lost tokens, not through Lease::on_lost: a member counted on a
+// hold the thread had already shares that hold's one callback with the caller's own
+// Lease, which must keep it.
 struct MultiLease::LossWatch {
+  using Listener = std::stop_callback<std::function<void()>>;
+
   std::stop_source lost;
   std::mutex mu;
   std::function<void()> callback;  // guarded by mu
+  // Last: destroyed first, so no listener runs into a half-destroyed watch.
+  std::vector<std::unique_ptr<Listener>> listeners;
 
   void fire() {
     std::function<void()> run;
@@ -39,7 +48,12 @@ void drop_in_reverse(std::vector<Lease>& leases) noexcept {
 
 MultiLease::MultiLease(std::vector<Lease> leases)
     : leases_(std::move(leases)), loss_(std::make_shared<LossWatch>()) {
-  for (Lease& lease : leases_) lease.on_lost([watch = loss_] { watch->fire(); });
+  loss_->listeners.reserve(leases_.size());
+  for (const Lease& lease : leases_) {
+    // Runs at once if the member is lost already.
+    loss_->listeners.push_back(std::make_unique<LossWatch::Listener>(
+        lease.lost_token(), [watch = loss_.get()] { watch->fire(); }));
+  }
 }
 
 MultiLease::MultiLease(MultiLease&& other) noexcept : loss_(std::move(other.loss_)) {

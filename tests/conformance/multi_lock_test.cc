@@ -245,6 +245,26 @@ TEST_P(MultiLockConformance, LostAsSoonAsAnyMemberIsLost) {
   EXPECT_NO_THROW(held.release()) << "releasing lost members needs no backend";
 }
 
+// A member the thread held before is counted on that hold; the multi-lock's loss
+// signal must not take the hold's callback from the caller's own Lease.
+TEST_P(MultiLockConformance, ALeaseOfAMemberKeepsItsOwnLostCallback) {
+  ClientOptions no_watchdog;
+  no_watchdog.watchdog = false;
+  Client a = open_client(no_watchdog);
+  LockOptions short_lease = lock_options();
+  short_lease.ttl = 400ms;
+  Lease x = a.lock(group(), "x", short_lease).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(x);
+  Flag x_told;
+  x.on_lost([&] { x_told.set(); });
+  MultiLease held = a.multi({{group(), "x"}, {group(), "y"}}, short_lease).acquire(Wait::none());
+  ASSERT_TRUE(held);
+  Flag held_told;
+  held.on_lost([&] { held_told.set(); });
+  EXPECT_TRUE(x_told.wait_for(kPatience + 400ms)) << "x's own callback was replaced";
+  EXPECT_TRUE(held_told.wait_for(kPatience));
+}
+
 TEST_P(MultiLockConformance, SplitHandsTheMembersOverOneByOne) {
   Client a = open_client();
   Client b = open_client();
