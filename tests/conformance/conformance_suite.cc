@@ -169,6 +169,18 @@ Client Conformance::open_client(ClientOptions options) {
   return Client::open(backend_->uri(), options);
 }
 
+Client Conformance::open_client_without_renewals() {
+  ClientOptions options;
+  options.watchdog = false;
+  return open_client(options);
+}
+
+LockOptions Conformance::lock_options_with_ttl(std::chrono::milliseconds ttl) const {
+  LockOptions options = lock_options();
+  options.ttl = ttl;
+  return options;
+}
+
 bool Conformance::skip_unless(bool Capabilities::*cap, std::string_view what) {
   if (reported_.*cap != caps_.*cap) {
     ADD_FAILURE() << GetParam().name << " reports capability '" << what << "' as "

@@ -174,6 +174,11 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   Client open_client(ClientOptions options = {});
   // Lock options with the library's defaults, adjusted like open_client's.
   LockOptions lock_options() const;
+  // A Client whose watchdog never renews: a holder that stopped renewing, as a process
+  // that died or froze would. Its grants run out after their TTL and are then lost.
+  Client open_client_without_renewals();
+  // lock_options() with a lease of `ttl`.
+  LockOptions lock_options_with_ttl(std::chrono::milliseconds ttl) const;
   // This test's group: unique per test (and per process), so no other test sees its
   // locks.
   const std::string& group() const { return group_; }

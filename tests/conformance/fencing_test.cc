@@ -137,12 +137,9 @@ TEST_P(Conformance, SequencerWithTheOtherModeDoesNotCheck) {
 }
 
 TEST_P(Conformance, LateWriterWithLostLeaseIsRejectedByFenceGate) {
-  ClientOptions no_watchdog;
-  no_watchdog.watchdog = false;
-  Client paused = open_client(no_watchdog);
+  Client paused = open_client_without_renewals();
   Client next = open_client();
-  LockOptions short_lease = lock_options();
-  short_lease.ttl = 300ms;
+  const LockOptions short_lease = lock_options_with_ttl(300ms);
 
   Lease old_lease = paused.lock(group(), "x", short_lease).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(old_lease);

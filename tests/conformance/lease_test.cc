@@ -11,12 +11,9 @@ namespace warden::conformance {
 namespace {
 
 TEST_P(Conformance, LeaseWithoutWatchdogIsLostByItsTtlBeforeAnotherClientIsGranted) {
-  ClientOptions no_watchdog;
-  no_watchdog.watchdog = false;
-  Client holder = open_client(no_watchdog);
+  Client holder = open_client_without_renewals();
   Client next = open_client();
-  LockOptions options = lock_options();
-  options.ttl = 400ms;
+  const LockOptions options = lock_options_with_ttl(400ms);
 
   const auto before = Clock::now();
   Lease lease = holder.lock(group(), "x", options).acquire(Mode::exclusive, Wait::none());

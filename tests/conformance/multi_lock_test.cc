@@ -166,22 +166,15 @@ TEST_P(MultiLockConformance, CancellingTheWaitLeavesNoMemberHeld) {
 TEST_P(MultiLockConformance, AnErrorOnAMemberReleasesTheMembersTakenBefore) {
   // This thread holds "z" lost (no renewals, a short TTL): acquiring it again throws
   // Error(lost) until that count is released, after the multi-lock has taken "a".
-  ClientOptions no_watchdog;
-  no_watchdog.watchdog = false;
-  Client a = open_client(no_watchdog);
+  Client a = open_client_without_renewals();
   Client c = open_client();
-  LockOptions short_lease = lock_options();
-  short_lease.ttl = 400ms;
+  const LockOptions short_lease = lock_options_with_ttl(400ms);
   Lease stale = a.lock(group(), "z", short_lease).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(stale);
   ASSERT_TRUE(eventually([&] { return stale.lost(); }, kPatience + 400ms));
   MultiLock pair = a.multi({{group(), "a"}, {group(), "z"}}, lock_options());
   EXPECT_TRUE(throws_error(Errc::lost, [&] { MultiLease held = pair.acquire(Wait::none()); }));
   EXPECT_TRUE(free_for_others(c, group(), "a", lock_options()));
-}
-
-TEST_P(MultiLockConformance, ReportsWhetherItGrantsInOneStepAsPinned) {
-  EXPECT_EQ(reported_capabilities().atomic_multi, capabilities().atomic_multi);
 }
 
 // Where the backend grants a set in one step, a waiting multi-lock holds none of its
@@ -225,11 +218,8 @@ TEST_P(MultiLockConformance, AMemberTheThreadHoldsIsCountedOnItsHold) {
 }
 
 TEST_P(MultiLockConformance, LostAsSoonAsAnyMemberIsLost) {
-  ClientOptions no_watchdog;
-  no_watchdog.watchdog = false;
-  Client a = open_client(no_watchdog);
-  LockOptions short_lease = lock_options();
-  short_lease.ttl = 400ms;
+  Client a = open_client_without_renewals();
+  const LockOptions short_lease = lock_options_with_ttl(400ms);
   MultiLease held = a.multi({{group(), "x"}, {group(), "y"}}, short_lease).acquire(Wait::none());
   ASSERT_TRUE(held);
   Flag told;
@@ -248,11 +238,8 @@ TEST_P(MultiLockConformance, LostAsSoonAsAnyMemberIsLost) {
 // A member the thread held before is counted on that hold; the multi-lock's loss
 // signal must not take the hold's callback from the caller's own Lease.
 TEST_P(MultiLockConformance, ALeaseOfAMemberKeepsItsOwnLostCallback) {
-  ClientOptions no_watchdog;
-  no_watchdog.watchdog = false;
-  Client a = open_client(no_watchdog);
-  LockOptions short_lease = lock_options();
-  short_lease.ttl = 400ms;
+  Client a = open_client_without_renewals();
+  const LockOptions short_lease = lock_options_with_ttl(400ms);
   Lease x = a.lock(group(), "x", short_lease).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(x);
   Flag x_told;

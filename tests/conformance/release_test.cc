@@ -144,12 +144,9 @@ TEST_P(Conformance, AStrangerWithTheRightTokenCannotRenewOrReleaseTheGrant) {
 
 TEST_P(Conformance, ExpiredLeaseBlocksTheLockForLockDelayButReleasedOneDoesNot) {
   WARDEN_SKIP_UNLESS(lock_delay);
-  ClientOptions no_watchdog;
-  no_watchdog.watchdog = false;
-  Client crashed = open_client(no_watchdog);
+  Client crashed = open_client_without_renewals();
   Client next = open_client();
-  LockOptions delayed = lock_options();
-  delayed.ttl = 300ms;
+  LockOptions delayed = lock_options_with_ttl(300ms);
   delayed.lock_delay = 700ms;
 
   const auto before = Clock::now();

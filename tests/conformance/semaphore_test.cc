@@ -1,4 +1,6 @@
 // SemaphoreConformance: k of N permits, with the lock's leases, tokens and FIFO.
+#include "warden/semaphore.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "conformance/semaphore_suite.h"
-#include "warden/semaphore.h"
 
 namespace warden::conformance {
 namespace {
@@ -162,8 +163,7 @@ TEST_P(SemaphoreConformance, LockHeldRefusesASemaphoreOfTheSameName) {
 TEST_P(SemaphoreConformance, BadNumbersAreRefusedBeforeAnyIo) {
   Client a = open_client();
   EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { a.semaphore(group(), "s", 0); }));
-  EXPECT_TRUE(
-      throws_error(Errc::invalid_argument, [&] { a.semaphore(group(), "s", 1'000'001); }));
+  EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { a.semaphore(group(), "s", 1'000'001); }));
   EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { a.semaphore("bad/group", "s", 2); }));
   Semaphore s = a.semaphore(group(), "s", 2, lock_options());
   EXPECT_TRUE(throws_error(Errc::invalid_argument, [&] { Lease l = s.acquire(0); }));
@@ -185,12 +185,9 @@ TEST_P(SemaphoreConformance, WaitThatRunsOutLeavesNoTrace) {
 }
 
 TEST_P(SemaphoreConformance, LeaseThatRunsOutIsLostAndItsPermitsGoToAWaiter) {
-  ClientOptions no_watchdog;
-  no_watchdog.watchdog = false;  // a holder that stopped renewing: a process that died
-  Client holder = open_client(no_watchdog);
+  Client holder = open_client_without_renewals();  // a process that died
   Client next = open_client();
-  LockOptions options = lock_options();
-  options.ttl = 400ms;
+  const LockOptions options = lock_options_with_ttl(400ms);
   const auto before = Clock::now();
   Lease lease = holder.semaphore(group(), "s", 2, options).acquire(2, Wait::none());
   ASSERT_TRUE(lease);
@@ -218,8 +215,8 @@ TEST_P(SemaphoreConformance, StatusShowsTheSemaphoreItsHoldersPermitsAndItsWaite
   Lease three = a.semaphore(group(), "s", 4, lock_options()).acquire(3, Wait::none());
   ASSERT_TRUE(three);
   std::jthread waiter([&](std::stop_token stop) {
-    Lease two = b.semaphore(group(), "s", 4, lock_options()).acquire(2, Wait::up_to(kLongDeadline),
-                                                                      stop);
+    Lease two =
+        b.semaphore(group(), "s", 4, lock_options()).acquire(2, Wait::up_to(kLongDeadline), stop);
   });
   ASSERT_TRUE(queue_reaches("s", 1));
   const LockStatus s = a.inspect(group(), "s");
