@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "inside_count.h"
 #include "process.h"
 #include "support/server_process.h"
 
@@ -38,14 +39,8 @@ std::vector<std::string> run_args(const std::string& url, const std::vector<std:
 TEST(WardenRunMulti, OppositeOrdersNeverOverlapAndGetEveryTokenInNameOrder) {
   warden::testing::Wardend server;
   TempDir dir;
-  const std::string inside = (dir.path() / "inside").string();
-  const std::string counts = (dir.path() / "counts").string();
-  std::filesystem::create_directory(inside);
-  // As in the --permits test: each CMD marks itself inside, counts who is, stays a
-  // while, leaves, and prints what it was given.
-  const std::string cmd = "mkdir " + inside + "/$$ && ls " + inside + " | wc -l >> " + counts +
-                          " && sleep 0.2 && rmdir " + inside +
-                          "/$$ && echo \"$WARDEN_TOKEN|$WARDEN_SEQUENCER\"";
+  const InsideCount inside(dir.path());
+  const std::string cmd = inside.command("0.2", "echo \"$WARDEN_TOKEN|$WARDEN_SEQUENCER\"");
   std::vector<std::future<Outcome>> runs;
   for (int i = 0; i < 6; ++i) {
     const std::vector<std::string> names = i % 2 == 0 ? std::vector<std::string>{"alice", "bob"}
@@ -70,12 +65,9 @@ TEST(WardenRunMulti, OppositeOrdersNeverOverlapAndGetEveryTokenInNameOrder) {
   std::sort(alice_tokens.begin(), alice_tokens.end());
   EXPECT_EQ(std::adjacent_find(alice_tokens.begin(), alice_tokens.end()), alice_tokens.end())
       << "every grant of alice has a token of its own";
-  std::ifstream in(counts);
-  int seen = 0;
-  int most = 0;
-  for (int n; in >> n; ++seen) most = std::max(most, n);
-  EXPECT_EQ(seen, 6);
-  EXPECT_EQ(most, 1) << "two commands held the accounts at once";
+  const InsideCount::Seen seen = inside.seen();
+  EXPECT_EQ(seen.commands, 6);
+  EXPECT_EQ(seen.most, 1) << "two commands held the accounts at once";
 }
 
 TEST(WardenRunMulti, AMemberHeldElsewhereTimesOutAndLeavesTheOthersFree) {

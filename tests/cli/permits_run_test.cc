@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "inside_count.h"
 #include "process.h"
 #include "support/server_process.h"
 #include "support/wardend_probe.h"
@@ -27,14 +28,8 @@ using warden::testing::TempDir;
 TEST(WardenRunPermits, AtMostNCommandsRunAtOnceEachWithItsOwnToken) {
   warden::testing::Wardend server;
   TempDir dir;
-  const std::string inside = (dir.path() / "inside").string();
-  const std::string counts = (dir.path() / "counts").string();
-  std::filesystem::create_directory(inside);
-  // Each CMD marks itself inside (a directory per process), counts who is inside,
-  // stays a while, and leaves. mkdir and ls are atomic enough: a count is taken after
-  // the CMD's own mark and before its removal, so it sees every CMD inside then.
-  const std::string cmd = "mkdir " + inside + "/$$ && ls " + inside + " | wc -l >> " + counts +
-                          " && sleep 0.3 && rmdir " + inside + "/$$ && echo $WARDEN_SEQUENCER";
+  const InsideCount inside(dir.path());
+  const std::string cmd = inside.command("0.3", "echo $WARDEN_SEQUENCER");
   std::vector<std::future<Outcome>> runs;
   for (int i = 0; i < 5; ++i) {
     runs.push_back(std::async(std::launch::async, [&] {
@@ -52,19 +47,16 @@ TEST(WardenRunPermits, AtMostNCommandsRunAtOnceEachWithItsOwnToken) {
     tokens.insert(m[1]);
   }
   EXPECT_EQ(tokens.size(), 5u) << "every grant has a token of its own";
-  std::ifstream in(counts);
-  int seen = 0;
-  int most = 0;
-  for (int n; in >> n; ++seen) most = std::max(most, n);
-  EXPECT_EQ(seen, 5);
-  EXPECT_GE(most, 1);
-  EXPECT_LE(most, 2) << "more commands inside than permits";
+  const InsideCount::Seen seen = inside.seen();
+  EXPECT_EQ(seen.commands, 5);
+  EXPECT_GE(seen.most, 1);
+  EXPECT_LE(seen.most, 2) << "more commands inside than permits";
 }
 
 TEST(WardenRunPermits, AnotherNumberOfPermitsWhileHeldIsAUsageError) {
   warden::testing::Wardend server;
-  Process holder({kWarden, "run", "--url", server.uri(), "--group", "g", "--name", "s",
-                  "--permits", "2", "--", "sleep", "3"},
+  Process holder({kWarden, "run", "--url", server.uri(), "--group", "g", "--name", "s", "--permits",
+                  "2", "--", "sleep", "3"},
                  environment({"WARDEN_URL"}));
   // Once the holder is in (wardend shows its grant), a try with another number is refused.
   const warden::testing::WardendProbe probe(server.port());
@@ -84,11 +76,12 @@ TEST(WardenRunPermits, AnotherNumberOfPermitsWhileHeldIsAUsageError) {
 }
 
 TEST(WardenRunPermits, BadPermitsAreUsageErrorsBeforeAnyIo) {
-  for (const std::vector<std::string>& extra :
-       {std::vector<std::string>{"--permits", "0"}, {"--permits", "1000001"},
-        {"--permits", "two"}, {"--permits", "2", "--shared"}}) {
-    std::vector<std::string> argv = {kWarden, "run", "--url", "mem://", "--group", "g", "--name",
-                                     "n"};
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--permits", "0"},
+                                                {"--permits", "1000001"},
+                                                {"--permits", "two"},
+                                                {"--permits", "2", "--shared"}}) {
+    std::vector<std::string> argv = {kWarden,   "run", "--url",  "mem://",
+                                     "--group", "g",   "--name", "n"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(), {"--", "echo", "ran"});
     const Outcome o = run(argv, environment({"WARDEN_URL"}));
