@@ -109,6 +109,21 @@ class RawConnection {
   redisContext* c_;
 };
 
+// Freezes the server while the holder's RELEASE of `key` and then the waiter's
+// cancellation (`stop`) reach it, so that when it thaws it reads them in that order:
+// it grants the waiter first, then sees a cancellation with nothing left to cancel.
+void release_then_cancel_while_frozen(Wardend& server, RawConnection& releaser,
+                                      const std::string& key, std::uint64_t token,
+                                      const std::string& secret, std::stop_source& stop) {
+  server.process().signal(SIGSTOP);
+  releaser.send({"RELEASE", key, std::to_string(token), secret});
+  std::this_thread::sleep_for(50ms);
+  stop.request_stop();
+  std::this_thread::sleep_for(50ms);
+  server.process().signal(SIGCONT);
+  EXPECT_EQ(releaser.read_integer(), 1) << "the RELEASE before the cancellation";
+}
+
 TEST(WardenCancellation, GrantThatWinsTheRaceWithTheCancellationIsGivenBack) {
   // The server is frozen while the holder's RELEASE and then the waiter's half-close
   // reach it, so when it thaws it reads them in that order: it grants the waiter first,
@@ -129,14 +144,7 @@ TEST(WardenCancellation, GrantThatWinsTheRaceWithTheCancellationIsGivenBack) {
   });
   ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 1; }));
 
-  server.process().signal(SIGSTOP);
-  releaser.send({"RELEASE", "g/x", std::to_string(held_token), held_secret});
-  std::this_thread::sleep_for(50ms);
-  stop.request_stop();
-  std::this_thread::sleep_for(50ms);
-  server.process().signal(SIGCONT);
-
-  EXPECT_EQ(releaser.read_integer(), 1);
+  release_then_cancel_while_frozen(server, releaser, "g/x", held_token, held_secret, stop);
   ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready);
   EXPECT_FALSE(waiting.get()) << "a cancelled wait returned a lease";
 
@@ -175,14 +183,7 @@ TEST(WardenCancellation, SetGrantThatWinsTheRaceWithTheCancellationIsGivenBackWh
   EXPECT_EQ(probe.inspect("g/a").waiters, 1u) << "the set waits in both queues";
   EXPECT_TRUE(probe.inspect("g/a").holder_tokens.empty()) << "holding nothing";
 
-  server.process().signal(SIGSTOP);
-  releaser.send({"RELEASE", "g/b", std::to_string(held_token), held_secret});
-  std::this_thread::sleep_for(50ms);
-  stop.request_stop();
-  std::this_thread::sleep_for(50ms);
-  server.process().signal(SIGCONT);
-
-  EXPECT_EQ(releaser.read_integer(), 1);
+  release_then_cancel_while_frozen(server, releaser, "g/b", held_token, held_secret, stop);
   ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready);
   EXPECT_FALSE(waiting.get()) << "a cancelled wait returned a lease";
   ASSERT_TRUE(eventually([&] {
