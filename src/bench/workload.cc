@@ -20,85 +20,23 @@ constexpr std::string_view kGroup = "bench";
 // Time A leaves B to get its request queued before A releases.
 constexpr auto kQueueGrace = 1ms;
 
-class WardenCycleClient final : public CycleClient {
+// Each cycle: the next of its handles (a Lock, Semaphore or MultiLock per key, taken
+// round-robin from the client's index on), acquired by `acquire` waiting as long as it
+// takes, then released; the time of the acquire alone is the cycle's latency.
+template <class Handle, class Acquire>
+class RoundRobinCycleClient final : public CycleClient {
  public:
-  WardenCycleClient(Client client, std::vector<Lock> locks, LockMix mix, int index)
+  RoundRobinCycleClient(Client client, std::vector<Handle> handles, int index, Acquire acquire)
       : client_(std::move(client)),
-        locks_(std::move(locks)),
-        mix_(mix),
-        next_(static_cast<std::size_t>(index) % locks_.size()),
-        rng_(static_cast<std::uint32_t>(index) + 1) {}
+        handles_(std::move(handles)),
+        acquire_(std::move(acquire)),
+        next_(static_cast<std::size_t>(index) % handles_.size()) {}
 
   std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
-    Lock& lock = locks_[next_];
-    if (++next_ == locks_.size()) next_ = 0;
-    const Mode mode = pick_mode();
+    Handle& handle = handles_[next_];
+    if (++next_ == handles_.size()) next_ = 0;
     const auto t0 = Clock::now();
-    Lease lease = lock.acquire(mode, Wait::forever(), stop);
-    const auto t1 = Clock::now();
-    if (!lease) return std::nullopt;
-    lease.release();
-    return t1 - t0;
-  }
-
- private:
-  Mode pick_mode() {
-    switch (mix_) {
-      case LockMix::exclusive:
-        return Mode::exclusive;
-      case LockMix::shared:
-        return Mode::shared;
-      case LockMix::mixed:
-        break;
-    }
-    return rng_() % 10 == 0 ? Mode::exclusive : Mode::shared;
-  }
-
-  Client client_;
-  std::vector<Lock> locks_;
-  LockMix mix_;
-  std::size_t next_;
-  std::minstd_rand rng_;
-};
-
-// One permit per cycle of a semaphore per key.
-class SemaphoreCycleClient final : public CycleClient {
- public:
-  SemaphoreCycleClient(Client client, std::vector<Semaphore> semaphores, int index)
-      : client_(std::move(client)),
-        semaphores_(std::move(semaphores)),
-        next_(static_cast<std::size_t>(index) % semaphores_.size()) {}
-
-  std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
-    Semaphore& semaphore = semaphores_[next_];
-    if (++next_ == semaphores_.size()) next_ = 0;
-    const auto t0 = Clock::now();
-    Lease lease = semaphore.acquire(1, Wait::forever(), stop);
-    const auto t1 = Clock::now();
-    if (!lease) return std::nullopt;
-    lease.release();
-    return t1 - t0;
-  }
-
- private:
-  Client client_;
-  std::vector<Semaphore> semaphores_;
-  std::size_t next_;
-};
-
-// One multi-lock per cycle: all members, then all released.
-class MultiCycleClient final : public CycleClient {
- public:
-  MultiCycleClient(Client client, std::vector<MultiLock> multis, int index)
-      : client_(std::move(client)),
-        multis_(std::move(multis)),
-        next_(static_cast<std::size_t>(index) % multis_.size()) {}
-
-  std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
-    MultiLock& multi = multis_[next_];
-    if (++next_ == multis_.size()) next_ = 0;
-    const auto t0 = Clock::now();
-    MultiLease held = multi.acquire(Wait::forever(), stop);
+    auto held = acquire_(handle, stop);
     const auto t1 = Clock::now();
     if (!held) return std::nullopt;
     held.release();
@@ -106,10 +44,31 @@ class MultiCycleClient final : public CycleClient {
   }
 
  private:
-  Client client_;
-  std::vector<MultiLock> multis_;
+  Client client_;  // keeps the handles' connection open
+  std::vector<Handle> handles_;
+  Acquire acquire_;
   std::size_t next_;
 };
+
+template <class Handle, class Acquire>
+std::unique_ptr<CycleClient> round_robin(Client client, std::vector<Handle> handles, int index,
+                                         Acquire acquire) {
+  return std::make_unique<RoundRobinCycleClient<Handle, Acquire>>(
+      std::move(client), std::move(handles), index, std::move(acquire));
+}
+
+// The mode of one acquire: mixed = shared with probability 0.9, exclusive with 0.1.
+Mode pick_mode(LockMix mix, std::minstd_rand& rng) {
+  switch (mix) {
+    case LockMix::exclusive:
+      return Mode::exclusive;
+    case LockMix::shared:
+      return Mode::shared;
+    case LockMix::mixed:
+      break;
+  }
+  return rng() % 10 == 0 ? Mode::exclusive : Mode::shared;
+}
 
 // The workload's lease; fairness stays automatic: FIFO where the engine has it and
 // barging where that is all it has (redlock://).
@@ -173,8 +132,10 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
         semaphores.push_back(client.semaphore(kGroup, lock_name(workload, i, k), workload.permits,
                                               lock_options(workload)));
       }
-      clients.push_back(
-          std::make_unique<SemaphoreCycleClient>(std::move(client), std::move(semaphores), i));
+      clients.push_back(round_robin(std::move(client), std::move(semaphores), i,
+                                    [](Semaphore& semaphore, const std::stop_token& stop) {
+                                      return semaphore.acquire(1, Wait::forever(), stop);
+                                    }));
       continue;
     }
     if (workload.mix != LockMix::exclusive && !client.capabilities().shared) {
@@ -192,8 +153,10 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
         }
         multis.push_back(client.multi(std::move(members), lock_options(workload)));
       }
-      clients.push_back(
-          std::make_unique<MultiCycleClient>(std::move(client), std::move(multis), i));
+      clients.push_back(round_robin(std::move(client), std::move(multis), i,
+                                    [](MultiLock& multi, const std::stop_token& stop) {
+                                      return multi.acquire(Wait::forever(), stop);
+                                    }));
       continue;
     }
     std::vector<Lock> locks;
@@ -202,7 +165,11 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
       locks.push_back(client.lock(kGroup, lock_name(workload, i, k), lock_options(workload)));
     }
     clients.push_back(
-        std::make_unique<WardenCycleClient>(std::move(client), std::move(locks), workload.mix, i));
+        round_robin(std::move(client), std::move(locks), i,
+                    [mix = workload.mix, rng = std::minstd_rand(static_cast<std::uint32_t>(i) + 1)](
+                        Lock& lock, const std::stop_token& stop) mutable {
+                      return lock.acquire(pick_mode(mix, rng), Wait::forever(), stop);
+                    }));
   }
   return clients;
 }
