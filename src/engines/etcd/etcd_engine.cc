@@ -306,15 +306,9 @@ class EtcdEngine final : public core::Engine {
   Created create(const std::string& key, const LockKeys& keys, const std::string& blockers,
                  const Session& session, Mode mode) {
     TxnRequest request;
-    auto* compare = request.add_compare();
-    compare->set_key(key);
-    compare->set_target(etcdserverpb::Compare::CREATE);
-    compare->set_result(etcdserverpb::Compare::EQUAL);
-    compare->set_create_revision(0);
-    auto* put = request.add_success()->mutable_request_put();
-    put->set_key(key);
-    put->set_value(std::string("warden ") + std::string(to_string(mode)) + ' ' + client_id_);
-    put->set_lease(session.lease);
+    put_if_absent(request, key,
+                  std::string("warden ") + std::string(to_string(mode)) + ' ' + client_id_,
+                  session.lease);
     add_blocker_read(request, blockers, 0);
     add_blocker_read(request, keys.lock + "p/", 0);
     add_key_read(request, key, false);
@@ -332,6 +326,21 @@ class EtcdEngine final : public core::Engine {
       throw Error(Errc::internal, "etcd: the lock key " + key + " vanished inside a Txn");
     }
     return Created{own.kvs(0).create_revision(), false};
+  }
+
+  // The Txn's condition "`key` does not exist yet" and, if so, its put of `value` on
+  // `lease`: a request key is created once, whichever attempt's reply got lost.
+  static void put_if_absent(TxnRequest& txn, const std::string& key, std::string value,
+                            std::int64_t lease) {
+    auto* compare = txn.add_compare();
+    compare->set_key(key);
+    compare->set_target(etcdserverpb::Compare::CREATE);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_create_revision(0);
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(key);
+    put->set_value(std::move(value));
+    put->set_lease(lease);
   }
 
   static Error semaphore_mismatch(const LockKeys& keys) {
@@ -365,15 +374,8 @@ class EtcdEngine final : public core::Engine {
   Created create_permits(const std::string& key, const LockKeys& keys, const Session& session,
                          const AcquireRequest& request) {
     TxnRequest txn;
-    auto* compare = txn.add_compare();
-    compare->set_key(key);
-    compare->set_target(etcdserverpb::Compare::CREATE);
-    compare->set_result(etcdserverpb::Compare::EQUAL);
-    compare->set_create_revision(0);
-    auto* put = txn.add_success()->mutable_request_put();
-    put->set_key(key);
-    put->set_value(permits_value(request.permits, request.capacity, client_id_));
-    put->set_lease(session.lease);
+    put_if_absent(txn, key, permits_value(request.permits, request.capacity, client_id_),
+                  session.lease);
     add_queue_read(txn, keys, true);
     add_queue_read(txn, keys, false);
     const TxnResponse response = rpc_->txn(txn);
