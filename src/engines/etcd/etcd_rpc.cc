@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "engines/etcd/etcd_tls.h"
+#include "engines/resp_client/backoff.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "warden/error.h"
 
@@ -21,6 +22,13 @@ namespace {
 bool is_transient(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+// A member that is up but cannot serve the call until a leader is elected: etcd's own
+// "leader changed", "no leader", "request timed out" (its proposal went to a leader that
+// died), as opposed to gRPC failing to reach the member at all.
+bool is_leaderless(const grpc::Status& status) {
+  return status.error_message().starts_with("etcdserver: ");
 }
 
 // etcd's "invalid auth token": the token expired (or the member restarted).
@@ -162,35 +170,53 @@ grpc::Status EtcdRpc::authorize(Member& member, grpc::ClientContext& context,
 
 void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
                             Sent* sent) {
+  // Passes over the members, each visited once per pass starting at the current one
+  // (other threads may move current_ meanwhile; a pass of our own still covers them all).
+  // A pass in which some member answered that the cluster has no leader just now is
+  // followed by another, after a pause, until `timeout` has passed since the call began:
+  // an election is under way. A pass in which no member could be reached ends the call.
+  const auto give_up = Clock::now() + timeout;
+  resp_client::Backoff pause(config_.retry);
   std::optional<Error> last;
-  for (std::size_t attempt = 0; attempt < members_.size(); ++attempt) {
-    const std::size_t index = current_.load(std::memory_order_relaxed) % members_.size();
-    Member& member = *members_[index];
-    for (int auth_round = 0; auth_round < 2; ++auth_round) {
-      grpc::ClientContext context;
-      const auto started = Clock::now();
-      const auto deadline = started + timeout;
-      context.set_deadline(to_system(deadline));
-      grpc::Status status = authorize(member, context, deadline);
-      if (status.ok()) status = body(member, context);
-      if (status.ok()) {
-        if (sent != nullptr) sent->at = started;
-        return;
+  for (int pass = 0;; ++pass) {
+    bool electing = false;
+    const std::size_t first = current_.load(std::memory_order_relaxed);
+    for (std::size_t step = 0; step < members_.size(); ++step) {
+      const std::size_t index = (first + step) % members_.size();
+      Member& member = *members_[index];
+      // The first pass gives every member the whole timeout, so a frozen member costs one
+      // timeout before the next is asked; later passes end with the call's budget.
+      const auto attempt_timeout = pass == 0 ? timeout : std::max(give_up - Clock::now(),
+                                                                  Clock::duration::zero());
+      for (int auth_round = 0; auth_round < 2; ++auth_round) {
+        grpc::ClientContext context;
+        const auto started = Clock::now();
+        const auto deadline = started + attempt_timeout;
+        context.set_deadline(to_system(deadline));
+        grpc::Status status = authorize(member, context, deadline);
+        if (status.ok()) status = body(member, context);
+        if (status.ok()) {
+          if (sent != nullptr) sent->at = started;
+          return;
+        }
+        if (is_expired_token(status) && config_.user && auth_round == 0) {
+          std::lock_guard lock(member.mu);
+          member.token.reset();
+          continue;
+        }
+        if (!is_transient(status)) {
+          throw status_error(status, what, member.endpoint, config_.tls.enabled);
+        }
+        last = status_error(status, what, member.endpoint, config_.tls.enabled);
+        electing = electing || is_leaderless(status);
+        move_on_from(index);
+        break;
       }
-      if (is_expired_token(status) && config_.user && auth_round == 0) {
-        std::lock_guard lock(member.mu);
-        member.token.reset();
-        continue;
-      }
-      if (!is_transient(status)) {
-        throw status_error(status, what, member.endpoint, config_.tls.enabled);
-      }
-      last = status_error(status, what, member.endpoint, config_.tls.enabled);
-      move_on_from(index);
-      break;
     }
+    const auto delay = pause.next_delay();
+    if (!electing || Clock::now() + delay >= give_up) throw *last;
+    std::this_thread::sleep_for(delay);
   }
-  throw *last;
 }
 
 void EtcdRpc::ping() {

@@ -3,8 +3,10 @@
 //
 // Failover: calls go to the current member. One that fails with UNAVAILABLE or
 // DEADLINE_EXCEEDED (down, paused, cut off, no leader) makes the next member current
-// and the call is retried there, once per member; only when every member failed does
-// the call throw. Every call the engine makes is safe to repeat (creates are guarded
+// and the call is retried there. A pass asks every member once. While an election is
+// under way the members that are up may all refuse at once ("leader changed", "no
+// leader"); after such a pass the call pauses (the retry policy) and makes another, until
+// its timeout has passed since it began. A pass that reached no member throws. Every call the engine makes is safe to repeat (creates are guarded
 // by create_revision == 0 on a key of its own, deletes by its create_revision, the
 // rest are reads or lease calls), so a retry after a lost reply changes nothing.
 //
