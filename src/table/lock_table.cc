@@ -127,6 +127,7 @@ struct LockTable::Impl {
   std::unordered_map<RequestId, std::uint32_t> waiting;
   std::unordered_map<std::uint32_t, Semaphore> semaphores;
   std::unordered_map<RequestId, std::vector<std::uint32_t>> sets;
+  std::unordered_map<RequestId, std::string> values;  // requests that carry a value
   std::vector<Timer> timers;
   std::vector<Event> events;
   std::vector<std::uint32_t> dirty;  // keys whose queue may have become grantable
@@ -223,8 +224,13 @@ struct LockTable::Impl {
     return k.entries.size();
   }
 
+  void forget_value(RequestId id) {
+    if (!values.empty()) values.erase(id);
+  }
+
   void remove_holder(KeyState& k, std::size_t i) {
     if (k.entries[i].permits > 0) semaphores.at(k.slot).held -= k.entries[i].permits;
+    forget_value(k.entries[i].id);
     k.entries.erase(k.entries.begin() + static_cast<std::ptrdiff_t>(i));
     --k.holders;
     --holder_count;
@@ -232,6 +238,7 @@ struct LockTable::Impl {
 
   void remove_waiter(KeyState& k, std::size_t i) {
     waiting.erase(k.entries[i].id);
+    forget_value(k.entries[i].id);
     k.entries.erase(k.entries.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
@@ -539,6 +546,7 @@ struct LockTable::Impl {
     KeyState& k = node->second;
     const Entry e{++last_id, r.session, 0, r.deadline, r.ttl, r.lock_delay, mode, r.permits};
     result.id = e.id;
+    if (!r.value.empty()) values.emplace(e.id, r.value);
     if (grant_now) {
       // Before the waiters: a non-fair grant may pass a queue.
       auto at = k.entries.insert(k.entries.begin() + k.holders, e);
@@ -597,6 +605,7 @@ struct LockTable::Impl {
         if (e.session != session) return false;
         if (first == 0 || e.id < first) first = e.id;
         waiting.erase(e.id);
+        forget_value(e.id);
         ++cancelled;
         return true;
       });
@@ -643,6 +652,7 @@ struct LockTable::Impl {
     }
     KeyState& k = node->second;
     const Entry e{++last_id, r.session, 0, Time{}, r.ttl, r.lock_delay, mode, r.permits};
+    if (!r.value.empty()) values.emplace(e.id, r.value);
     auto at = k.entries.insert(k.entries.begin() + k.holders, e);
     make_holder(k, *at, token, now);
     return grant_of(*node, *at);
@@ -658,6 +668,20 @@ struct LockTable::Impl {
     k.delayed_until = until;
     // token 0: no grant caused it; a delay timer is matched by key slot and time alone.
     if (until != Time::max()) push_timer({until, 0, k.slot, TimerKind::delay});
+    return true;
+  }
+
+  bool set_value(std::string_view key, std::uint64_t token, std::string value) {
+    Node* node = find_node(key);
+    if (node == nullptr) return false;
+    const KeyState& k = node->second;
+    const std::size_t i = find_holder(k, token);
+    if (i == k.entries.size()) return false;
+    if (value.empty()) {
+      forget_value(k.entries[i].id);
+    } else {
+      values.insert_or_assign(k.entries[i].id, std::move(value));
+    }
     return true;
   }
 
@@ -748,6 +772,10 @@ bool LockTable::restore_delay(std::string_view key, Time until, Time now) {
   return delayed;
 }
 
+bool LockTable::set_value(std::string_view key, std::uint64_t token, std::string value) {
+  return impl_->set_value(key, token, std::move(value));
+}
+
 bool LockTable::holds(std::string_view key, std::uint64_t token) const {
   return find(key, token).has_value();
 }
@@ -773,6 +801,9 @@ KeyInfo LockTable::inspect(std::string_view key) const {
     if (i < k.holders) {
       info.holders.push_back(
           HolderInfo{e.id, e.mode, e.token, e.time, e.session, e.ttl, e.lock_delay, e.permits});
+      if (auto v = impl_->values.find(e.id); v != impl_->values.end()) {
+        info.holders.back().value = v->second;
+      }
     } else {
       info.waiters.push_back(WaiterInfo{e.id, e.mode, e.time, e.session, e.permits});
     }

@@ -26,6 +26,9 @@
 //     smaller ones behind it do not pass it). While the key exists, every request on it
 //     must name the same capacity; a lock request on a semaphore, or a semaphore
 //     request on a lock, is refused (AcquireStatus::mismatch) and changes nothing;
+//   - a request may carry a value (an election's candidate); the value stays with the
+//     request while it waits and with its grant while held, and goes with it. Values are
+//     kept beside the entries, so requests without one pay nothing for them;
 //   - a set request (a multi-lock) asks for several keys at once and is granted all of
 //     them in one step, or none: it queues in every member key's queue under one id,
 //     holds nothing while it waits, and is granted when it heads every one of those
@@ -85,6 +88,9 @@ struct Request {
   // `capacity`; `mode` is then ignored and grants say Mode::shared. 0: a lock request.
   std::uint32_t capacity = 0;
   std::uint32_t permits = 0;
+  // An election's campaign: the candidate's value, kept with the request while it waits
+  // and with its grant while held (inspect, set_value). Empty for a lock's request.
+  std::string value{};
 };
 
 // A multi-lock's request: every member key in its mode, granted together or not at all.
@@ -159,6 +165,7 @@ struct HolderInfo {
   milliseconds ttl{0};         // the lease length last granted or renewed
   milliseconds lock_delay{0};  // applied if this lease expires
   std::uint32_t permits = 0;   // of a semaphore; else 0
+  std::string value{};         // an election's leader: its value; else empty
 };
 
 struct WaiterInfo {
@@ -214,6 +221,9 @@ class LockTable {
   // Extends the lease of the grant (key, token) to now + ttl. nullopt if that grant is
   // not held (released, expired, never existed).
   std::optional<Time> renew(std::string_view key, std::uint64_t token, milliseconds ttl, Time now);
+  // Replaces the value the grant (key, token) carries (an election's proclaim). false,
+  // and nothing changes, if that grant is not held.
+  bool set_value(std::string_view key, std::uint64_t token, std::string value);
   // Releases the grant (key, token). false if it was not held.
   bool release(std::string_view key, std::uint64_t token, Time now);
   // Expires leases, times out waiters, ends lock-delays and grants whatever became

@@ -50,6 +50,10 @@ class R {
     r_.session = s;
     return *this;
   }
+  R& value(std::string v) {
+    r_.value = std::move(v);
+    return *this;
+  }
   operator const Request&() const { return r_; }  // NOLINT: lets tests pass R as a Request
 
  private:
