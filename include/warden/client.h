@@ -23,6 +23,7 @@
 #include "warden/lock.h"
 #include "warden/multi_lock.h"
 #include "warden/options.h"
+#include "warden/election.h"
 #include "warden/semaphore.h"
 #include "warden/sequencer.h"
 #include "warden/status.h"
@@ -53,6 +54,13 @@ class Client {
   Semaphore semaphore(std::string_view group, std::string_view name, std::uint32_t permits) const;
   Semaphore semaphore(std::string_view group, std::string_view name, std::uint32_t permits,
                       LockOptions options) const;
+
+  // The election (group, name) (warden/election.h), with the client's default options
+  // or `options` for its campaigns' leases. Throws Error(invalid_argument) for a bad
+  // group, name or options, before any I/O; Error(unsupported) if the engine has no
+  // elections, or for options it cannot honour.
+  Election election(std::string_view group, std::string_view name) const;
+  Election election(std::string_view group, std::string_view name, LockOptions options) const;
 
   // The multi-lock over `members` (warden/multi_lock.h), with the client's default
   // options or `options` for every member. Throws Error(invalid_argument) for no

@@ -69,6 +69,7 @@ class Lease {
   void release();
 
  private:
+  friend class Election;
   friend class Lock;
   friend class MultiLock;
   friend class Semaphore;

@@ -35,6 +35,9 @@ struct HolderStatus {
   std::optional<std::chrono::milliseconds> ttl_left;
   // A semaphore's grant: the permits it holds (mode is then shared); 0 for a lock's.
   std::uint32_t permits = 0;
+  // An election's leader: the value it proclaimed last (warden/election.h); empty for a
+  // lock's holder.
+  std::string value{};
 };
 
 // One request waiting for the lock.

@@ -82,6 +82,9 @@ struct Capabilities {
   // Client::multi's members are granted in one step on the backend, waiting without
   // holding any; otherwise (every engine has multi-locks) they are taken one by one.
   bool atomic_multi = false;
+  // Client::election: campaigns carry a value and a leader can proclaim a new one
+  // (warden/election.h).
+  bool election = false;
 
   // The fairness a request for `requested` gets: automatic becomes fifo where the engine
   // has it and non_fair otherwise; fifo and non_fair stay as asked (and are refused if

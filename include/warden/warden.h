@@ -13,6 +13,7 @@
 #pragma once
 
 #include "warden/client.h"
+#include "warden/election.h"
 #include "warden/error.h"
 #include "warden/fence_gate.h"
 #include "warden/lease.h"

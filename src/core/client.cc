@@ -139,6 +139,20 @@ std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key, std
   return hold;
 }
 
+std::shared_ptr<Hold> ClientState::campaign(const core::LockKey& key, std::string value,
+                                            const LockOptions& lock_options,
+                                            Clock::time_point deadline, std::stop_token stop) {
+  core::validate_leader_value(value);
+  if (!capabilities.election) throw Error(Errc::unsupported, "this engine has no elections");
+  core::require_capabilities(capabilities, Mode::exclusive, lock_options);
+  core::AcquireRequest request{key, Mode::exclusive, lock_options, deadline, std::move(stop)};
+  request.value = std::move(value);
+  // Not in holds_, as for permits: every campaign is a candidate of its own.
+  auto hold = grant(std::move(request));
+  if (hold) watchdog_.watch(hold);
+  return hold;
+}
+
 std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
   // Engines see the fairness the request gets, never `automatic`.
   request.options.fairness = capabilities.resolve(request.options.fairness);
@@ -255,6 +269,20 @@ Semaphore Client::semaphore(std::string_view group, std::string_view name, std::
     throw Error(Errc::unsupported, "this engine has no semaphores");
   }
   return Semaphore(state_, std::string(group), std::string(name), permits, options);
+}
+
+Election Client::election(std::string_view group, std::string_view name) const {
+  return election(group, name, state_->options.lock_defaults);
+}
+
+Election Client::election(std::string_view group, std::string_view name,
+                          LockOptions options) const {
+  core::validate_group(group);
+  core::validate_name(name);
+  core::validate_lock_options(options);
+  if (!state_->capabilities.election) throw Error(Errc::unsupported, "this engine has no elections");
+  core::require_capabilities(state_->capabilities, Mode::exclusive, options);
+  return Election(state_, std::string(group), std::string(name), options);
 }
 
 MultiLock Client::multi(std::vector<LockSpec> members) const {

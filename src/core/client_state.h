@@ -43,6 +43,14 @@ class ClientState {
                                         std::uint32_t permits, const LockOptions& options,
                                         Clock::time_point deadline, std::stop_token stop);
 
+  // An election's campaign for (key) with `value`: an exclusive grant of its own (no
+  // reentrancy), one count on a hold that only the caller knows. nullptr when the wait
+  // ran out or was cancelled. Throws Error (invalid_argument for a value too long,
+  // unsupported, engine errors).
+  std::shared_ptr<Hold> campaign(const core::LockKey& key, std::string value,
+                                 const LockOptions& options, Clock::time_point deadline,
+                                 std::stop_token stop);
+
   // Acquires every member of a multi-lock in one step on the engine (its capabilities
   // say atomic_multi) for the calling thread, which must hold none of them: one new hold
   // per member, in member order, each registered as acquire() registers it. Empty when

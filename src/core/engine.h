@@ -57,6 +57,10 @@ struct AcquireRequest {
   // backend with Error(invalid_argument), and changes nothing.
   std::uint32_t capacity = 0;
   std::uint32_t permits = 0;
+  // An election's campaign (only to an engine whose capabilities say `election`): the
+  // candidate's value, stored with the request and its grant, shown by inspect as the
+  // holder's value. Mode exclusive, no permits. Empty for a lock's request.
+  std::string value{};
 };
 
 // A multi-lock's members, granted in one step on the backend (only to an engine whose
@@ -127,6 +131,12 @@ class Engine {
   // released. Throws Error (unavailable, deadline_exceeded) if not confirmed.
   virtual void release(const GrantRef& grant) = 0;
 
+  // Replaces the value an election's grant carries (see AcquireRequest::value). false if
+  // the backend no longer holds the grant (nothing changes). Throws Error (unavailable,
+  // deadline_exceeded); the default throws unsupported.
+  virtual bool proclaim(const GrantRef& /*grant*/, std::string_view /*value*/) {
+    throw Error(Errc::unsupported, "this engine has no elections");
+  }
   // true iff the backend still holds the grant `sequencer` names.
   virtual bool check(const Sequencer& sequencer) = 0;
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "warden/election.h"
 #include "warden/error.h"
 
 namespace warden::core {
@@ -83,6 +84,13 @@ void validate_permits(std::uint32_t capacity, std::uint32_t permits) {
   if (permits == 0 || permits > capacity) {
     invalid("asked for " + std::to_string(permits) + " permits of a semaphore of " +
             std::to_string(capacity) + "; ask for 1.." + std::to_string(capacity));
+  }
+}
+
+void validate_leader_value(std::string_view value) {
+  if (value.size() > kMaxLeaderValueBytes) {
+    invalid("a leader's value is at most " + std::to_string(kMaxLeaderValueBytes) +
+            " bytes, not " + std::to_string(value.size()));
   }
 }
 

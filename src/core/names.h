@@ -25,6 +25,9 @@ void validate_permits(std::uint32_t capacity, std::uint32_t permits);
 void validate_capacity(std::uint32_t capacity);
 // The most members a multi-lock may have: each is a grant of its own.
 inline constexpr std::size_t kMaxMultiMembers = 1024;
+// An election's value: any bytes, at most kMaxLeaderValueBytes (warden/election.h).
+// Throws Error(invalid_argument).
+void validate_leader_value(std::string_view value);
 // Throws Error(invalid_argument) for inconsistent client options.
 void validate_client_options(const ClientOptions& options);
 

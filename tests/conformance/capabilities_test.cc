@@ -20,11 +20,24 @@ TEST_P(Conformance, ReportsItsPinnedCapabilities) {
   EXPECT_EQ(reported.check, pinned.check) << "check";
   EXPECT_EQ(reported.semaphore, pinned.semaphore) << "semaphore";
   EXPECT_EQ(reported.atomic_multi, pinned.atomic_multi) << "atomic_multi";
+  EXPECT_EQ(reported.election, pinned.election) << "election";
   // A client opened the ordinary way reports the same.
   const Capabilities again = open_client().capabilities();
   EXPECT_EQ(again.shared, pinned.shared);
   EXPECT_EQ(again.fair, pinned.fair);
   EXPECT_EQ(again.non_fair, pinned.non_fair);
+}
+
+// Where elections are not pinned, asking for one is refused before any I/O.
+TEST_P(Conformance, ElectionsAreRefusedWhereTheEngineHasNone) {
+  if (capabilities().election) GTEST_SKIP() << "this engine has elections (ElectionConformance)";
+  Client client = open_client();
+  try {
+    (void)client.election(group(), "leader");
+    ADD_FAILURE() << "an engine without elections gave an Election";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::unsupported) << e.what();
+  }
 }
 
 }  // namespace

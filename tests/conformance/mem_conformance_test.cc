@@ -10,6 +10,7 @@
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
 #include "conformance/multi_lock_suite.h"
+#include "conformance/election_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "engines/mem/mem_engine.h"
 
@@ -25,7 +26,8 @@ constexpr Capabilities kMem{.shared = true,
                             .durable_tokens = false,
                             .check = true,
                             .semaphore = true,
-                            .atomic_multi = true};
+                            .atomic_multi = true,
+                            .election = true};
 
 // Each start gets a table of its own ("mem://conf-<n>"), so no state survives a test.
 class MemBackend final : public Backend {
@@ -63,6 +65,7 @@ const EngineCase kMemCase{"Mem", kMem, [] { return std::make_unique<MemBackend>(
 
 INSTANTIATE_TEST_SUITE_P(Mem, Conformance, ::testing::Values(kMemCase), name_printer);
 INSTANTIATE_TEST_SUITE_P(Mem, SemaphoreConformance, ::testing::Values(kMemCase), name_printer);
+INSTANTIATE_TEST_SUITE_P(Mem, ElectionConformance, ::testing::Values(kMemCase), name_printer);
 
 INSTANTIATE_TEST_SUITE_P(Mem, MultiLockConformance, ::testing::Values(kMemCase), name_printer);
 

@@ -72,6 +72,7 @@ class MemEngine final : public core::Engine {
     caps.check = true;
     caps.semaphore = true;
     caps.atomic_multi = true;  // the table's set requests
+    caps.election = true;      // values on the table's requests
     return caps;
   }
 
@@ -86,6 +87,7 @@ class MemEngine final : public core::Engine {
     r.deadline = request.deadline;
     r.capacity = request.capacity;
     r.permits = request.permits;
+    r.value = request.value;
 
     std::unique_lock lock(s.mu);
     if (request.stop.stop_requested()) return std::nullopt;
@@ -171,6 +173,15 @@ class MemEngine final : public core::Engine {
     if (mine_.erase(Owned{grant.key.joined(), grant.token}) == 0) return;
     s.table.release(grant.key.joined(), grant.token, Clock::now());
     s.deliver();
+  }
+
+  bool proclaim(const GrantRef& grant, std::string_view value) override {
+    SharedTable& s = *shared_;
+    std::lock_guard guard(s.mu);
+    if (!mine_.contains(Owned{grant.key.joined(), grant.token})) return false;
+    s.table.advance(Clock::now());
+    s.deliver();
+    return s.table.set_value(grant.key.joined(), grant.token, std::string(value));
   }
 
   bool check(const Sequencer& sequencer) override {

@@ -21,7 +21,8 @@ LockStatus status_of(const table::LockTable& table, const core::LockKey& key, ta
   status.group = key.group;
   status.name = key.name;
   for (const auto& h : info.holders) {
-    status.holders.push_back(HolderStatus{h.mode, h.token, left(now, h.expires), h.permits});
+    status.holders.push_back(
+        HolderStatus{h.mode, h.token, left(now, h.expires), h.permits, h.value});
   }
   for (const auto& w : info.waiters) {
     WaiterStatus waiter{w.mode, std::nullopt, w.permits};

@@ -1,0 +1,93 @@
+// Elections on the lock seam: a campaign is an exclusive grant carrying a value; the
+// leader is the key's exclusive holder as inspect shows it.
+#include "warden/election.h"
+
+#include <condition_variable>
+#include <mutex>
+
+#include "core/client_state.h"
+#include "core/hold.h"
+#include "core/names.h"
+
+namespace warden {
+
+namespace {
+
+// The leader in a lock status: its exclusive holder (a shared holder leads nothing).
+std::optional<Leader> leader_in(const LockStatus& status) {
+  for (const HolderStatus& holder : status.holders) {
+    if (holder.mode == Mode::exclusive && holder.permits == 0) {
+      return Leader{holder.value, holder.token};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Leadership::Leadership(Lease lease, std::shared_ptr<detail::Hold> hold, std::string value) noexcept
+    : lease_(std::move(lease)), hold_(std::move(hold)), value_(std::move(value)) {}
+
+const std::string& Leadership::value() const {
+  if (!valid()) throw Error(Errc::invalid_argument, "an empty Leadership has no value");
+  return value_;
+}
+
+void Leadership::proclaim(std::string value) {
+  core::validate_leader_value(value);
+  if (!valid()) throw Error(Errc::lost, "an empty Leadership leads nothing");
+  if (hold_->state() != detail::Hold::State::active) {
+    throw Error(Errc::lost, "no longer the leader of " + hold_->grant.key.joined());
+  }
+  if (!hold_->client->engine().proclaim(hold_->grant, value)) {
+    throw Error(Errc::lost, "no longer the leader of " + hold_->grant.key.joined() +
+                                ": the backend has another leader or none");
+  }
+  value_ = std::move(value);
+}
+
+Election::Election(std::shared_ptr<detail::ClientState> client, std::string group,
+                   std::string name, LockOptions options)
+    : client_(std::move(client)),
+      group_(std::move(group)),
+      name_(std::move(name)),
+      options_(options) {}
+
+Leadership Election::campaign(std::string value, Wait wait, std::stop_token stop) {
+  auto hold = client_->campaign(core::LockKey{group_, name_}, value, options_, wait.deadline(),
+                                std::move(stop));
+  if (!hold) return Leadership();
+  return Leadership(Lease(client_, hold, Mode::exclusive), hold, std::move(value));
+}
+
+std::optional<Leader> Election::leader() const {
+  return leader_in(client_->engine().inspect(core::LockKey{group_, name_}));
+}
+
+void Election::observe(const std::function<void(const std::optional<Leader>&)>& on_change,
+                       std::stop_token stop, Clock::duration poll) const {
+  std::mutex mu;
+  std::condition_variable_any woken;
+  bool first = true;
+  std::optional<Leader> last;
+  while (!stop.stop_requested()) {
+    std::optional<std::optional<Leader>> now;
+    try {
+      now = leader();
+    } catch (const Error&) {
+      // Down or unreachable: look again at the next poll.
+    }
+    // A look from before the last one reported (a lagging replica) would take the term
+    // back: it is skipped, and the next look reports what is current.
+    const bool older = now && *now && last && (*now)->term < last->term;
+    if (now && !older && (first || *now != last)) {
+      first = false;
+      last = *now;
+      on_change(last);
+    }
+    std::unique_lock lock(mu);
+    woken.wait_for(lock, stop, poll, [] { return false; });
+  }
+}
+
+}  // namespace warden
