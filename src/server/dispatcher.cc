@@ -13,6 +13,7 @@
 #include "server/password_check.h"
 #include "server/resp.h"
 #include "server/rights.h"
+#include "warden/election.h"
 #include "warden/error.h"
 
 namespace warden::server {
@@ -169,6 +170,15 @@ bool parse_wait_option(std::span<const std::string_view> args, std::size_t& i, T
     return false;
   }
   return true;
+}
+
+// An election's value: any bytes, at most kMaxLeaderValueBytes.
+std::string_view parse_leader_value(std::string_view text) {
+  if (text.size() > kMaxLeaderValueBytes) {
+    throw Reject{"INVALID", "a leader's value is at most " +
+                                std::to_string(kMaxLeaderValueBytes) + " bytes"};
+  }
+  return text;
 }
 
 [[noreturn]] void unknown_option(std::string_view command, std::string_view option) {
@@ -328,6 +338,19 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       resp::integer(reply, ok ? 1 : 0);
       return Outcome::replied;
     }
+    if (cmd == "PROCLAIM") {
+      arity(args, 5, 5);
+      const auto key = parse_key(args[1]);
+      const auto token = parse_u64(args[2], "token");
+      const Secret secret = parse_secret(args[3]);
+      const auto value = parse_leader_value(args[4]);
+      table_.advance(now);
+      collect(now);
+      // Only the grant's owner changes its value; anyone else gets "not held".
+      const bool ok = owns(key, token, secret) && table_.set_value(key, token, std::string(value));
+      resp::integer(reply, ok ? 1 : 0);
+      return Outcome::replied;
+    }
     if (cmd == "CHECK") {
       arity(args, 4, 4);
       const auto key = parse_key(args[1]);
@@ -368,10 +391,12 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       // 2: grants carry owner secrets (ACQUIRE replies with one, RENEW/RELEASE need it).
       // 3: ACQUIRE ... PERMITS k n (semaphores).
       // 4: ACQUIRESET (multi-locks granted in one step).
-      resp::integer(reply, 4);
+      // 5: ACQUIRE ... VALUE v, PROCLAIM, INSPECT "values" (elections).
+      resp::integer(reply, 5);
       resp::bulk(reply, "capabilities");
       resp::bulk(reply,
-                 "shared fair unfair lock-delay fencing durable-tokens check semaphore multi");
+                 "shared fair unfair lock-delay fencing durable-tokens check semaphore multi "
+                 "election");
       return Outcome::replied;
     }
     throw Reject{"ERR", "unknown command '" + std::string(args[0].substr(0, 64)) + "'"};
@@ -502,6 +527,9 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
                                     " are more than the semaphore's " +
                                     std::to_string(request.capacity)};
       }
+    } else if (upper(args[i]) == "VALUE" && i + 1 < args.size()) {
+      // An election's campaign: the candidate's value rides on the grant.
+      request.value = std::string(parse_leader_value(args[++i]));
     } else {
       unknown_option("ACQUIRE", args[i]);
     }
@@ -512,6 +540,9 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
 
   if (request.capacity > 0 && request.mode != Mode::shared) {
     throw Reject{"INVALID", "a semaphore's request (PERMITS) is shared"};
+  }
+  if (!request.value.empty() && (request.mode != Mode::exclusive || request.capacity > 0)) {
+    throw Reject{"INVALID", "a campaign (VALUE) is an exclusive lock's request"};
   }
   // The limits count what is there now: leases and waits that ran out are gone first.
   prepare_grant(request.ttl + request.lock_delay, now);
@@ -741,7 +772,10 @@ void Dispatcher::inspect(std::string_view key, Time now, std::string& reply) con
   // A semaphore's reply adds its permits to each row and a "permits" label at the end;
   // a lock's is as it was before semaphores.
   const bool semaphore = info.capacity > 0;
-  resp::array(reply, semaphore ? 8 : 6);
+  // A leader's value comes as a "values" label with one value per holder row.
+  const bool values = std::any_of(info.holders.begin(), info.holders.end(),
+                                  [](const table::HolderInfo& h) { return !h.value.empty(); });
+  resp::array(reply, (semaphore ? 8 : 6) + (values ? 2 : 0));
   resp::bulk(reply, "holders");
   resp::array(reply, info.holders.size());
   for (const auto& h : info.holders) {
@@ -766,6 +800,11 @@ void Dispatcher::inspect(std::string_view key, Time now, std::string& reply) con
   if (semaphore) {
     resp::bulk(reply, "permits");
     resp::integer(reply, info.capacity);
+  }
+  if (values) {
+    resp::bulk(reply, "values");
+    resp::array(reply, info.holders.size());
+    for (const auto& h : info.holders) resp::bulk(reply, h.value);
   }
 }
 

@@ -47,7 +47,7 @@ TableSnapshot Dispatcher::snapshot(Time now) {
       out.holders.push_back(SnapshotHolder{summary.key, h.mode, h.token, secret->second,
                                            static_cast<std::uint64_t>(h.ttl.count()),
                                            static_cast<std::uint64_t>(h.lock_delay.count()),
-                                           info.capacity, h.permits});
+                                           info.capacity, h.permits, h.value});
     }
     if (info.delayed_until && *info.delayed_until > now) {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(*info.delayed_until - now);
@@ -68,6 +68,7 @@ std::size_t Dispatcher::restore(const TableSnapshot& snapshot, Time now) {
     request.session = 0;  // no connection: like a grant whose connection dropped
     request.capacity = h.capacity;
     request.permits = h.permits;
+    request.value = h.value;
     if (const auto grant = table_.restore(request, h.token, now)) {
       secrets_[grant->id] = h.secret;
       ++restored;

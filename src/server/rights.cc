@@ -4,7 +4,7 @@ namespace warden::server {
 
 Rights required_right(std::string_view command) {
   if (command == "ACQUIRE" || command == "ACQUIRESET" || command == "RENEW" ||
-      command == "RELEASE" || command == "CHECK") {
+      command == "RELEASE" || command == "CHECK" || command == "PROCLAIM") {
     return kRightLock;
   }
   if (command == "INSPECT" || command == "LIST" || command == "INFO") return kRightInspect;

@@ -17,6 +17,7 @@
 
 #include "core/names.h"
 #include "server/file_io.h"
+#include "warden/election.h"
 #include "warden/error.h"
 #include "warden/options.h"
 
@@ -210,7 +211,10 @@ std::vector<std::byte> encode_table_snapshot(const TableSnapshot& s) {
   w.u32(static_cast<std::uint32_t>(s.holders.size()));
   w.u32(static_cast<std::uint32_t>(s.delays.size()));
   for (const SnapshotHolder& h : s.holders) {
-    w.u8(h.capacity > 0 ? 2 : h.mode == Mode::shared ? 1 : 0);
+    // Only an exclusive lock's grant carries a value (the dispatcher takes VALUE on
+    // nothing else).
+    const bool leader = h.capacity == 0 && h.mode == Mode::exclusive && !h.value.empty();
+    w.u8(h.capacity > 0 ? 2 : leader ? 3 : h.mode == Mode::shared ? 1 : 0);
     w.u16(static_cast<std::uint16_t>(h.key.size()));
     w.text(h.key);
     w.u64(h.token);
@@ -220,6 +224,10 @@ std::vector<std::byte> encode_table_snapshot(const TableSnapshot& s) {
     if (h.capacity > 0) {
       w.u32(h.capacity);
       w.u32(h.permits);
+    }
+    if (leader) {
+      w.u16(static_cast<std::uint16_t>(h.value.size()));
+      w.text(h.value);
     }
   }
   for (const SnapshotDelay& d : s.delays) {
@@ -278,11 +286,11 @@ TableSnapshot decode_table_snapshot(std::span<const std::byte> bytes, std::strin
   for (std::uint32_t i = 0; i < holders; ++i) {
     SnapshotHolder h;
     const std::uint8_t mode = r.u8();
-    if (mode > 2) {
+    if (mode > 3) {
       fail(Errc::internal, name + " is damaged: holder " + std::to_string(i + 1) + " has mode " +
                                std::to_string(mode));
     }
-    h.mode = mode == 0 ? Mode::exclusive : Mode::shared;
+    h.mode = mode == 0 || mode == 3 ? Mode::exclusive : Mode::shared;
     h.key = r.text(r.u16());
     h.token = r.u64();
     const auto secret = r.bytes(h.secret.size());
@@ -295,6 +303,14 @@ TableSnapshot decode_table_snapshot(std::span<const std::byte> bytes, std::strin
       if (h.capacity == 0) {
         fail(Errc::internal, name + " is damaged: holder " + std::to_string(i + 1) +
                                  " is a semaphore's of 0 permits");
+      }
+    }
+    if (mode == 3) {
+      h.value = r.text(r.u16());
+      if (h.value.empty() || h.value.size() > kMaxLeaderValueBytes) {
+        fail(Errc::internal, name + " is damaged: holder " + std::to_string(i + 1) +
+                                 " is a leader with a value of " + std::to_string(h.value.size()) +
+                                 " bytes");
       }
     }
     s.holders.push_back(std::move(h));

@@ -26,10 +26,11 @@
 //       24     8  max_hold_ms (u64) of the state file when written
 //       32     4  holder count H (u32)
 //       36     4  lock-delay count D (u32)
-//       40        H holder records:  mode (u8: 0 exclusive, 1 shared, 2 a semaphore's),
-//                 key length (u16), key ("group/name"), token (u64), owner secret (16
-//                 bytes), ttl_ms (u64), lock_delay_ms (u64); mode 2 only: the semaphore's
-//                 permits (u32) and this grant's permits (u32)
+//       40        H holder records:  mode (u8: 0 exclusive, 1 shared, 2 a semaphore's,
+//                 3 an election's leader: exclusive, with a value), key length (u16), key
+//                 ("group/name"), token (u64), owner secret (16 bytes), ttl_ms (u64),
+//                 lock_delay_ms (u64); mode 2 only: the semaphore's permits (u32) and this
+//                 grant's permits (u32); mode 3 only: value length (u16, 1 .. 4096), value
 //                 D lock-delay records: key length (u16), key, left_ms (u64)
 //    end-4     4  CRC-32C (Castagnoli) of every byte before it (u32)
 //
@@ -39,8 +40,8 @@
 // reserved_upto and each held once, one exclusive or only shared holders per key (or
 // only a semaphore's, of one number of permits, holding no more than it has), one
 // lock-delay per key. So a decoded snapshot can always be restored whole. Mode 2 came
-// with semaphores: a wardend from before reads a snapshot holding one as damaged and
-// starts under the restart embargo, which is safe. Encoding is
+// with semaphores and mode 3 with elections: a wardend from before reads a snapshot
+// holding one as damaged and starts under the restart embargo, which is safe. Encoding is
 // canonical: a file that decodes is byte for byte the encoding of what it decoded to.
 //
 // Thread safety: none needed; plain functions over values and one directory.
@@ -71,6 +72,7 @@ struct SnapshotHolder {
   std::uint64_t lock_delay_ms = 0;         // applied if the restored lease expires
   std::uint32_t capacity = 0;              // a semaphore's permits (mode shared); 0: a lock
   std::uint32_t permits = 0;               // the permits this grant of a semaphore holds
+  std::string value{};                     // an election's leader: its value; else empty
 
   friend bool operator==(const SnapshotHolder&, const SnapshotHolder&) = default;
 };

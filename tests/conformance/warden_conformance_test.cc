@@ -10,6 +10,7 @@
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
 #include "conformance/multi_lock_suite.h"
+#include "conformance/election_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/server_process.h"
 #include "support/tls_wardend.h"
@@ -27,7 +28,8 @@ constexpr Capabilities kWarden{.shared = true,
                                .durable_tokens = true,
                                .check = true,
                                .semaphore = true,
-                               .atomic_multi = true};
+                               .atomic_multi = true,
+                               .election = true};
 
 // The same backend over plain TCP, or over mutual TLS (wardens:// with the test
 // certificates; the probe behind the clients' back stays on the plain port).
@@ -74,6 +76,7 @@ const EngineCase kTls{"WardenTls", kWarden, [] { return std::make_unique<Wardend
 
 INSTANTIATE_TEST_SUITE_P(Warden, Conformance, ::testing::Values(kPlain, kTls), name_printer);
 INSTANTIATE_TEST_SUITE_P(Warden, SemaphoreConformance, ::testing::Values(kPlain), name_printer);
+INSTANTIATE_TEST_SUITE_P(Warden, ElectionConformance, ::testing::Values(kPlain), name_printer);
 
 INSTANTIATE_TEST_SUITE_P(Warden, MultiLockConformance, ::testing::Values(kPlain), name_printer);
 

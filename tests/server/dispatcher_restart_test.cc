@@ -136,5 +136,32 @@ TEST(DispatcherRestartTest, SemaphoreKeepsItsPermitsAndItsNumberAcrossARestart) 
   EXPECT_EQ(call(after, 7, {"RELEASE", "g/sem", a.token, a.secret}, at(20)), ":1\r\n");
 }
 
+TEST(DispatcherRestartTest, ALeaderKeepsItsValueAcrossARestart) {
+  table::CountingTokenSource before_tokens;
+  Dispatcher before(config(), &before_tokens, nullptr);
+  ASSERT_TRUE(before.connect(1));
+  const Granted a =
+      granted(call(before, 1, {"ACQUIRE", "g/leader", "x", "5000", "VALUE", "node-a"}, at(0)));
+  ASSERT_FALSE(a.token.empty());
+  EXPECT_EQ(call(before, 1, {"PROCLAIM", "g/leader", a.token, a.secret, "node-a:8080"}, at(1)),
+            ":1\r\n");
+  TableSnapshot file = before.snapshot(at(10));
+  ASSERT_EQ(file.holders.size(), 1u);
+  EXPECT_EQ(file.holders[0].value, "node-a:8080");
+  file.state = StateRecord{.reserved_upto = before_tokens.last(), .max_hold_ms = 60'000};
+  const TableSnapshot read = decode_table_snapshot(encode_table_snapshot(file), "t");
+
+  table::CountingTokenSource after_tokens(before_tokens.last());
+  Dispatcher after(config(), &after_tokens, nullptr);
+  EXPECT_EQ(after.restore(read, at(0)), 1u);
+  ASSERT_TRUE(after.connect(7));
+  EXPECT_TRUE(call(after, 7, {"INSPECT", "g/leader"}, at(10)).ends_with(
+      "$6\r\nvalues\r\n*1\r\n$11\r\nnode-a:8080\r\n"))
+      << "the restored leader lost its value";
+  EXPECT_EQ(call(after, 7, {"PROCLAIM", "g/leader", a.token, a.secret, "node-a:9090"}, at(20)),
+            ":1\r\n")
+      << "the restored leader can still proclaim with its secret";
+}
+
 }  // namespace
 }  // namespace warden::server

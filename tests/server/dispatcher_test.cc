@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "warden/election.h"
 #include "warden/error.h"
 
 namespace warden::server {
@@ -955,11 +956,69 @@ TEST_F(DispatcherTest, AuthWithoutAServerPasswordIsAnError) {
 
 TEST_F(DispatcherTest, HelloDescribesTheServer) {
   const std::string caps =
-      "shared fair unfair lock-delay fencing durable-tokens check semaphore multi";
+      "shared fair unfair lock-delay fencing durable-tokens check semaphore multi election";
   EXPECT_EQ(call(1, {"HELLO"}),
             "*8\r\n$6\r\nserver\r\n$7\r\nwardend\r\n$7\r\nversion\r\n"
-            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:4\r\n$12\r\ncapabilities\r\n" +
+            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:5\r\n$12\r\ncapabilities\r\n" +
                 bulk(caps));
+}
+
+// --- elections: ACQUIRE ... VALUE, PROCLAIM, INSPECT "values"
+
+TEST_F(DispatcherTest, ACampaignsValueIsShownWithItsGrantAndProclaimReplacesIt) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/e", "x", "1000", "VALUE", "node-a"}, at(0)), grant(1));
+  h_.park(2, {"ACQUIRE", "g/e", "x", "1000", "FOREVER", "VALUE", "node-b"}, at(0));
+  const std::string rows = "*1\r\n*3\r\n$9\r\nexclusive\r\n:1\r\n:900\r\n";
+  const std::string waiters = "$7\r\nwaiters\r\n*1\r\n*2\r\n$9\r\nexclusive\r\n:-1\r\n";
+  EXPECT_EQ(h_.inspect("g/e", at(100)),
+            "*8\r\n$7\r\nholders\r\n" + rows + waiters +
+                "$10\r\ndelayed_ms\r\n:0\r\n$6\r\nvalues\r\n*1\r\n" + bulk("node-a"));
+  EXPECT_EQ(call(3, {"PROCLAIM", "g/e", "1", kOwner, "node-a:8080"}, at(100)), kOne);
+  EXPECT_EQ(h_.inspect("g/e", at(100)),
+            "*8\r\n$7\r\nholders\r\n" + rows + waiters +
+                "$10\r\ndelayed_ms\r\n:0\r\n$6\r\nvalues\r\n*1\r\n" +
+                bulk("node-a:8080"));
+  // The waiter's value comes with its grant.
+  EXPECT_EQ(call(1, {"RELEASE", "g/e", "1", kOwner}, at(200)), kOne);
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 200'000)}}));
+  EXPECT_EQ(h_.inspect("g/e", at(200)),
+            "*8\r\n$7\r\nholders\r\n*1\r\n*3\r\n$9\r\nexclusive\r\n:2\r\n:1000\r\n"
+            "$7\r\nwaiters\r\n*0\r\n$10\r\ndelayed_ms\r\n:0\r\n$6\r\nvalues\r\n*1\r\n" +
+                bulk("node-b"));
+  // An empty value leaves a plain lock's reply.
+  EXPECT_EQ(call(2, {"PROCLAIM", "g/e", "2", kOwner, ""}, at(300)), kOne);
+  EXPECT_EQ(h_.inspect("g/e", at(300)), inspect_reply({{"exclusive", 2, 900}}, {}));
+}
+
+TEST_F(DispatcherTest, ProclaimWithoutTheOwnersSecretOrAHeldGrantIsNotHeldAndChangesNothing) {
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/e", "x", "1000", "VALUE", "node-a"}, at(0)), grant(1));
+  std::string wrong = h_.secrets.at("1");
+  wrong[0] = wrong[0] == 'a' ? 'b' : 'a';
+  const std::string before = h_.inspect("g/e", at(1));
+  EXPECT_EQ(call(2, {"PROCLAIM", "g/e", "1", wrong, "impostor"}, at(1)), kZero);
+  EXPECT_EQ(call(2, {"PROCLAIM", "g/e", "2", kOwner, "impostor"}, at(1)), kZero);
+  EXPECT_EQ(call(2, {"PROCLAIM", "g/other", "1", kOwner, "impostor"}, at(1)), kZero);
+  EXPECT_EQ(h_.inspect("g/e", at(1)), before);
+  EXPECT_EQ(call(1, {"RELEASE", "g/e", "1", kOwner}, at(2)), kOne);
+  EXPECT_EQ(call(1, {"PROCLAIM", "g/e", "1", kOwner, "late"}, at(3)), kZero);
+  EXPECT_TRUE(h_.d.table().empty());
+}
+
+TEST_F(DispatcherTest, AValueOnAnythingButAnExclusiveLockOrTooLongIsInvalid) {
+  const std::string too_long(kMaxLeaderValueBytes + 1, 'v');
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"ACQUIRE", "g/e", "s", "1000", "VALUE", "v"},
+           {"ACQUIRE", "g/e", "s", "1000", "PERMITS", "1", "2", "VALUE", "v"},
+           {"ACQUIRE", "g/e", "x", "1000", "VALUE", too_long}}) {
+    EXPECT_TRUE(call(1, args, at(0)).starts_with("-INVALID "))
+        << args[4];
+  }
+  EXPECT_TRUE(h_.d.table().empty());
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/e", "x", "1000", "VALUE", std::string(kMaxLeaderValueBytes, 'v')},
+                 at(0)),
+            grant(1));
+  EXPECT_TRUE(call(1, {"PROCLAIM", "g/e", "1", kOwner, too_long}, at(1)).starts_with("-INVALID "));
+  EXPECT_TRUE(call(1, {"PROCLAIM", "g/e", "1", kOwner}, at(1)).starts_with("-ERR "));
 }
 
 TEST_F(DispatcherTest, InspectShowsHoldersWaitersAndLockDelay) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/durable_state.h"
+#include "warden/election.h"
 #include "warden/error.h"
 
 namespace warden::server {
@@ -73,6 +74,9 @@ TableSnapshot sample() {
   // A semaphore of 4 permits, all of them held by two grants.
   s.holders.push_back(SnapshotHolder{"media/enc", Mode::shared, 20, {}, 8'000, 0, 4, 1});
   s.holders.push_back(SnapshotHolder{"media/enc", Mode::shared, 21, {}, 8'000, 0, 4, 3});
+  // An election's leader, with its value (any bytes).
+  s.holders.push_back(SnapshotHolder{"billing/leader", Mode::exclusive, 22, {}, 8'000, 0, 0, 0,
+                                     std::string("node-a\0:8080", 12)});
   for (std::size_t i = 0; i < s.holders.size(); ++i) {
     for (std::size_t b = 0; b < 16; ++b) {
       s.holders[i].secret[b] = static_cast<unsigned char>(0xA0 + 16 * i + b);
@@ -224,6 +228,9 @@ TEST(TableSnapshotTest, InconsistentContentsAreDamage) {
   s = sample();
   s.holders[3].permits = 0;
   refused(s, "0 permits of a semaphore of 4");
+  s = sample();
+  s.holders[5].value = std::string(kMaxLeaderValueBytes + 1, 'v');
+  refused(s, "a leader with a value of 4097 bytes");
   auto bytes = encode_table_snapshot(sample());
   bytes[40] = std::byte{7};  // the first holder's mode
   EXPECT_TRUE(contains(decode_error(with_fixed_crc(bytes)), "has mode 7"));

@@ -80,12 +80,21 @@ AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_
     c.push_back(std::to_string(request.permits));
     c.push_back(std::to_string(request.capacity));
   }
+  if (!request.value.empty()) {
+    c.push_back("VALUE");
+    c.push_back(request.value);
+  }
   return out;
 }
 
 Command renew_command(const core::GrantRef& grant) {
   return {"RENEW", grant.key.joined(), std::to_string(grant.token), secret_of(grant),
           std::to_string(grant.ttl.count())};
+}
+
+Command proclaim_command(const core::GrantRef& grant, std::string_view value) {
+  return {"PROCLAIM", grant.key.joined(), std::to_string(grant.token), secret_of(grant),
+          std::string(value)};
 }
 
 Command release_command(const core::GrantRef& grant) {

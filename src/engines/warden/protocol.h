@@ -28,7 +28,8 @@ struct AcquireCommand {
   bool waits = false;
 };
 
-// ACQUIRE key mode ttl [WAIT ms|FOREVER] [UNFAIR] [DELAY ms]. A deadline at or before
+// ACQUIRE key mode ttl [WAIT ms|FOREVER] [UNFAIR] [DELAY ms] [PERMITS k n] [VALUE v]
+// (VALUE: an election's campaign). A deadline at or before
 // `now` makes a try; Clock::time_point::max() waits FOREVER; otherwise WAIT is the time
 // left, rounded up to whole milliseconds.
 AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now);
@@ -43,6 +44,8 @@ AcquireCommand acquire_set_command(const core::AcquireSetRequest& request, Clock
 Command renew_command(const core::GrantRef& grant);
 // RELEASE key token secret
 Command release_command(const core::GrantRef& grant);
+// PROCLAIM key token secret value: an election's leader replaces its value.
+Command proclaim_command(const core::GrantRef& grant, std::string_view value);
 // CHECK key mode token
 Command check_command(const Sequencer& sequencer);
 // HELLO
@@ -55,6 +58,8 @@ inline constexpr std::size_t kMaxRequestBytes = 64 * 1024;
 
 // The first protocol with ACQUIRESET (multi-locks in one step).
 inline constexpr std::int64_t kProtoAcquireSet = 4;
+// The first protocol with elections: ACQUIRE ... VALUE, PROCLAIM, INSPECT "values".
+inline constexpr std::int64_t kProtoElection = 5;
 
 // A granted ACQUIRE: [token, waited_us, secret].
 struct GrantReply {

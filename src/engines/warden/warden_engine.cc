@@ -63,6 +63,7 @@ class WardenEngine final : public core::Engine {
     caps.check = true;
     caps.semaphore = true;                           // ACQUIRE ... PERMITS, protocol 3
     caps.atomic_multi = proto_ >= kProtoAcquireSet;  // ACQUIRESET, protocol 4
+    caps.election = proto_ >= kProtoElection;        // VALUE and PROCLAIM, protocol 5
     return caps;
   }
 
@@ -124,6 +125,11 @@ class WardenEngine final : public core::Engine {
     const auto result = control_.run({release_command(grant)});
     // :0 ("was not held") is a release too: release is idempotent.
     parse_flag(result.replies.at(0), "RELEASE on " + connector_->endpoint());
+  }
+
+  bool proclaim(const GrantRef& grant, std::string_view value) override {
+    const auto result = control_.run({proclaim_command(grant, value)});
+    return parse_flag(result.replies.at(0), "PROCLAIM on " + connector_->endpoint());
   }
 
   bool check(const Sequencer& sequencer) override {

@@ -44,14 +44,16 @@ std::uint32_t permits_at(const Reply& row, std::size_t i, const Reply& whole,
 }
 
 // INSPECT's reply: "holders" [[mode, token, ms(, permits)]...] "waiters" [[mode, ms(,
-// permits)]...] "delayed_ms" ms (, "permits" n for a semaphore), read by label so that
-// later labels are ignored.
+// permits)]...] "delayed_ms" ms (, "permits" n for a semaphore) (, "values" [value...]
+// with one value per holder when a leader has one), read by label so that later labels
+// are ignored.
 LockStatus parse_inspect(const Reply& reply, const std::string& context) {
   checked(reply, context);
   if (!reply.is_array() || reply.elements.size() % 2 != 0) {
     throw resp_client::unexpected_reply(reply, context);
   }
   LockStatus s;
+  const Reply* values = nullptr;
   for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
     const std::string& label = reply.elements[i].text;
     const Reply& value = reply.elements[i + 1];
@@ -81,6 +83,19 @@ LockStatus parse_inspect(const Reply& reply, const std::string& context) {
         throw resp_client::unexpected_reply(reply, context);
       }
       s.permits = static_cast<std::uint32_t>(value.integer);
+    } else if (label == "values") {
+      values = &value;
+    }
+  }
+  if (values != nullptr) {
+    if (!values->is_array() || values->elements.size() != s.holders.size()) {
+      throw resp_client::unexpected_reply(reply, context);
+    }
+    for (std::size_t i = 0; i < s.holders.size(); ++i) {
+      if (values->elements[i].type != Reply::Type::bulk) {
+        throw resp_client::unexpected_reply(reply, context);
+      }
+      s.holders[i].value = values->elements[i].text;
     }
   }
   return s;

@@ -72,6 +72,19 @@ TEST(WardendProtocol, SharedUnfairAndDelayAreSpelledOut) {
       (Command{"ACQUIRE", "billing/invoice/7 x", "shared", "30000", "UNFAIR", "DELAY", "250"}));
 }
 
+TEST(WardendProtocol, ACampaignCarriesItsValueAndProclaimTheOwnerSecret) {
+  auto r = request(Clock::time_point::max());
+  r.value = std::string("node-a\0:8080", 12);
+  EXPECT_EQ(acquire_command(r, Clock::now()).command,
+            (Command{"ACQUIRE", "billing/invoice/7 x", "exclusive", "30000", "FOREVER", "VALUE",
+                     r.value}));
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  core::GrantRef g{core::LockKey{"g", "n"}, Mode::exclusive, 42, 900ms, secret};
+  EXPECT_EQ(proclaim_command(g, "node-b"), (Command{"PROCLAIM", "g/n", "42", secret, "node-b"}));
+  g.owner = "intruder-7";
+  EXPECT_THROW((void)proclaim_command(g, "x"), Error) << "not a grant of this engine";
+}
+
 TEST(WardendProtocol, RenewAndReleaseCarryTheOwnerSecretCheckIsByToken) {
   const std::string secret = "0123456789abcdef0123456789abcdef";
   core::GrantRef g{core::LockKey{"g", "n"}, Mode::shared, 42, 900ms, secret};
