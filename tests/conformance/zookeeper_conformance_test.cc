@@ -14,6 +14,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/election_suite.h"
 #include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/request_queue.h"
@@ -31,7 +32,8 @@ constexpr Capabilities kZooKeeper{.shared = true,
                                   .fencing = true,
                                   .durable_tokens = true,
                                   .check = true,
-                                  .semaphore = true};
+                                  .semaphore = true,
+                                  .election = true};
 
 class ZooKeeperBackend final : public Backend {
  public:
@@ -103,6 +105,12 @@ INSTANTIATE_TEST_SUITE_P(
                                  [] { return std::make_unique<ZooKeeperBackend>(3); }}),
     name_printer);
 INSTANTIATE_TEST_SUITE_P(ZooKeeper, SemaphoreConformance,
+                         ::testing::Values(EngineCase{
+                             "ZooKeeperStandalone", kZooKeeper,
+                             [] { return std::make_unique<ZooKeeperBackend>(1); }}),
+                         name_printer);
+
+INSTANTIATE_TEST_SUITE_P(ZooKeeper, ElectionConformance,
                          ::testing::Values(EngineCase{
                              "ZooKeeperStandalone", kZooKeeper,
                              [] { return std::make_unique<ZooKeeperBackend>(1); }}),

@@ -585,6 +585,22 @@ bool ZooKeeperEnsemble::exists(const std::string& path) {
   throw std::runtime_error("exists " + path + ": " + zk_error(rc));
 }
 
+std::optional<std::string> ZooKeeperEnsemble::data(const std::string& path) {
+  std::string out;
+  const auto read = [&](zhandle_t* zh) {
+    std::vector<char> buffer(1 << 20);  // ZooKeeper's own limit on a node's data
+    int length = static_cast<int>(buffer.size());
+    Stat stat{};
+    const int rc = zoo_get(zh, path.c_str(), 0, buffer.data(), &length, &stat);
+    if (rc == ZOK) out.assign(buffer.data(), length > 0 ? static_cast<std::size_t>(length) : 0);
+    return rc;
+  };
+  const int rc = with_session([this] { return reachable_hosts(); }, "", read);
+  if (rc == ZNONODE) return std::nullopt;
+  if (rc != ZOK) throw std::runtime_error("get " + path + ": " + zk_error(rc));
+  return out;
+}
+
 std::vector<std::string> ZooKeeperEnsemble::tree(const std::string& path, const std::string& auth) {
   std::vector<std::string> nodes;
   std::string failed;

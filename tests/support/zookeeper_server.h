@@ -89,6 +89,8 @@ class ZooKeeperEnsemble {
   // The names of the children of `path`, sorted; empty if `path` does not exist.
   std::vector<std::string> children(const std::string& path, const std::string& auth = "");
   bool exists(const std::string& path);
+  // The data of `path`; nullopt if it does not exist.
+  std::optional<std::string> data(const std::string& path);
   // Every znode under `path` (recursively, `path` itself excluded) as a full path, sorted;
   // /zookeeper and what is under it are left out. A node whose ACL does not let `auth`
   // (or anyone, without it) read its children makes it throw.

@@ -76,4 +76,18 @@ std::optional<RequestNode> parse_request(const std::string& name) {
   return node;
 }
 
+std::string request_data(Mode mode, std::string_view client_id, std::string_view value) {
+  std::string data = "warden " + std::string(to_string(mode)) + ' ' + std::string(client_id);
+  if (!value.empty()) {
+    data += '\n';
+    data += value;
+  }
+  return data;
+}
+
+std::string value_in(std::string_view data) {
+  const auto newline = data.find('\n');
+  return newline == std::string_view::npos ? std::string() : std::string(data.substr(newline + 1));
+}
+
 }  // namespace warden::engines::zookeeper

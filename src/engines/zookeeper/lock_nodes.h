@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "warden/types.h"
 
@@ -47,5 +48,12 @@ struct RequestNode {
 
 // nullopt for a child warden did not create.
 std::optional<RequestNode> parse_request(const std::string& name);
+
+// A request node's data: "warden MODE CLIENT_ID" (for people reading the tree), then,
+// for an election's candidate, a newline and its value (any bytes; the client id never
+// holds a newline).
+std::string request_data(Mode mode, std::string_view client_id, std::string_view value);
+// The value in a request node's data: what follows the first newline, or "".
+std::string value_in(std::string_view data);
 
 }  // namespace warden::engines::zookeeper

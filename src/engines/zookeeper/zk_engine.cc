@@ -114,6 +114,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
     caps.durable_tokens = true;  // zxids survive restarts and leader elections
     caps.check = true;
     caps.semaphore = true;  // p- nodes that count permits (lock_nodes.h)
+    caps.election = true;   // the candidate's value in its node's data
     return caps;
   }
 
@@ -194,6 +195,24 @@ class ZkEngine final : public core::Engine, public SessionListener {
     if (!session || session->id() != owner.session) return;  // gone with its session
     const int rc = session->await(session->remove(owner.path));
     if (rc != ZOK && rc != ZNONODE) throw_zk_error(rc, "release of " + owner.path);
+  }
+
+  bool proclaim(const GrantRef& grant, std::string_view value) override {
+    const Owner owner = parse_owner(grant.owner);
+    const std::shared_ptr<ZkSession> session = live_session();
+    if (!session || session->id() != owner.session) return false;  // gone with its session
+    // The node's path alone could name another client's node (a lock node deleted when
+    // empty and created again restarts its sequence), so its czxid must be the grant's
+    // token, and the set is conditional on the data version read with it.
+    const GetResult node = session->await(session->get(owner.path));
+    if (node.rc == ZNONODE) return false;
+    if (node.rc != ZOK) throw_zk_error(node.rc, "proclaim on " + owner.path);
+    if (static_cast<std::uint64_t>(node.czxid) != grant.token) return false;
+    const int rc = session->await(
+        session->set(owner.path, request_data(grant.mode, client_id_, value), node.version));
+    if (rc == ZNONODE || rc == ZBADVERSION) return false;
+    if (rc != ZOK) throw_zk_error(rc, "proclaim on " + owner.path);
+    return true;
   }
 
   bool check(const Sequencer& sequencer) override {
@@ -340,8 +359,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
   // trip (a session's requests are answered in order, so the listing sees the node).
   Created create(ZkSession& session, const LockNodes& nodes, const AcquireRequest& request,
                  const std::string& guid) {
-    const std::string value =
-        "warden " + std::string(to_string(request.mode)) + ' ' + client_id_;
+    const std::string value = request_data(request.mode, client_id_, request.value);
     const std::string to_create =
         nodes.request(request.mode, guid, request.permits, request.capacity);
     for (int attempt = 0; attempt < 4; ++attempt) {

@@ -93,19 +93,20 @@ LockStatus inspect_on(ZkSession& session, const std::string& prefix, const core:
   const LockNodes nodes = LockNodes::of(prefix, key.group, key.name);
   const std::vector<RequestNode> queue = queue_of(children_of(session, nodes.lock));
   const std::size_t held = holding(queue);
-  std::vector<std::future<ExistsResult>> stats;
+  // The holders' data too: an election's leader keeps its value there.
+  std::vector<std::future<GetResult>> stats;
   for (std::size_t i = 0; i < held; ++i) {
-    stats.push_back(session.exists(nodes.lock + '/' + queue[i].name, false));
+    stats.push_back(session.get(nodes.lock + '/' + queue[i].name));
   }
   LockStatus s;
   s.group = key.group;
   s.name = key.name;
   for (std::size_t i = 0; i < held; ++i) {
-    const ExistsResult stat = session.await(std::move(stats[i]));
+    const GetResult stat = session.await(std::move(stats[i]));
     if (stat.rc == ZNONODE) continue;  // released since the listing
     if (stat.rc != ZOK) throw_zk_error(stat.rc, "stat of " + nodes.lock + '/' + queue[i].name);
     s.holders.push_back(HolderStatus{queue[i].mode, static_cast<std::uint64_t>(stat.czxid),
-                                     std::nullopt, queue[i].permits});
+                                     std::nullopt, queue[i].permits, value_in(stat.data)});
   }
   // A waiter's deadline lives in its client alone.
   for (std::size_t i = held; i < queue.size(); ++i) {

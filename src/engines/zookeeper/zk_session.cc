@@ -238,6 +238,48 @@ std::future<int> ZkSession::sync(const std::string& path) {
   return future;
 }
 
+std::future<GetResult> ZkSession::get(const std::string& path) {
+  auto [call, future] = new_call<GetResult>();
+  const int rc = zoo_aget(
+      handle_, path.c_str(), 0,
+      [](int result, const char* value, int length, const Stat* stat, const void* data) {
+        auto* self = static_cast<Call<GetResult>*>(const_cast<void*>(data));
+        GetResult out;
+        out.rc = result;
+        if (result == ZOK) {
+          if (value != nullptr && length > 0) out.data.assign(value, static_cast<std::size_t>(length));
+          if (stat != nullptr) {
+            out.czxid = stat->czxid;
+            out.version = stat->version;
+          }
+        }
+        self->promise.set_value(std::move(out));
+        delete self;
+      },
+      call);
+  if (rc != ZOK) fail(call, rc);
+  return std::move(future);
+}
+
+std::future<int> ZkSession::set(const std::string& path, const std::string& data,
+                                std::int32_t version) {
+  auto* call = new std::promise<int>;
+  auto future = call->get_future();
+  const int rc = zoo_aset(
+      handle_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+      [](int result, const Stat*, const void* context) {
+        auto* self = static_cast<std::promise<int>*>(const_cast<void*>(context));
+        self->set_value(result);
+        delete self;
+      },
+      call);
+  if (rc != ZOK) {
+    call->set_value(rc);
+    delete call;
+  }
+  return future;
+}
+
 std::future<int> ZkSession::remove(const std::string& path) {
   auto* call = new std::promise<int>;
   auto future = call->get_future();

@@ -62,6 +62,13 @@ struct ExistsResult {
   std::int64_t czxid = 0;
 };
 
+struct GetResult {
+  int rc = ZOK;  // ZOK: read; ZNONODE: no such node
+  std::string data;
+  std::int64_t czxid = 0;
+  std::int32_t version = 0;  // of the data, for a conditional set
+};
+
 class ZkSession {
  public:
   // Connects to `config.hosts`, waits for the session (up to op_timeout) and adds the
@@ -95,6 +102,11 @@ class ZkSession {
   // to the listener's on_node_event.
   std::future<ExistsResult> exists(const std::string& path, bool watch);
   std::future<int> remove(const std::string& path);
+  // The node's data and stat, without a watch.
+  std::future<GetResult> get(const std::string& path);
+  // Replaces the node's data if its data version is still `version` (ZBADVERSION
+  // otherwise, ZNONODE if it is gone).
+  std::future<int> set(const std::string& path, const std::string& data, std::int32_t version);
 
   // Waits for `future` up to op_timeout; throws Error(deadline_exceeded) after that.
   template <class T>
