@@ -37,6 +37,8 @@ struct TortureArgs {
   std::vector<long> server_pids;
   std::vector<std::string> server_restart;
   std::string master_command;
+  std::string primitive = "lock";
+  std::uint32_t permits = 2;
 };
 
 std::chrono::milliseconds millis(std::string_view option, const std::string& text) {
@@ -82,6 +84,13 @@ int run(const TortureArgs& args) {
   options.master_command = args.master_command;
   options.self = self_path();
   options.label = args.label;
+  const auto primitive = torture::primitive_from(args.primitive);
+  if (!primitive) {
+    throw Failure(exit_code::kUsage, "--primitive",
+                  "unknown: '" + args.primitive + "' (known: lock, semaphore, election)");
+  }
+  options.primitive = *primitive;
+  options.permits = args.permits;
   try {
     return torture::run_torture(options);
   } catch (const Error& e) {
@@ -125,6 +134,14 @@ void add_torture_command(Commands& commands) {
                  "The engine's allowance beyond the TTL for handing an abandoned lock on")
       ->type_name("D")
       ->capture_default_str();
+  app.add_option("--primitive", a->primitive,
+                 "What the clients take: lock, semaphore (one of --permits), election")
+      ->type_name("NAME")
+      ->capture_default_str();
+  app.add_option("--permits", a->permits, "A semaphore's permits (--primitive semaphore)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 63))
+      ->capture_default_str();
   app.add_option("--label", a->label, "The engine's name in row.md (default: the URL's scheme)")
       ->type_name("TEXT");
   app.add_option("--server-pid", a->server_pids, "A backend process (server faults); repeatable")
@@ -156,11 +173,16 @@ void add_torture_command(Commands& commands) {
   resource.group("");
   resource.add_option("--socket", r->socket_path)->required();
   resource.add_option("--history", r->history_path)->required();
+  resource.add_flag("--unfenced{false}", r->fenced);
 
   auto c = std::make_shared<torture::ClientLoopOptions>();
   auto ttl = std::make_shared<std::string>("1s");
-  CLI::App& client = commands.add("torture-client", "", [c, ttl] {
+  auto primitive = std::make_shared<std::string>("lock");
+  CLI::App& client = commands.add("torture-client", "", [c, ttl, primitive] {
     c->ttl = millis("--ttl", *ttl);
+    const auto taken = torture::primitive_from(*primitive);
+    if (!taken) throw Failure(exit_code::kUsage, "--primitive", "unknown: '" + *primitive + "'");
+    c->primitive = *taken;
     return torture::run_client_loop(*c);
   });
   client.group("");
@@ -170,6 +192,8 @@ void add_torture_command(Commands& commands) {
   client.add_option("--history", c->history_path)->required();
   client.add_option("--ttl", *ttl);
   client.add_option("--seed", c->seed);
+  client.add_option("--primitive", *primitive);
+  client.add_option("--permits", c->permits);
 }
 
 }  // namespace warden::cli

@@ -26,6 +26,14 @@
 //                       other grant, untold = not (or never). Each grant counts once.
 //   waits_unfinished    requests with no grant, timeout or error after them by the end
 //                       of the run, from clients with no death event.
+//   holders             a semaphore's run (CheckOptions::permits > 0) only: the most
+//                       holds under way at once at the resource, and how many holds
+//                       began while `permits` others were under way (over_permits). It
+//                       takes the place of overlaps, which a semaphore's holders have by
+//                       design; stale_accepted, tokens_backwards and the lost counts are
+//                       not judged (the resource admits every write, clients record
+//                       overlapping grants in no particular order, and other grants are
+//                       not successors).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +49,8 @@ struct CheckOptions {
   Nanos run_end = 0;         // when the clients were told to stop (requests after it may go
                              // unanswered); 0: unknown, every unanswered request counts
   bool fenced = true;        // the engine claims fencing: stale_accepted must be 0
+  std::uint32_t permits = 0;  // a semaphore's run: its number of permits; 0: a lock's or
+                              // an election's run (one holder at a time)
 };
 
 struct Overlap {
@@ -63,6 +73,8 @@ struct CheckResult {
   long lost_told = 0;
   long lost_untold = 0;
   long waits_unfinished = 0;
+  long most_holders = 0;   // the most holds under way at once (resource side)
+  long over_permits = 0;   // holds that began while `permits` others were under way
 
   // One line per property: "PASS  name  detail" / "FAIL  name  detail" / "INFO ...".
   // Properties that must hold: stale_accepted == 0 (when fenced), tokens_backwards == 0

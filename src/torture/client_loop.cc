@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -14,6 +16,7 @@
 #include "torture/history.h"
 #include "torture/resource_link.h"
 #include "warden/client.h"
+#include "warden/election.h"
 #include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
@@ -50,6 +53,62 @@ class Recorder {
   const int client_;
 };
 
+// One grant of the primitive under test: a lock's or a permit's Lease, or a Leadership
+// (whose term is its token). Empty when the wait ran out.
+class Taken {
+ public:
+  Taken() = default;
+  explicit Taken(Lease lease) : lease_(std::move(lease)) {}
+  explicit Taken(Leadership leadership) : leadership_(std::move(leadership)) {}
+  explicit operator bool() const { return lease_.valid() || leadership_.valid(); }
+  std::uint64_t token() const { return lease_ ? lease_.token() : leadership_.term(); }
+  std::stop_token lost_token() const {
+    return lease_ ? lease_.lost_token() : leadership_.lost_token();
+  }
+  void release() {
+    if (lease_) lease_.release();
+    if (leadership_) leadership_.resign();
+  }
+
+ private:
+  Lease lease_;
+  Leadership leadership_;
+};
+
+// Takes the primitive once, waiting at most `wait`.
+class Taker {
+ public:
+  Taker(Client& client, const ClientLoopOptions& options, const LockOptions& lock_options)
+      : options_(options),
+        lock_(client.lock("torture", options.lock_name, lock_options)),
+        semaphore_(options.primitive == Primitive::semaphore
+                       ? std::optional(client.semaphore("torture", options.lock_name,
+                                                        options.permits, lock_options))
+                       : std::nullopt),
+        election_(options.primitive == Primitive::election
+                      ? std::optional(client.election("torture", options.lock_name, lock_options))
+                      : std::nullopt) {}
+
+  Taken take() {
+    const Wait wait = Wait::up_to(options_.wait);
+    switch (options_.primitive) {
+      case Primitive::semaphore:
+        return Taken(semaphore_->acquire(1, wait));
+      case Primitive::election:
+        return Taken(election_->campaign("client " + std::to_string(options_.client), wait));
+      case Primitive::lock:
+        break;
+    }
+    return Taken(lock_.acquire(Mode::exclusive, wait));
+  }
+
+ private:
+  const ClientLoopOptions& options_;
+  Lock lock_;
+  std::optional<Semaphore> semaphore_;
+  std::optional<Election> election_;
+};
+
 }  // namespace
 
 int run_client_loop(const ClientLoopOptions& options) {
@@ -66,7 +125,7 @@ int run_client_loop(const ClientLoopOptions& options) {
     Client client = Client::open(options.url, client_options);
     LockOptions lock_options;
     lock_options.ttl = options.ttl;
-    Lock lock = client.lock("torture", options.lock_name, lock_options);
+    Taker taker(client, options, lock_options);
     std::mt19937_64 random(options.seed);
     std::uniform_int_distribution<std::int64_t> hold(options.hold_min.count(),
                                                      options.hold_max.count());
@@ -74,9 +133,9 @@ int run_client_loop(const ClientLoopOptions& options) {
 
     while (!g_stop) {
       recorder.record(EventKind::request);
-      Lease lease;
+      Taken lease;
       try {
-        lease = lock.acquire(Mode::exclusive, Wait::up_to(options.wait));
+        lease = taker.take();
       } catch (const Error& e) {
         recorder.record(EventKind::error, 0, std::string("acquire: ") + e.what());
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -88,7 +147,9 @@ int run_client_loop(const ClientLoopOptions& options) {
       }
       const std::uint64_t token = lease.token();
       recorder.record(EventKind::grant, token);
-      lease.on_lost([&recorder, token] { recorder.record(EventKind::lost, token); });
+      std::stop_callback on_lost(lease.lost_token(), [&recorder, token] {
+        recorder.record(EventKind::lost, token);
+      });
       resource.ask("BEGIN " + me + " " + std::to_string(token));
       std::this_thread::sleep_for(std::chrono::milliseconds(hold(random)));
       resource.ask("END " + me + " " + std::to_string(token));

@@ -1,5 +1,5 @@
 // torture/client_loop.h — one client process of a `warden torture` run: it takes the
-// lock over and over, writes to the resource with its fencing token while it holds it,
+// lock (a semaphore's permit, an election's leadership) over and over, writes to the resource with its fencing token while it holds it,
 // and records what it saw as JSON lines (request, grant, timeout, error, lost,
 // release). Every line is flushed as it is written, so a client killed by the nemesis
 // loses nothing it had recorded.
@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "torture/primitive.h"
 
 namespace warden::torture {
 
@@ -22,6 +24,8 @@ struct ClientLoopOptions {
   std::chrono::milliseconds hold_max{50};  // [hold_min, hold_max]
   std::chrono::milliseconds wait{1'000};   // one acquire waits at most this long
   std::uint64_t seed = 1;
+  Primitive primitive = Primitive::lock;  // what each acquire takes
+  std::uint32_t permits = 2;              // the semaphore's number of permits
 };
 
 // Runs until SIGTERM or SIGINT (finishing the hold under way), then returns 0.

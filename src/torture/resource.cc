@@ -44,7 +44,8 @@ struct Connection {
 
 class Resource {
  public:
-  explicit Resource(const ResourceOptions& options) : out_(options.history_path) {
+  explicit Resource(const ResourceOptions& options)
+      : out_(options.history_path), fenced_(options.fenced) {
     if (!out_) throw std::runtime_error("cannot write " + options.history_path);
   }
 
@@ -57,7 +58,7 @@ class Resource {
       int client = -1;
       std::uint64_t token = 0;
       if (!(words >> client >> token) || client < 0) return "ERR usage: " + verb + " CLIENT TOKEN";
-      const bool admitted = gate_.admit(kLock, token);
+      const bool admitted = !fenced_ || gate_.admit(kLock, token);
       if (verb == "BEGIN") {
         if (conn.write) finish(conn, now_ns());
         conn.write = OpenWrite{client, token, now_ns(), admitted};
@@ -107,6 +108,7 @@ class Resource {
   }
 
   std::ofstream out_;
+  const bool fenced_;
   FenceGate gate_;
   long writes_ = 0;
   long rejected_ = 0;

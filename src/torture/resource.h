@@ -24,6 +24,10 @@ namespace warden::torture {
 struct ResourceOptions {
   std::string socket_path;   // created here; removed on exit
   std::string history_path;  // the write events, JSON lines
+  // false for a semaphore's run: its holders write at once, each with its own token, so
+  // no single "highest token seen" applies; every write is admitted and the checker
+  // counts how many were under way at once.
+  bool fenced = true;
 };
 
 // Serves until SIGTERM or SIGINT, then writes out every write still open (ended at

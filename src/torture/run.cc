@@ -28,6 +28,7 @@
 #include "torture/resource_link.h"
 #include "torture/timeline_svg.h"
 #include "warden/client.h"
+#include "warden/error.h"
 
 extern char** environ;
 
@@ -137,10 +138,19 @@ class Run {
     // The engine must open before anything starts; its capabilities say whether the
     // run is judged as fenced.
     const Capabilities caps = Client::open(options_.url).capabilities();
+    const bool semaphore = options_.primitive == Primitive::semaphore;
+    if (semaphore && !caps.semaphore) {
+      throw warden::Error(warden::Errc::unsupported, options_.url + " has no semaphores");
+    }
+    if (options_.primitive == Primitive::election && !caps.election) {
+      throw warden::Error(warden::Errc::unsupported, options_.url + " has no elections");
+    }
 
-    resource_ = Process({options_.self, "torture-resource", "--socket", socket_, "--history",
-                         (out_ / "resource.jsonl").string()},
-                        out_ / "resource.log");
+    std::vector<std::string> resource_argv = {options_.self, "torture-resource", "--socket",
+                                              socket_, "--history",
+                                              (out_ / "resource.jsonl").string()};
+    if (semaphore) resource_argv.push_back("--unfenced");
+    resource_ = Process(resource_argv, out_ / "resource.log");
     const auto ready_by = now_ns() + 5'000'000'000LL;
     while (!link_) {
       try {
@@ -181,6 +191,7 @@ class Run {
     check_options.recovery_bound = to_ns(options_.ttl + options_.epsilon);
     check_options.run_end = run_end;
     check_options.fenced = caps.fencing;
+    if (semaphore) check_options.permits = options_.permits;
     const CheckResult result = check(history, check_options);
 
     std::vector<std::string> lines;
@@ -188,7 +199,8 @@ class Run {
                     std::to_string(options_.clients) + " --duration " +
                     std::to_string(options_.duration.count()) + "ms --ttl " +
                     std::to_string(options_.ttl.count()) + "ms --nemesis " +
-                    to_string(options_.nemesis) + " --seed " + std::to_string(options_.seed));
+                    to_string(options_.nemesis) + " --seed " + std::to_string(options_.seed) +
+                    primitive_options());
     for (auto& line : result.summary(check_options)) lines.push_back(std::move(line));
     lines.push_back(
         "NOTE  clock jumps of the backend's servers are not injected (libfaketime hangs "
@@ -234,6 +246,7 @@ class Run {
     }
     std::string label = options_.label;
     if (label.empty()) label = options_.url.substr(0, options_.url.find(':'));
+    if (options_.primitive != Primitive::lock) label += primitive_options();
     std::string recovery = r.recoveries.empty() && r.recoveries_unfinished == 0
                                ? "–"
                                : ms_text(r.max_recovery) + " / " + ms_text(o.recovery_bound);
@@ -241,11 +254,17 @@ class Run {
       recovery += " (+" + std::to_string(r.recoveries_unfinished) + " unrecovered)";
     }
     return "| " + label + " | " + to_string(options_.nemesis) + " | " + std::to_string(r.grants) +
-           " | " + std::to_string(r.faults) + " | " + std::to_string(overlapped.size()) + " | " +
-           std::to_string(r.writes_rejected) + " | " +
-           (o.fenced ? std::to_string(r.stale_accepted) : "n/a") + " | " +
-           std::to_string(r.tokens_backwards) + " | " + recovery + " | " +
-           std::to_string(r.lost_told) + " / " + std::to_string(r.lost_untold) + " | " +
+           " | " + std::to_string(r.faults) + " | " +
+           // A semaphore's run: the holds begun beyond its permits, in the overlaps column.
+           std::to_string(o.permits > 0 ? r.over_permits
+                                        : static_cast<long>(overlapped.size())) +
+           " | " + std::to_string(r.writes_rejected) + " | " +
+           (o.fenced && o.permits == 0 ? std::to_string(r.stale_accepted) : "n/a") + " | " +
+           (o.permits == 0 ? std::to_string(r.tokens_backwards) : "n/a") + " | " + recovery +
+           " | " +
+           (o.permits == 0 ? std::to_string(r.lost_told) + " / " + std::to_string(r.lost_untold)
+                           : "n/a") +
+           " | " +
            std::to_string(r.waits_unfinished) + " | " + (r.passed(o) ? "PASS" : "**FAIL**") + " |";
   }
 
@@ -260,8 +279,20 @@ class Run {
         id, Process({options_.self, "torture-client", "--url", url, "--client", std::to_string(id),
                      "--socket", socket_, "--history", (out_ / (name + ".jsonl")).string(), "--ttl",
                      std::to_string(options_.ttl.count()) + "ms", "--seed",
-                     std::to_string(options_.seed * 1000 + static_cast<std::uint64_t>(id))},
+                     std::to_string(options_.seed * 1000 + static_cast<std::uint64_t>(id)),
+                     "--primitive", to_string(options_.primitive), "--permits",
+                     std::to_string(options_.permits)},
                     out_ / (name + ".log")));
+  }
+
+  // The run's primitive as the command line gives it ("" for a lock's run).
+  std::string primitive_options() const {
+    if (options_.primitive == Primitive::lock) return "";
+    std::string text = std::string(" --primitive ") + to_string(options_.primitive);
+    if (options_.primitive == Primitive::semaphore) {
+      text += " --permits " + std::to_string(options_.permits);
+    }
+    return text;
   }
 
   void record_fault(const std::string& target, int client, Nanos start, Nanos end) {
@@ -456,6 +487,11 @@ class Run {
 
 int run_torture(const TortureOptions& options) {
   if (options.clients < 1) throw std::runtime_error("--clients must be at least 1");
+  if (options.primitive == Primitive::semaphore &&
+      (options.permits < 1 || static_cast<int>(options.permits) >= options.clients)) {
+    throw std::runtime_error(
+        "--permits must be at least 1 and fewer than --clients, or nobody ever waits");
+  }
   if (hits_server(options.nemesis) && options.server_pids.empty()) {
     throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +
                              " needs --server-pid for each backend process");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "torture/nemesis.h"
+#include "torture/primitive.h"
 
 namespace warden::torture {
 
@@ -45,6 +46,9 @@ struct TortureOptions {
   std::string self;
   // The engine's name in row.md (default: the URL's scheme).
   std::string label;
+  // What the clients take, and a semaphore's number of permits.
+  Primitive primitive = Primitive::lock;
+  std::uint32_t permits = 2;
 };
 
 // Runs, prints the summary to stdout, and returns 0 if every property that must hold

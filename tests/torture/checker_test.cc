@@ -99,6 +99,39 @@ TEST(Checker, OverlappingHoldsAreReportedWithTheirStretch) {
       << line_of(r, options(), "overlaps");
 }
 
+TEST(Checker, ASemaphoresRunCountsHoldsUnderWayAtOnceAgainstItsPermits) {
+  CheckOptions o = options();
+  o.permits = 2;
+  // Two permits: clients 0 and 1 hold together (1..10, 2..8); client 2 begins at 5,
+  // while both are under way — one hold beyond the permits. Client 3 begins at 10, just
+  // as client 0's hold ends: an end and a start at one instant are one after the other.
+  const std::vector<Event> history = {
+      grant(0, 0, 1),  write(0, 1, 1, 10, true), grant(1, 1, 2),  write(1, 2, 2, 8, true),
+      grant(2, 4, 3),  write(2, 3, 5, 9, true),  grant(3, 9, 4),  write(3, 4, 10, 12, true),
+  };
+  const CheckResult r = check(history, o);
+  EXPECT_EQ(r.most_holders, 3);
+  EXPECT_EQ(r.over_permits, 1);
+  EXPECT_TRUE(r.overlaps.empty()) << "a semaphore's holders overlap by design";
+  EXPECT_TRUE(starts_with(line_of(r, o, "holders"),
+                          "INFO  holders           at most 3 at once of 2 permits; 1 holds"))
+      << line_of(r, o, "holders");
+  EXPECT_EQ(line_of(r, o, "overlaps"), "");
+
+  // Within the permits, and recorded out of token order (client 1 reports its grant
+  // last): nothing beyond them, and the order of the reports is not judged.
+  const std::vector<Event> within = {
+      grant(1, 2, 6), grant(0, 1, 7), write(0, 7, 1, 10, true), write(1, 6, 2, 8, true),
+      grant(2, 11, 8), write(2, 8, 11, 12, true),
+  };
+  const CheckResult w = check(within, o);
+  EXPECT_EQ(w.most_holders, 2);
+  EXPECT_EQ(w.over_permits, 0);
+  EXPECT_TRUE(w.passed(o));
+  EXPECT_TRUE(starts_with(line_of(w, o, "tokens_backwards"), "INFO  ")) << line_of(w, o, "tokens_backwards");
+  EXPECT_TRUE(starts_with(line_of(w, o, "stale_accepted"), "INFO  ")) << line_of(w, o, "stale_accepted");
+}
+
 TEST(Checker, DuplicateTokenLetsAStaleWriteThroughAndFails) {
   // The engine handed token 5 to two clients. Client 0 stalls before its first write,
   // client 1 writes, then client 0 wakes up: the fence admits equal tokens, so the old

@@ -73,6 +73,30 @@ TEST(TortureSmoke, Wardend) {
   expect_pass(torture(server.uri(), "kill-holder", "500ms"));
 }
 
+// A semaphore of 2 permits among 3 clients: its holders write at once, unfenced, and a
+// killed holder's permit is handed on. None began while 2 others were under way.
+void expect_semaphore_pass(const Outcome& outcome) {
+  EXPECT_EQ(outcome.status, 0) << outcome.output;
+  EXPECT_NE(outcome.output.find("RESULT PASS"), std::string::npos) << outcome.output;
+  EXPECT_NE(outcome.output.find("of 2 permits; 0 holds began beyond them"), std::string::npos)
+      << outcome.output;
+  EXPECT_EQ(outcome.output.find("at most 1 at once"), std::string::npos)
+      << "the permits were never held together: the run proves nothing\n"
+      << outcome.output;
+  EXPECT_EQ(outcome.output.find(", 0 faults"), std::string::npos) << outcome.output;
+}
+
+const std::vector<std::string> kSemaphore = {"--primitive", "semaphore", "--permits", "2"};
+const std::vector<std::string> kElection = {"--primitive", "election"};
+
+TEST(TortureSmoke, WardendSemaphoreAndElection) {
+  Wardend server;
+  expect_semaphore_pass(torture(server.uri(), "kill-holder", "500ms", kSemaphore));
+  // A leader's term is its token: a paused leader's late write is refused after its
+  // successor's.
+  expect_pass(torture(server.uri(), "pause-holder", "500ms", kElection));
+}
+
 TEST(TortureSmoke, Redis) {
   RedisServer server;
   expect_pass(torture(server.uri(), "pause-holder", "500ms"));
@@ -102,6 +126,7 @@ TEST(TortureSmoke, ZooKeeper) {
   const std::string uri = ensemble.uri() + "?session_timeout_ms=1000";
   expect_pass(torture(uri, "kill-holder", "1500ms"));
   expect_pass(torture(uri, "pause-holder", "1500ms"));
+  expect_pass(torture(uri, "pause-holder", "1500ms", kElection));
 }
 
 // The --server-pid / --server-restart options of a server started through `restartable`
