@@ -8,6 +8,8 @@
 #   TORTURE_NEMESES="pause-holder" TORTURE_DURATION=10s scripts/torture-matrix.sh
 #   TORTURE_DOC=none scripts/torture-matrix.sh        # do not touch docs/guarantees.md
 #   WARDEN_BUILD=build/asan scripts/torture-matrix.sh
+#   TORTURE_PRIMITIVE=semaphore scripts/torture-matrix.sh  # a semaphore of 2 permits
+#   TORTURE_PRIMITIVE=election scripts/torture-matrix.sh   # leadership instead of a lock
 #
 # Engines: warden (wardend), redis, redis-aof (appendfsync always), redlock (3 masters),
 # redlock-aof, etcd (3 members, etcd's default timings), zk (standalone, tickTime 250 ms,
@@ -34,6 +36,12 @@ wardend=$build/src/server/wardend
 all_engines="warden redis redis-aof redlock redlock-aof etcd zk postgres mysql redis-sentinel redis-sentinel-wait redis-cluster"
 all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client failover"
 engines=${TORTURE_ENGINES:-$all_engines}
+# What the clients take (docs/torture.md): lock, semaphore (of 2 permits) or election.
+primitive=${TORTURE_PRIMITIVE:-lock}
+primitive_args=(--primitive "$primitive")
+if [ "$primitive" = semaphore ]; then primitive_args+=(--permits 2); fi
+# Lock cells keep their old place; the others go beside them.
+cell_name() { if [ "$primitive" = lock ]; then echo "$1"; else echo "$1-$primitive"; fi; }
 nemeses=${TORTURE_NEMESES:-$all_nemeses}
 duration=${TORTURE_DURATION:-15s}
 clients=${TORTURE_CLIENTS:-4}
@@ -298,7 +306,7 @@ EOF
 
 echo "warden torture matrix, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) CPUs, $(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "engines: $engines; nemeses: $nemeses; $clients clients, $duration each, ttl $ttl"
+echo "engines: $engines; nemeses: $nemeses; $primitive; $clients clients, $duration each, ttl $ttl"
 
 failed=0
 for engine in $engines; do
@@ -310,14 +318,14 @@ for engine in $engines; do
     mkdir -p "$cell"
     server_args=()
     start_engine "$engine"
-    dir=$out/$engine/$nemesis
+    dir=$out/$(cell_name "$engine")/$nemesis
     mkdir -p "$dir"
     rm -f "$dir/row.md"
     echo
     echo "== $engine × $nemesis ($url)"
     if ! "$warden" torture --url "$url" --label "$engine" --clients "$clients" \
       --duration "$duration" --ttl "$ttl" --epsilon "$epsilon" --nemesis "$nemesis" \
-      --seed 1 --out "$dir" "${server_args[@]}"; then
+      --seed 1 --out "$dir" "${primitive_args[@]}" "${server_args[@]}"; then
       failed=1
     fi
     if [ ! -f "$dir/row.md" ]; then
@@ -335,6 +343,7 @@ if [ "$doc" != none ] && [ -f "$doc" ]; then
     echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs ($(uname -sr)) by"
     echo
     echo '```sh'
+    if [ "$primitive" != lock ]; then echo "TORTURE_PRIMITIVE=$primitive \\"; fi
     echo "TORTURE_ENGINES=\"$engines\" TORTURE_NEMESES=\"$nemeses\" \\"
     echo "  TORTURE_DURATION=$duration TORTURE_CLIENTS=$clients scripts/torture-matrix.sh"
     echo '```'
@@ -351,6 +360,14 @@ if [ "$doc" != none ] && [ -f "$doc" ]; then
     for engine in $all_engines; do
       for nemesis in $all_nemeses; do
         if [ -f "$out/$engine/$nemesis/row.md" ]; then cat "$out/$engine/$nemesis/row.md"; fi
+      done
+    done
+    for cell in semaphore election; do
+      for engine in $all_engines; do
+        for nemesis in $all_nemeses; do
+          row=$out/$engine-$cell/$nemesis/row.md
+          if [ -f "$row" ]; then cat "$row"; fi
+        done
       done
     done
     echo "<!-- matrix:end -->"

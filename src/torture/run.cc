@@ -246,7 +246,11 @@ class Run {
     }
     std::string label = options_.label;
     if (label.empty()) label = options_.url.substr(0, options_.url.find(':'));
-    if (options_.primitive != Primitive::lock) label += primitive_options();
+    if (options_.primitive == Primitive::semaphore) {
+      label += " (semaphore of " + std::to_string(options_.permits) + ")";
+    } else if (options_.primitive == Primitive::election) {
+      label += " (election)";
+    }
     std::string recovery = r.recoveries.empty() && r.recoveries_unfinished == 0
                                ? "–"
                                : ms_text(r.max_recovery) + " / " + ms_text(o.recovery_bound);
