@@ -41,6 +41,20 @@ Granted granted(const std::string& reply) {
   return Granted{reply.substr(5, end - 5), reply.substr(at + 5, 32)};
 }
 
+// `snapshot` through the file's encoding, as a restart reads it (the server adds the
+// state record), and restored into a new dispatcher drawing tokens after `before`'s.
+struct Restarted {
+  table::CountingTokenSource tokens;
+  Dispatcher dispatcher;
+  std::size_t restored = 0;
+  Restarted(TableSnapshot snapshot, const table::CountingTokenSource& before)
+      : tokens(before.last()), dispatcher(config(), &tokens, nullptr) {
+    snapshot.state = StateRecord{.reserved_upto = before.last(), .max_hold_ms = 60'000};
+    restored =
+        dispatcher.restore(decode_table_snapshot(encode_table_snapshot(snapshot), "t"), at(0));
+  }
+};
+
 const std::string kNil = "$-1\r\n";
 
 TEST(DispatcherRestartTest, DroppingWaitersGrantsNothingAndAnswersNobody) {
@@ -117,14 +131,9 @@ TEST(DispatcherRestartTest, SemaphoreKeepsItsPermitsAndItsNumberAcrossARestart) 
   ASSERT_EQ(snap.holders.size(), 1u);
   EXPECT_EQ(snap.holders[0].capacity, 3u);
   EXPECT_EQ(snap.holders[0].permits, 2u);
-  // Through the file's encoding, as a restart reads it (the server adds the state record).
-  TableSnapshot file = snap;
-  file.state = StateRecord{.reserved_upto = before_tokens.last(), .max_hold_ms = 60'000};
-  const TableSnapshot read = decode_table_snapshot(encode_table_snapshot(file), "t");
-
-  table::CountingTokenSource after_tokens(before_tokens.last());
-  Dispatcher after(config(), &after_tokens, nullptr);
-  EXPECT_EQ(after.restore(read, at(0)), 1u);
+  Restarted restarted(snap, before_tokens);
+  Dispatcher& after = restarted.dispatcher;
+  EXPECT_EQ(restarted.restored, 1u);
   ASSERT_TRUE(after.connect(7));
   EXPECT_EQ(call(after, 7, two_of_three, at(10)), kNil) << "2 held + 2 > 3";
   EXPECT_TRUE(call(after, 7, {"ACQUIRE", "g/sem", "s", "5000", "PERMITS", "1", "4"}, at(10))
@@ -145,15 +154,12 @@ TEST(DispatcherRestartTest, ALeaderKeepsItsValueAcrossARestart) {
   ASSERT_FALSE(a.token.empty());
   EXPECT_EQ(call(before, 1, {"PROCLAIM", "g/leader", a.token, a.secret, "node-a:8080"}, at(1)),
             ":1\r\n");
-  TableSnapshot file = before.snapshot(at(10));
-  ASSERT_EQ(file.holders.size(), 1u);
-  EXPECT_EQ(file.holders[0].value, "node-a:8080");
-  file.state = StateRecord{.reserved_upto = before_tokens.last(), .max_hold_ms = 60'000};
-  const TableSnapshot read = decode_table_snapshot(encode_table_snapshot(file), "t");
-
-  table::CountingTokenSource after_tokens(before_tokens.last());
-  Dispatcher after(config(), &after_tokens, nullptr);
-  EXPECT_EQ(after.restore(read, at(0)), 1u);
+  const TableSnapshot snap = before.snapshot(at(10));
+  ASSERT_EQ(snap.holders.size(), 1u);
+  EXPECT_EQ(snap.holders[0].value, "node-a:8080");
+  Restarted restarted(snap, before_tokens);
+  Dispatcher& after = restarted.dispatcher;
+  EXPECT_EQ(restarted.restored, 1u);
   ASSERT_TRUE(after.connect(7));
   EXPECT_TRUE(call(after, 7, {"INSPECT", "g/leader"}, at(10)).ends_with(
       "$6\r\nvalues\r\n*1\r\n$11\r\nnode-a:8080\r\n"))

@@ -22,6 +22,27 @@ std::pair<Call<T>*, std::future<T>> new_call() {
   return {call, call->promise.get_future()};
 }
 
+// A call answered by its result code alone (sync, set, delete): `issue` starts it with a
+// completion that calls answer(); a call the client could not even issue is answered at
+// once with the code it failed with.
+template <class Issue>
+std::future<int> result_code_call(Issue issue) {
+  auto* call = new std::promise<int>;
+  auto future = call->get_future();
+  const int rc = issue(static_cast<const void*>(call));
+  if (rc != ZOK) {
+    call->set_value(rc);
+    delete call;
+  }
+  return future;
+}
+
+void answer(int rc, const void* call) {
+  auto* promise = static_cast<std::promise<int>*>(const_cast<void*>(call));
+  promise->set_value(rc);
+  delete promise;
+}
+
 template <class T>
 void fail(Call<T>* call, int rc) {
   T result{};
@@ -221,21 +242,11 @@ std::future<ExistsResult> ZkSession::exists(const std::string& path, bool watch)
 }
 
 std::future<int> ZkSession::sync(const std::string& path) {
-  auto* call = new std::promise<int>;
-  auto future = call->get_future();
-  const int rc = zoo_async(
-      handle_, path.c_str(),
-      [](int result, const char*, const void* data) {
-        auto* self = static_cast<std::promise<int>*>(const_cast<void*>(data));
-        self->set_value(result);
-        delete self;
-      },
-      call);
-  if (rc != ZOK) {
-    call->set_value(rc);
-    delete call;
-  }
-  return future;
+  return result_code_call([&](const void* call) {
+    return zoo_async(
+        handle_, path.c_str(), [](int rc, const char*, const void* data) { answer(rc, data); },
+        call);
+  });
 }
 
 std::future<GetResult> ZkSession::get(const std::string& path) {
@@ -263,39 +274,18 @@ std::future<GetResult> ZkSession::get(const std::string& path) {
 
 std::future<int> ZkSession::set(const std::string& path, const std::string& data,
                                 std::int32_t version) {
-  auto* call = new std::promise<int>;
-  auto future = call->get_future();
-  const int rc = zoo_aset(
-      handle_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
-      [](int result, const Stat*, const void* context) {
-        auto* self = static_cast<std::promise<int>*>(const_cast<void*>(context));
-        self->set_value(result);
-        delete self;
-      },
-      call);
-  if (rc != ZOK) {
-    call->set_value(rc);
-    delete call;
-  }
-  return future;
+  return result_code_call([&](const void* call) {
+    return zoo_aset(
+        handle_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+        [](int rc, const Stat*, const void* context) { answer(rc, context); }, call);
+  });
 }
 
 std::future<int> ZkSession::remove(const std::string& path) {
-  auto* call = new std::promise<int>;
-  auto future = call->get_future();
-  const int rc = zoo_adelete(
-      handle_, path.c_str(), -1,
-      [](int result, const void* data) {
-        auto* self = static_cast<std::promise<int>*>(const_cast<void*>(data));
-        self->set_value(result);
-        delete self;
-      },
-      call);
-  if (rc != ZOK) {
-    call->set_value(rc);
-    delete call;
-  }
-  return future;
+  return result_code_call([&](const void* call) {
+    return zoo_adelete(
+        handle_, path.c_str(), -1, [](int rc, const void* data) { answer(rc, data); }, call);
+  });
 }
 
 }  // namespace warden::engines::zookeeper
