@@ -14,6 +14,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/election_suite.h"
 #include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/etcd_server.h"
@@ -23,7 +24,8 @@ namespace warden::conformance {
 namespace {
 
 // etcd:// queues fairly (create_revision order) and has shared mode, but no barging and
-// no lock-delay (docs/engines/etcd.md); revisions survive restarts.
+// no lock-delay (docs/engines/etcd.md); revisions survive restarts. A candidate's value
+// rides in its request key's value.
 constexpr Capabilities kEtcd{.shared = true,
                              .fair = true,
                              .non_fair = false,
@@ -31,7 +33,8 @@ constexpr Capabilities kEtcd{.shared = true,
                              .fencing = true,
                              .durable_tokens = true,
                              .check = true,
-                             .semaphore = true};
+                             .semaphore = true,
+                             .election = true};
 
 class EtcdBackend final : public Backend {
  public:
@@ -93,6 +96,11 @@ class EtcdBackend final : public Backend {
 };
 
 INSTANTIATE_TEST_SUITE_P(Etcd, SemaphoreConformance,
+                         ::testing::Values(EngineCase{
+                             "EtcdSingle", kEtcd, [] { return std::make_unique<EtcdBackend>(1); }}),
+                         name_printer);
+
+INSTANTIATE_TEST_SUITE_P(Etcd, ElectionConformance,
                          ::testing::Values(EngineCase{
                              "EtcdSingle", kEtcd, [] { return std::make_unique<EtcdBackend>(1); }}),
                          name_printer);

@@ -14,6 +14,7 @@
 #include "engines/etcd/lock_keys.h"
 #include "engines/etcd/permit_queue.h"
 #include "engines/etcd/request_slots.h"
+#include "engines/etcd/request_value.h"
 #include "engines/etcd/sessions.h"
 #include "engines/resp_client/backoff.h"
 #include "warden/error.h"
@@ -120,6 +121,7 @@ class EtcdEngine final : public core::Engine {
     caps.durable_tokens = true;  // revisions survive restarts and leader changes
     caps.check = true;
     caps.semaphore = true;  // a queue of permits requests (permit_queue.h)
+    caps.election = true;   // a candidate's value rides in its key's value (request_value.h)
     return caps;
   }
 
@@ -140,8 +142,9 @@ class EtcdEngine final : public core::Engine {
       };
       Created created;
       try {
-        created = request.capacity > 0 ? create_permits(key, keys, *session, request)
-                                       : create(key, keys, blockers, *session, request.mode);
+        created = request.capacity > 0
+                      ? create_permits(key, keys, *session, request)
+                      : create(key, keys, blockers, *session, request.mode, request.value);
       } catch (const Error& e) {
         withdraw(key);  // the create may have happened
         // "requested lease not found": the session expired before the keeper noticed.
@@ -251,20 +254,28 @@ class EtcdEngine final : public core::Engine {
     // (it cannot be, names are unique per request, but the guard costs nothing) is left
     // alone.
     TxnRequest request;
-    auto* compare = request.add_compare();
-    compare->set_key(owner.key);
-    compare->set_target(etcdserverpb::Compare::CREATE);
-    compare->set_result(etcdserverpb::Compare::EQUAL);
-    compare->set_create_revision(static_cast<std::int64_t>(grant.token));
-    auto* lease = request.add_compare();
-    lease->set_key(owner.key);
-    lease->set_target(etcdserverpb::Compare::LEASE);
-    lease->set_result(etcdserverpb::Compare::EQUAL);
-    lease->set_lease(owner.lease);
+    add_owner_guard(request, owner, grant.token);
     request.add_success()->mutable_request_delete_range()->set_key(owner.key);
     rpc_->txn(request);
     sessions_.released(owner.lease, owner.key);
     slots_.give_back(owner.lock, owner.slot);
+  }
+
+  // One Txn guarded like release's delete: the key must still be the grant's (its
+  // create_revision) on the grant's lease. The put names that lease again, since a put
+  // without one would detach the key from its session and it would outlive the Client.
+  bool proclaim(const GrantRef& grant, std::string_view value) override {
+    const Owner owner = parse_owner(grant.owner);
+    // Only a grant this client made, on a session it still has (see release).
+    if (!owner.key.ends_with(client_id_ + '-' + std::to_string(owner.slot))) return false;
+    if (!sessions_.expires(owner.lease)) return false;
+    TxnRequest request;
+    add_owner_guard(request, owner, grant.token);
+    auto* put = request.add_success()->mutable_request_put();
+    put->set_key(owner.key);
+    put->set_value(request_value(grant.mode, client_id_, value));
+    put->set_lease(owner.lease);
+    return rpc_->txn(request).succeeded();
   }
 
   bool check(const Sequencer& sequencer) override {
@@ -303,12 +314,12 @@ class EtcdEngine final : public core::Engine {
   // could block it (or finds the key, if an earlier attempt whose reply was lost
   // created it; the wait loop then looks for blockers). A semaphore's request already
   // there refuses it (permit_queue.h): Error(invalid_argument), the caller withdraws.
+  // The key carries the candidate's `value` of an election from its first revision on, so
+  // no reader sees a leader without it.
   Created create(const std::string& key, const LockKeys& keys, const std::string& blockers,
-                 const Session& session, Mode mode) {
+                 const Session& session, Mode mode, std::string_view value) {
     TxnRequest request;
-    put_if_absent(request, key,
-                  std::string("warden ") + std::string(to_string(mode)) + ' ' + client_id_,
-                  session.lease);
+    put_if_absent(request, key, request_value(mode, client_id_, value), session.lease);
     add_blocker_read(request, blockers, 0);
     add_blocker_read(request, keys.lock + "p/", 0);
     add_key_read(request, key, false);
@@ -341,6 +352,21 @@ class EtcdEngine final : public core::Engine {
     put->set_key(key);
     put->set_value(std::move(value));
     put->set_lease(lease);
+  }
+
+  // The Txn's condition "the grant's key is still the one created at `token`, on the
+  // owner's lease": release and proclaim touch nothing else.
+  static void add_owner_guard(TxnRequest& txn, const Owner& owner, std::uint64_t token) {
+    auto* compare = txn.add_compare();
+    compare->set_key(owner.key);
+    compare->set_target(etcdserverpb::Compare::CREATE);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_create_revision(static_cast<std::int64_t>(token));
+    auto* lease = txn.add_compare();
+    lease->set_key(owner.key);
+    lease->set_target(etcdserverpb::Compare::LEASE);
+    lease->set_result(etcdserverpb::Compare::EQUAL);
+    lease->set_lease(owner.lease);
   }
 
   static Error semaphore_mismatch(const LockKeys& keys) {

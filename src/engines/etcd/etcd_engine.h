@@ -11,6 +11,10 @@
 // the whole cluster's history. Release is a delete guarded by that create_revision;
 // a cancelled or timed-out wait deletes its key, retried while the session lives.
 //
+// An election's campaign is an exclusive request whose key's value also carries the
+// candidate's value (request_value.h); proclaim puts a new value on the held key, in a
+// Txn guarded like release's delete, on the same lease.
+//
 // FIFO by construction: non-fair (barging) and lock-delay are refused as unsupported.
 #pragma once
 

@@ -4,7 +4,7 @@
 // holds together; a semaphore's leading requests hold while their permits fit; the rest
 // wait, in create_revision order. A group is a range over its prefix, page by page at one
 // revision, so the pages are one snapshot. Values are read too: a permits request's says
-// how many.
+// how many, a lock request's may carry an election candidate's value (request_value.h).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -77,7 +77,7 @@ LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockK
     const Mode mode = r.kind == QueuedRequest::Kind::exclusive ? Mode::exclusive : Mode::shared;
     if (i < held) {
       s.holders.push_back(HolderStatus{mode, static_cast<std::uint64_t>(r.revision), std::nullopt,
-                                       r.permits});
+                                       r.permits, r.value});
     } else {
       s.waiters.push_back(WaiterStatus{mode, std::nullopt, r.permits});
     }

@@ -7,8 +7,9 @@
 // under way the members that are up may all refuse at once ("leader changed", "no
 // leader"); after such a pass the call pauses (the retry policy) and makes another, until
 // its timeout has passed since it began. A pass that reached no member throws. Every call the engine makes is safe to repeat (creates are guarded
-// by create_revision == 0 on a key of its own, deletes by its create_revision, the
-// rest are reads or lease calls), so a retry after a lost reply changes nothing.
+// by create_revision == 0 on a key of its own, deletes and a proclaim's put by its
+// create_revision, the rest are reads or lease calls), so a retry after a lost reply
+// changes nothing.
 //
 // Auth: with a user, each member's channel authenticates once and sends the token as
 // the "token" metadata of every call; a call refused because the token expired

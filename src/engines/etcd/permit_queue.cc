@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "engines/etcd/request_value.h"
+
 namespace warden::engines::etcd {
 namespace {
 
@@ -30,8 +32,10 @@ std::optional<QueuedRequest> parse_request(std::string_view rest, std::string_vi
   r.revision = revision;
   if (rest.starts_with("w/")) {
     r.kind = QueuedRequest::Kind::exclusive;
+    r.value = candidate_value(value);
   } else if (rest.starts_with("s/")) {
     r.kind = QueuedRequest::Kind::shared;
+    r.value = candidate_value(value);
   } else if (rest.starts_with("p/") && value.starts_with(kPermitsTag)) {
     r.kind = QueuedRequest::Kind::permits;
     value.remove_prefix(kPermitsTag.size());

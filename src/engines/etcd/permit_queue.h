@@ -25,6 +25,7 @@ struct QueuedRequest {
   enum class Kind { exclusive, shared, permits } kind = Kind::exclusive;
   std::uint32_t permits = 0;   // Kind::permits: K
   std::uint32_t capacity = 0;  // Kind::permits: N
+  std::string value;           // Kind::exclusive / shared: the candidate's (request_value.h)
 };
 
 // The value of a permits request's key.
@@ -32,6 +33,7 @@ std::string permits_value(std::uint32_t permits, std::uint32_t capacity, std::st
 
 // A request from its key's text after the lock's prefix ("w/ID", "s/ID", "p/ID") and its
 // value; nullopt for a key that is no request, or a permits key whose value is not one.
+// A lock request's value is read for the candidate's value it may carry.
 std::optional<QueuedRequest> parse_request(std::string_view rest, std::string_view value,
                                            std::int64_t revision);
 
