@@ -13,7 +13,7 @@ namespace warden::cli {
 
 std::vector<Lease> acquire_interruptibly(Lock& lock, Mode mode, Wait wait,
                                          const std::string& timeout_why, Events& events) {
-  return acquire_interruptibly(
+  return acquire_leases_interruptibly(
       "acquire " + printable(lock.group() + '/' + lock.name()),
       [&](std::stop_token stop) {
         std::vector<Lease> leases;
@@ -25,18 +25,30 @@ std::vector<Lease> acquire_interruptibly(Lock& lock, Mode mode, Wait wait,
       timeout_why, events);
 }
 
-std::vector<Lease> acquire_interruptibly(
+std::vector<Lease> acquire_leases_interruptibly(
     const std::string& what, const std::function<std::vector<Lease>(std::stop_token)>& acquire,
     const std::string& timeout_why, Events& events) {
-  // Declared before the worker, so leases granted just as a signal arrived are
-  // released (by their destructors) only after the worker has been joined.
   std::vector<Lease> leases;
+  acquire_interruptibly(
+      what,
+      [&](std::stop_token stop) {
+        leases = acquire(std::move(stop));
+        return !leases.empty();
+      },
+      timeout_why, events);
+  return leases;
+}
+
+void acquire_interruptibly(const std::string& what,
+                           const std::function<bool(std::stop_token)>& acquire,
+                           const std::string& timeout_why, Events& events) {
+  bool granted = false;
   std::exception_ptr error;
   std::atomic<bool> done{false};
   {
     std::jthread worker([&](std::stop_token stop) {
       try {
-        leases = acquire(stop);
+        granted = acquire(stop);
       } catch (...) {
         error = std::current_exception();
       }
@@ -61,8 +73,7 @@ std::vector<Lease> acquire_interruptibly(
       throw Failure::from(what, e);
     }
   }
-  if (leases.empty()) throw Failure(exit_code::kTimeout, what, timeout_why);
-  return leases;
+  if (!granted) throw Failure(exit_code::kTimeout, what, timeout_why);
 }
 
 }  // namespace warden::cli

@@ -1,16 +1,15 @@
 #include "cli/run_command.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 
 #include "cli/acquire.h"
-#include "cli/child.h"
 #include "cli/duration.h"
 #include "cli/events.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
+#include "cli/hold_options.h"
 #include "warden/client.h"
 #include "warden/error.h"
 
@@ -28,22 +27,6 @@ struct Plan {
   ClientOptions client;
   LostPolicy lost;
 };
-
-std::chrono::nanoseconds duration_option(std::string_view option, const std::string& text) {
-  try {
-    return parse_duration(text);
-  } catch (const DurationError& e) {
-    throw Failure(exit_code::kUsage, option, e.what());
-  }
-}
-
-std::chrono::milliseconds millis_option(std::string_view option, const std::string& text) {
-  try {
-    return whole_milliseconds(duration_option(option, text));
-  } catch (const DurationError& e) {
-    throw Failure(exit_code::kUsage, option, e.what());
-  }
-}
 
 Fairness fairness_option(const RunOptions& options) {
   Fairness fairness = Fairness::automatic;
@@ -69,13 +52,7 @@ Fairness fairness_option(const RunOptions& options) {
 
 Plan make_plan(const RunOptions& options) {
   Plan plan;
-  plan.url = options.url;
-  if (plan.url.empty()) {
-    if (const char* env = std::getenv("WARDEN_URL")) plan.url = env;
-  }
-  if (plan.url.empty()) {
-    throw Failure(exit_code::kUsage, "--url", "not given, and WARDEN_URL is not set");
-  }
+  plan.url = url_or_environment(options.url);
   plan.mode = options.shared ? Mode::shared : Mode::exclusive;
   if (options.names.size() > 1 && options.permits > 0) {
     throw Failure(exit_code::kUsage, "--permits",
@@ -85,33 +62,14 @@ Plan make_plan(const RunOptions& options) {
     throw Failure(exit_code::kUsage, "--shared",
                   "contradicts --permits: a semaphore's permit is neither shared nor exclusive");
   }
-  if (!options.wait.empty()) plan.wait = duration_option("--wait", options.wait);
+  plan.wait = wait_option(options.wait);
 
   plan.lock.ttl = millis_option("--ttl", options.ttl);
   plan.lock.lock_delay = millis_option("--lock-delay", options.lock_delay);
   plan.lock.fairness = fairness_option(options);
   plan.client.watchdog = !options.no_renew;
-
-  if (options.on_lost == "term") {
-    plan.lost.action = OnLost::term;
-  } else if (options.on_lost == "kill") {
-    plan.lost.action = OnLost::kill;
-  } else if (options.on_lost == "ignore") {
-    plan.lost.action = OnLost::ignore;
-  } else {
-    throw Failure(
-        exit_code::kUsage, "--on-lost",
-        "unknown action \"" + printable(options.on_lost) + "\" (one of term, kill, ignore)");
-  }
-  plan.lost.kill_after = duration_option("--kill-after", options.kill_after);
+  plan.lost = lost_policy_option(options.on_lost, options.kill_after);
   return plan;
-}
-
-std::string timeout_why(const std::optional<std::chrono::nanoseconds>& wait) {
-  // Without --wait the library waits until granted, so this is not expected.
-  if (!wait) return "the wait ended without a grant";
-  if (*wait == wait->zero()) return "held elsewhere (--wait 0: tried once)";
-  return "not granted within " + format_duration(*wait);
 }
 
 // "G/N", or "G/{A,B}" for a multi-lock's names as given.
@@ -146,7 +104,7 @@ std::vector<Lease> acquire_permit(Client& client, const RunOptions& options, con
       throw Failure::from("semaphore " + text, e);
     }
   }();
-  return acquire_interruptibly(
+  return acquire_leases_interruptibly(
       "acquire a permit of " + text,
       [&](std::stop_token stop) {
         std::vector<Lease> leases;
@@ -173,24 +131,10 @@ std::vector<Lease> acquire_multi(Client& client, const RunOptions& options, cons
       throw Failure::from("multi-lock " + text, e);
     }
   }();
-  return acquire_interruptibly(
+  return acquire_leases_interruptibly(
       "acquire " + text,
       [&](std::stop_token stop) { return multi.acquire(wait, std::move(stop)).split(); },
       timeout_why(plan.wait), events);
-}
-
-// WARDEN_TOKEN and WARDEN_SEQUENCER: one lease's, or the members' in name order (tokens
-// comma-separated, sequencers space-separated).
-std::vector<std::string> grant_environment(const std::vector<Lease>& leases) {
-  std::string tokens;
-  std::string sequencers;
-  for (const Lease& lease : leases) {
-    if (!tokens.empty()) tokens += ',';
-    if (!sequencers.empty()) sequencers += ' ';
-    tokens += std::to_string(lease.token());
-    sequencers += lease.sequencer().str();
-  }
-  return {"WARDEN_TOKEN=" + tokens, "WARDEN_SEQUENCER=" + sequencers};
 }
 
 }  // namespace
@@ -227,15 +171,7 @@ int run(const RunOptions& options) {
                        ", ttl " + format_duration(plan.lock.ttl) + ", " + client.uri());
     }
   }
-  for (Lease& lease : leases) lease.on_lost([&events] { events.wake(); });
-
-  int status = 0;
-  {
-    std::vector<std::string> env =
-        environment_with(current_environment(), grant_environment(leases));
-    Child child = Child::spawn(options.command, env, events.original_mask());
-    status = supervise(child, leases, events, plan.lost);
-  }
+  const int status = run_supervised(options.command, leases, events, plan.lost);
 
   // The last acquired first, as a multi-lock releases.
   for (auto lease = leases.rbegin(); lease != leases.rend(); ++lease) {

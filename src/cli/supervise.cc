@@ -3,7 +3,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <list>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 #include "cli/duration.h"
@@ -98,6 +100,32 @@ int supervise(Child& child, std::span<const Lease> leases, Events& events,
       child.signal(SIGKILL);
     }
   }
+}
+
+int run_supervised(const std::vector<std::string>& command, std::span<const Lease> leases,
+                   Events& events, const LostPolicy& policy) {
+  // Through the lost tokens rather than Lease::on_lost, which needs a mutable Lease: a
+  // Leadership lends its lease out only as const. A callback runs at once if the lease
+  // is lost already; supervise() looks at every lease first thing anyway.
+  auto wake = [&events] { events.wake(); };
+  std::list<std::stop_callback<decltype(wake)>> wake_on_loss;  // stop_callback cannot move
+  for (const Lease& lease : leases) wake_on_loss.emplace_back(lease.lost_token(), wake);
+  const std::vector<std::string> env =
+      environment_with(current_environment(), grant_environment(leases));
+  Child child = Child::spawn(command, env, events.original_mask());
+  return supervise(child, leases, events, policy);
+}
+
+std::vector<std::string> grant_environment(std::span<const Lease> leases) {
+  std::string tokens;
+  std::string sequencers;
+  for (const Lease& lease : leases) {
+    if (!tokens.empty()) tokens += ',';
+    if (!sequencers.empty()) sequencers += ' ';
+    tokens += std::to_string(lease.token());
+    sequencers += lease.sequencer().str();
+  }
+  return {"WARDEN_TOKEN=" + tokens, "WARDEN_SEQUENCER=" + sequencers};
 }
 
 }  // namespace warden::cli

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "cli/child.h"
 #include "cli/events.h"
@@ -34,5 +36,18 @@ struct LostPolicy {
 // started after `events` began watching signals, so its exit is not missed.
 int supervise(Child& child, std::span<const Lease> leases, Events& events,
               const LostPolicy& policy);
+
+// What `warden run` and `warden elect` do once granted: starts `command` with
+// WARDEN_TOKEN and WARDEN_SEQUENCER set from `leases` (see grant_environment), wakes
+// `events` when one of them is lost, and supervises CMD until it exits. Returns
+// supervise()'s status. The caller keeps the leases (and releases them afterwards).
+// Throws Failure: kNotFound / kCannotExecute if CMD cannot start.
+// Precondition: `events` was constructed before the leases' Client was opened.
+int run_supervised(const std::vector<std::string>& command, std::span<const Lease> leases,
+                   Events& events, const LostPolicy& policy);
+
+// WARDEN_TOKEN and WARDEN_SEQUENCER: one lease's, or a multi-lock's members' in name
+// order (tokens comma-separated, sequencers space-separated).
+std::vector<std::string> grant_environment(std::span<const Lease> leases);
 
 }  // namespace warden::cli
