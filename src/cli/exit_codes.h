@@ -8,6 +8,7 @@
 //   code    meaning
 //   ------  ------------------------------------------------------------------------
 //   0..125  CMD's exit status (CMD ran; the lease held until it exited)
+//           (`warden elect` uses the same codes; its lease is a leadership)
 //   64      usage: bad option, duration, URL, group, name or TTL; a mode or option
 //           the engine cannot offer (EX_USAGE)
 //   69      the lock service is unreachable or did not answer (EX_UNAVAILABLE)
@@ -84,6 +85,21 @@ inline constexpr std::string_view kExitCodesHelp =
     "  70      lease lost while CMD ran (whatever CMD's own status)\n"
     "  71      internal or operating-system error\n"
     "  75      lock not acquired within --wait\n"
+    "  77      lock service refused our credentials\n"
+    "  126     CMD found but not executable\n"
+    "  127     CMD not found\n"
+    "  128+N   CMD killed by signal N, or warden stopped by signal N while waiting\n";
+
+// `warden elect`'s --help text: the same codes, said of a leadership.
+inline constexpr std::string_view kElectExitCodesHelp =
+    "Exit status:\n"
+    "  0..125  CMD's exit status (CMD ran and stayed the leader until it exited)\n"
+    "  64      usage error: bad option, duration, URL, group, name, value or TTL,\n"
+    "          or an engine without elections\n"
+    "  69      lock service unreachable or not answering\n"
+    "  70      leadership lost while CMD ran (whatever CMD's own status)\n"
+    "  71      internal or operating-system error\n"
+    "  75      not the leader within --wait\n"
     "  77      lock service refused our credentials\n"
     "  126     CMD found but not executable\n"
     "  127     CMD not found\n"

@@ -10,8 +10,10 @@
 
 #include "cli/bench_command.h"
 #include "cli/commands.h"
+#include "cli/elect_command.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
+#include "cli/leader_command.h"
 #include "cli/run_command.h"
 #include "cli/server_command.h"
 #include "cli/status_command.h"
@@ -53,6 +55,8 @@ int main(int argc, char** argv) {
   cli::add_run_command(commands);
   cli::add_server_command(commands);
   cli::add_status_command(commands);
+  cli::add_elect_command(commands);
+  cli::add_leader_command(commands);
   cli::add_bench_command(commands);
   cli::add_torture_command(commands);
 
