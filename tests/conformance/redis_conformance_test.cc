@@ -17,6 +17,7 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
+#include "conformance/election_suite.h"
 #include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/redis_cluster.h"
@@ -36,7 +37,8 @@ constexpr Capabilities kRedis{.shared = true,
                               .fencing = true,
                               .durable_tokens = true,
                               .check = true,
-                              .semaphore = true};
+                              .semaphore = true,
+                              .election = true};
 
 // A server with a TLS port too, trusting the test CA (no client certificates).
 testing::RedisOptions tls_server() {
@@ -166,6 +168,10 @@ INSTANTIATE_TEST_SUITE_P(
 // The same scripts behind every topology: one server, and a cluster (where each
 // semaphore's keys live on its slot's master).
 INSTANTIATE_TEST_SUITE_P(Redis, SemaphoreConformance, ::testing::Values(kPlain, kCluster),
+                         name_printer);
+
+// A campaign's value lives in its lock's :i on one server and on a cluster alike.
+INSTANTIATE_TEST_SUITE_P(Redis, ElectionConformance, ::testing::Values(kPlain, kCluster),
                          name_printer);
 
 INSTANTIATE_TEST_SUITE_P(Redis, MultiLockConformance, ::testing::Values(kPlain, kCluster),

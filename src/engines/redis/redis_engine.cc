@@ -112,6 +112,7 @@ class RedisEngine final : public core::Engine {
     caps.durable_tokens = true;
     caps.check = true;
     caps.semaphore = true;  // shared grants that count permits (lua/lock.lua)
+    caps.election = true;   // a campaign's value is the grant's 'v' (lua/lock_base.lua)
     return caps;
   }
 
@@ -131,7 +132,7 @@ class RedisEngine final : public core::Engine {
          std::to_string(request.options.ttl.count()),
          std::to_string(request.options.lock_delay.count()),
          request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0", owner,
-         std::to_string(request.capacity), std::to_string(request.permits)}};
+         std::to_string(request.capacity), std::to_string(request.permits), request.value}};
 
     std::unique_ptr<Subscriber::Watch> watch;
     Endpoint watched_node;
@@ -274,6 +275,19 @@ class RedisEngine final : public core::Engine {
       std::lock_guard lock(held_mu_);
       held_.erase(grant.owner);
     }
+  }
+
+  // One script call on the lock's :i (its slot's master in a cluster), followed by
+  // WAIT under min_replicas as a release is.
+  bool proclaim(const GrantRef& grant, std::string_view value) override {
+    const LockKeys keys = LockKeys::of(grant.key);
+    const auto result = run_scripts(
+        runner(),
+        {ScriptCall{&k_proclaim_script,
+                    {keys.info},
+                    {std::to_string(grant.token), grant.owner, std::string(value)}}},
+        wait_command());
+    return integer_of(result.replies.at(0), context("proclaim")) == 1;
   }
 
   bool check(const Sequencer& sequencer) override {

@@ -127,7 +127,8 @@ std::int64_t checked_exec(const Reply& exec, std::size_t reads, const std::strin
   return r.number(time.elements[0].text) * 1000 + r.number(time.elements[1].text) / 1000;
 }
 
-// The string form: "TOKEN OWNER", held until the key expires.
+// The string form: "TOKEN OWNER", held until the key expires; its holder's value is
+// empty (a candidate with a value is granted in the hash form).
 LockStatus interpret_string(const Reply& exec, const core::LockKey& key,
                             const std::string& context) {
   checked_exec(exec, kStringReads, context);
@@ -162,8 +163,9 @@ LockStatus interpret_hash(const Reply& exec, const core::LockKey& key,
   for (auto& [field, value] : r.pairs(exec.elements[1])) info.emplace(field, value);
   std::int64_t blocked_until = info.contains("delay") ? r.number(info["delay"]) : 0;
 
-  // The exclusive holder: "TOKEN DEADLINE LOCK_DELAY OWNER"; one whose lease ran out is
-  // gone, and its lock-delay runs from its deadline (as the next script will record).
+  // The exclusive holder: "TOKEN DEADLINE LOCK_DELAY OWNER", with an election's value in
+  // "v" (absent for an empty one); one whose lease ran out is gone, and its lock-delay
+  // runs from its deadline (as the next script will record).
   if (auto x = info.find("x"); x != info.end()) {
     const std::string& v = x->second;
     const auto a = v.find(' ');
@@ -174,8 +176,10 @@ LockStatus interpret_hash(const Reply& exec, const core::LockKey& key,
     const auto deadline = r.number(std::string_view(v).substr(a + 1, b - a - 1));
     const auto delay = r.number(std::string_view(v).substr(b + 1, c - b - 1));
     if (deadline > now) {
-      s.holders.push_back(
-          HolderStatus{Mode::exclusive, static_cast<std::uint64_t>(token), left(now, deadline)});
+      const auto value = info.find("v");
+      s.holders.push_back(HolderStatus{Mode::exclusive, static_cast<std::uint64_t>(token),
+                                       left(now, deadline), 0,
+                                       value == info.end() ? std::string() : value->second});
     } else {
       blocked_until = std::max(blocked_until, deadline + delay);
     }

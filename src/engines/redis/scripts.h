@@ -14,5 +14,6 @@ extern const Script k_release_script;
 extern const Script k_withdraw_script;
 extern const Script k_renew_script;
 extern const Script k_check_script;
+extern const Script k_proclaim_script;
 
 }  // namespace warden::engines::redis

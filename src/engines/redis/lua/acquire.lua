@@ -4,6 +4,7 @@
 --       lock_delay_ms, fair ("1" | "0"), wait ("1": queue up if not granted), owner,
 --       capacity, permits (a semaphore's request for `permits` of its `capacity`, mode
 --       "s", entry "sPERMITS:LIVE_MS:OWNER"; "0", "0" for a lock's)
+--       value (an election candidate's, stored as the grant's 'v'; "" for a lock's)
 -- Returns {1, token} when granted, else {0, ms}: how long until something in the lock
 -- runs out by itself (a lease, a pick-up, a lock_delay; -1: nothing), so the waiter
 -- can look again then. An error INVALID when the lock is a semaphore of another
@@ -13,10 +14,11 @@
 -- without a lock_delay on a lock nobody holds, waits for or delays (which has no keys
 -- at all) is the string form of lock_base.lua, made by SET NX PX. Its token is Redis'
 -- clock in microseconds: the lock's last token, if it had one, was at most the clock
--- then, so the clock now is larger.
+-- then, so the clock now is larger. A candidate's value has no room there: it takes
+-- the hash form's path below.
 local time = redis.call('TIME')
 local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
-if ARGV[3] == 'x' and ARGV[5] == '0' and
+if ARGV[3] == 'x' and ARGV[5] == '0' and ARGV[11] == '' and
     redis.call('SET', KEYS[2], string.format('%.0f', now_us) .. ' ' .. ARGV[8],
                'NX', 'PX', ARGV[4]) then
   return {1, now_us}
@@ -29,11 +31,13 @@ local ttl, lock_delay = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fair, wait = ARGV[6] == '1', ARGV[7] == '1'
 local owner = ARGV[8]
 local capacity, permits = tonumber(ARGV[9]), tonumber(ARGV[10])
+local value = ARGV[11]
 local live = tonumber(string.match(entry, '^%a%d*:(%d+):'))
 local now = math.floor(now_us / 1000)
 
--- The same with a lock_delay, which the string form has no room for: the hash form's
--- one key (four calls), written before the rest of the shared code is defined.
+-- The same with a lock_delay or a value, which the string form has no room for: the
+-- hash form's one key (four calls), written before the rest of the shared code is
+-- defined. The value is written with the grant, so nobody sees the leader without it.
 local fresh = redis.call('EXISTS', k.i) == 0
 if fresh and mode == 'x' then
   local t = fmt(now_us)
@@ -41,6 +45,10 @@ if fresh and mode == 'x' then
   if lock_delay > 0 then
     fields[#fields + 1] = 'ld'
     fields[#fields + 1] = fmt(lock_delay)
+  end
+  if value ~= '' then
+    fields[#fields + 1] = 'v'
+    fields[#fields + 1] = value
   end
   redis.call('HSET', k.i, unpack(fields))
   redis.call('PEXPIRE', k.i, fmt(ttl + lock_delay + 1000))
@@ -66,7 +74,8 @@ end
 --! lock.lua
 
 if fresh then
-  return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true, permits, capacity)}
+  return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true, permits, capacity,
+                   value)}
 end
 as_hash(k, now)
 
@@ -80,7 +89,8 @@ local function granted(was_waiting)
     redis.call('ZREM', k.p, entry)
     redis.call('ZREM', k.w, entry)
   end
-  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false, permits, capacity)
+  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false, permits, capacity,
+                     value)
   if freed then
     settle(k, now, channel, entry)
   end

@@ -42,7 +42,7 @@ local function expire_holders(k, now)
     local _, deadline, lock_delay = parse_exclusive(known[1])
     if deadline <= now then
       blocked_until = math.max(blocked_until, deadline + lock_delay)
-      redis.call('HDEL', k.i, 'x')
+      redis.call('HDEL', k.i, 'x', 'v')  -- the leader's value goes with its grant
       expired = true
     end
   end
@@ -138,8 +138,11 @@ end
 -- Redis clock in microseconds, so tokens keep increasing after Redis lost its data.
 -- `fresh`: the lock has no keys at all (the uncontended path), so there is no last
 -- token to read and no expiry to keep. `permits` > 0: a shared grant of that many of
--- the semaphore's `capacity` permits.
-local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh, permits, capacity)
+-- the semaphore's `capacity` permits. `value`: an exclusive grant's election value
+-- ('' for none). No stale 'v' can be there to clear: every script that deletes 'x'
+-- deletes 'v' in the same HDEL.
+local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh, permits, capacity,
+                     value)
   local last, largest_delay = 0, 0
   if not fresh then
     local known = redis.call('HMGET', k.i, 'last', 'ld')
@@ -155,6 +158,10 @@ local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh, permit
   if mode == 'x' then
     fields[#fields + 1] = 'x'
     fields[#fields + 1] = exclusive_value(t, now + ttl, lock_delay, owner)
+    if value ~= '' then
+      fields[#fields + 1] = 'v'
+      fields[#fields + 1] = value
+    end
   else
     redis.call('ZADD', k.h, now + ttl, t)
     for _, v in ipairs({'t:' .. t, fmt(lock_delay) .. ' ' .. owner, 'o:' .. owner, t}) do

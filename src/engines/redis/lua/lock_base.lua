@@ -6,6 +6,8 @@
 --   :i  hash         last     the last token handed out
 --                    x        the exclusive holder, if one holds:
 --                             "TOKEN DEADLINE_MS LOCK_DELAY_MS OWNER"
+--                    v        an election's leader's value (any bytes), when the x
+--                             holder has a non-empty one; written and deleted with x
 --                    t:TOKEN  "LOCK_DELAY_MS OWNER" of a shared holder
 --                    o:OWNER  the token a shared holder OWNER holds
 --                    delay    no grant before this time (ms): a lock_delay at work
@@ -24,7 +26,8 @@
 -- holder (a waiter, a shared request, a withdrawal) turns it into the hash it stands for
 -- (as_hash below), so the shared part (lock.lua) only ever sees the hash. An exclusive
 -- holder with a lock_delay lives in the hash alone: one key, four calls to make and four
--- to delete.
+-- to delete. A candidate with a value (an election's campaign) skips the string form,
+-- which has no room for it: its grant is the hash form's x and v, written together.
 -- Every time is Redis' own (TIME): client clocks never enter a decision.
 -- Numbers are written with fmt(): Lua's tostring() rounds to 14 digits.
 

@@ -41,7 +41,7 @@ local exclusive = redis.call('HGET', k.i, 'x')
 if exclusive then
   local t, _, _, holder = parse_exclusive(exclusive)
   if t == token and holder == owner then
-    redis.call('HDEL', k.i, 'x')
+    redis.call('HDEL', k.i, 'x', 'v')
     held = 1
   end
 else
