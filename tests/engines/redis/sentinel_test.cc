@@ -158,7 +158,9 @@ TEST(RedisSentinel, MinReplicasGrantsWhatEnoughReplicasHaveAndGivesBackTheRest) 
     return std::uint16_t{0};
   }();
   {
-    Client client = Client::open(group.uri("min_replicas=1"));
+    // A generous replica timeout: on a loaded machine the replica may take longer than
+    // the default to acknowledge, and this half is about what it has once it did.
+    Client client = Client::open(group.uri("min_replicas=1&replica_timeout_ms=5000"));
     Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
     ASSERT_TRUE(lease);
     // WAIT 1 came back with the grant: the replica has it already.
