@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench/capacity.h"
+#include "bench/election_failover.h"
 #include "bench/stats.h"
 #include "bench/workload.h"
 
@@ -39,5 +40,9 @@ std::string format_json(const std::string& url, const HoldLocksResult& result);
 
 std::string format_text(const std::string& url, const IdleConnectionsResult& result);
 std::string format_json(const std::string& url, const IdleConnectionsResult& result);
+
+// Sorts the result's samples (summarize).
+std::string format_text(const std::string& url, ElectionFailoverResult& result);
+std::string format_json(const std::string& url, ElectionFailoverResult& result);
 
 }  // namespace warden::bench

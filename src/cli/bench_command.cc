@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <random>
@@ -188,6 +189,18 @@ int hold_locks(const BenchOptions& o, const Plan& plan) {
   return exit_code::kOk;
 }
 
+int election_failover(const Plan& plan, int samples) {
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) throw Failure(exit_code::kInternal, "bench", "cannot find the warden executable");
+  auto result = step("election failover on " + plan.url_text, [&] {
+    return bench::election_failover(plan.url, self.string(), samples, plan.workload.ttl);
+  });
+  print(plan.json ? bench::format_json(plan.url_text, result)
+                  : bench::format_text(plan.url_text, result));
+  return exit_code::kOk;
+}
+
 int idle_connections(const BenchOptions& o, const Plan& plan) {
   const auto hold = whole_milliseconds(duration_option("--idle-hold", o.idle_hold));
   const auto result = step("idle connections to " + plan.url_text, [&] {
@@ -212,6 +225,7 @@ int run_bench(const BenchOptions& options) {
   const Plan plan = make_plan(options);
   if (options.hold_locks > 0) return hold_locks(options, plan);
   if (options.idle_connections > 0) return idle_connections(options, plan);
+  if (options.election_failover > 0) return election_failover(plan, options.election_failover);
 
   const bench::Workload& w = plan.workload;
   // Everything is opened first, so a backend that is down fails the command at once.
@@ -359,18 +373,28 @@ void add_bench_command(Commands& commands) {
       app.add_option("--idle-hold", o->idle_hold, "With --idle-connections: how long to hold them")
           ->type_name("D")
           ->capture_default_str();
+  auto* failover =
+      app.add_option("--election-failover", o->election_failover,
+                     "Election check: kill a leader process N times, time until the next leads "
+                     "(--ttl 1s unless given)")
+          ->type_name("N")
+          ->check(CLI::Range(1, 1000));
   key_bytes->needs(hold);
   idle_hold->needs(idle);
   hold->excludes(idle);
+  failover->excludes(hold)->excludes(idle);
   // The capacity checks take none of the timed run's options. Checked at parse time,
   // but not with excludes(), which would list every pair in --help.
   const std::vector<CLI::Option*> run_options = {clients,  keys,      mode, permits,
                                                  members,  duration,  ttl,  contended,
                                                  baseline, handoff,   rounds};
-  app.callback([run_options, hold, idle] {
-    for (CLI::Option* capacity : {hold, idle}) {
+  app.callback([run_options, hold, idle, failover, ttl, o] {
+    // An election failover waits out a lease per sample: a short one unless asked.
+    if (failover->count() > 0 && ttl->count() == 0) o->ttl = "1s";
+    for (CLI::Option* capacity : {hold, idle, failover}) {
       if (capacity->count() == 0) continue;
       for (CLI::Option* option : run_options) {
+        if (capacity == failover && option == ttl) continue;  // the lease it waits out
         if (option->count() > 0) {
           throw CLI::ValidationError(option->get_name() +
                                      " is for timed runs; it cannot be "

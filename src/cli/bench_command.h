@@ -39,6 +39,7 @@ struct BenchOptions {
   std::size_t key_bytes = 16;
   std::uint64_t idle_connections = 0;  // > 0: the connection check
   std::string idle_hold = "3s";
+  int election_failover = 0;  // > 0: this many election failovers (--ttl 1s unless given)
 };
 
 // Validates `options` (Failure(kUsage) before any I/O), runs the benchmark, prints the
