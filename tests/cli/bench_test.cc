@@ -225,6 +225,26 @@ TEST(WardenBench, MembersBeyondTheKeysOrWithPermitsOrMixedAreUsageErrors) {
   EXPECT_EQ(warden({"bench", "--url", "mem://", "--members", "1"}).status, 64);
 }
 
+TEST(WardenBench, ElectionFailoverKillsLeaderProcessesAndTimesTheNextLeader) {
+  warden::testing::Wardend server;
+  const auto o = warden({"bench", "--url", server.uri(), "--election-failover", "2", "--ttl",
+                         "300ms", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("check"), "election_failover");
+  EXPECT_EQ(j.at("samples"), 2);
+  EXPECT_EQ(j.at("ttl_ms"), 300);
+  EXPECT_GT(j.at("failover_min_ns").get<std::int64_t>(), 0);
+  EXPECT_GE(j.at("failover_max_ns").get<std::int64_t>(), j.at("failover_p50_ns").get<std::int64_t>());
+  // The killed leaders' processes left nothing behind: the election is free again.
+  Client client = Client::open(server.uri());
+  EXPECT_EQ(client.election("bench", "failover").leader(), std::nullopt);
+  // Only --ttl goes with it.
+  EXPECT_EQ(warden({"bench", "--url", server.uri(), "--election-failover", "1", "--clients", "2"})
+                .status,
+            64);
+}
+
 TEST(WardenBench, PostgresBaselineRunsRawAdvisoryLocksInTheSameRun) {
   warden::testing::PostgresServer pg;
   const std::string url = pg.uri();
