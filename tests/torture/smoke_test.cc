@@ -104,6 +104,7 @@ TEST(TortureSmoke, Redis) {
   // Through the cuttable relays: a holder cut off from Redis cannot release, and its
   // lock must still be handed on once its lease runs out.
   expect_pass(torture(server.uri(), "partition-client", "500ms"));
+  expect_pass(torture(server.uri(), "pause-holder", "500ms", kElection));
 }
 
 TEST(TortureSmoke, Redlock) {
@@ -117,6 +118,7 @@ TEST(TortureSmoke, Etcd) {
   // etcd leases are whole seconds: the 1 s TTL is a 1 s lease, checked by the leader.
   expect_pass(torture(cluster.uri(), "pause-holder", "1500ms"));
   expect_pass(torture(cluster.uri(), "kill-holder", "1500ms"));
+  expect_pass(torture(cluster.uri(), "kill-holder", "1500ms", kElection));
 }
 
 TEST(TortureSmoke, ZooKeeper) {
