@@ -28,14 +28,16 @@ TEST_P(Conformance, ReportsItsPinnedCapabilities) {
   EXPECT_EQ(again.non_fair, pinned.non_fair);
 }
 
-// Where elections are not pinned, asking for one is refused before any I/O.
-TEST_P(Conformance, ElectionsAreRefusedWhereTheEngineHasNone) {
-  if (capabilities().election) GTEST_SKIP() << "this engine has elections (ElectionConformance)";
+// Client::election follows the pinned capability: an Election where it is pinned
+// (ElectionConformance checks the rest), Error(unsupported) before any I/O elsewhere.
+TEST_P(Conformance, ElectionsAreOfferedExactlyWherePinned) {
   Client client = open_client();
   try {
-    (void)client.election(group(), "leader");
-    ADD_FAILURE() << "an engine without elections gave an Election";
+    const Election election = client.election(group(), "leader");
+    EXPECT_TRUE(capabilities().election) << "an engine without elections gave an Election";
+    EXPECT_EQ(election.name(), "leader");
   } catch (const Error& e) {
+    EXPECT_FALSE(capabilities().election) << e.what();
     EXPECT_EQ(e.code(), Errc::unsupported) << e.what();
   }
 }
