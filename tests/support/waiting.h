@@ -1,15 +1,19 @@
 // support/waiting.h — small helpers shared by the engine tests: bounded polling for
 // something to happen, client options that make failure tests end quickly, and a
-// check that a call fails with a given error.
+// check that a call fails with a given error, and how a waiter's acquire ended.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <exception>
 #include <functional>
+#include <future>
+#include <string>
 #include <thread>
 
 #include "warden/error.h"
+#include "warden/lease.h"
 #include "warden/options.h"
 #include "warden/types.h"
 
@@ -53,6 +57,19 @@ Clock::duration fails_with(Errc want, F&& f) {
     EXPECT_EQ(e.code(), want) << e.what();
   }
   return Clock::now() - start;
+}
+
+// For a failure message: how a waiter's acquire ended, if it has ("still waiting",
+// "granted token T", "no grant", or the error it threw). A wait that ended with an
+// error is a different defect from one that was granted a held lock.
+inline std::string outcome(std::future<Lease>& waiter) {
+  if (waiter.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return "still waiting";
+  try {
+    Lease lease = waiter.get();
+    return lease ? "granted token " + std::to_string(lease.token()) : "no grant";
+  } catch (const std::exception& e) {
+    return std::string("threw: ") + e.what();
+  }
 }
 
 }  // namespace warden::testing

@@ -4,9 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <chrono>
 #include <cstdio>
-#include <exception>
 #include <future>
 #include <stop_token>
 #include <string>
@@ -60,19 +58,6 @@ inline std::future<Lease> acquire_queued(Client& client, EtcdCluster& cluster,
   });
   eventually([&] { return requests(cluster, "g", name) >= requests_total; });
   return future;
-}
-
-// For a failure message: how a waiter's acquire ended, if it has ("still waiting",
-// "granted token T", "no grant", or the error it threw). A waiter that ends early
-// because of an error is a different defect from one that is granted a held lock.
-inline std::string outcome(std::future<Lease>& waiter) {
-  if (waiter.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return "still waiting";
-  try {
-    Lease lease = waiter.get();
-    return lease ? "granted token " + std::to_string(lease.token()) : "no grant";
-  } catch (const std::exception& e) {
-    return std::string("threw: ") + e.what();
-  }
 }
 
 // "etcd://EP[i0],EP[i1],...": the members in the order given (no credentials).

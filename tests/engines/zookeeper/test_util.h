@@ -117,16 +117,6 @@ inline ClientOptions with_ttl(std::chrono::milliseconds ttl,
   return options;
 }
 
-// How a waiter's acquire ended, for a failure message (the future must be ready).
-inline std::string outcome(std::future<Lease>& future) {
-  try {
-    Lease lease = future.get();
-    return lease ? "granted with token " + std::to_string(lease.token()) : "gave up (no lease)";
-  } catch (const Error& e) {
-    return std::string("threw ") + std::string(to_string(e.code())) + ": " + e.what();
-  }
-}
-
 // The time recorded by stamp_now() (e.g. in an on_lost callback).
 inline Clock::time_point at(const std::atomic<Clock::rep>& stamp) {
   return Clock::time_point{Clock::duration(stamp.load())};
