@@ -102,8 +102,11 @@ class Election {
   // leader or its value changes, until `stop` is requested; then returns. Calls come in
   // term order (a term never goes backwards) from the calling thread; the last change
   // is never missed, while changes that undo each other between two looks may be
-  // folded into one. The backend is looked at every `poll`. A look that fails (backend
-  // down) is retried at the next poll; `on_change` is not called for it.
+  // folded into one. Where the engine watches (Capabilities::watch: a push from
+  // wardend, an etcd watch) the backend is looked at when it signals a change, and
+  // every max(10 × poll, 1 s) besides; elsewhere it is looked at every `poll`. A look
+  // that fails (backend down) is retried at the next poll; `on_change` is not called
+  // for it.
   void observe(const std::function<void(const std::optional<Leader>&)>& on_change,
                std::stop_token stop, Clock::duration poll = std::chrono::milliseconds(100)) const;
 

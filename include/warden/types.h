@@ -85,6 +85,9 @@ struct Capabilities {
   // Client::election: campaigns carry a value and a leader can proclaim a new one
   // (warden/election.h).
   bool election = false;
+  // Election::observe is told of each change of a lock's holders by the backend (a push,
+  // a watch) instead of finding it at its next poll.
+  bool watch = false;
 
   // The fairness a request for `requested` gets: automatic becomes fifo where the engine
   // has it and non_fair otherwise; fifo and non_fair stay as asked (and are refused if

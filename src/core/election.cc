@@ -2,7 +2,10 @@
 // leader is the key's exclusive holder as inspect shows it.
 #include "warden/election.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 
 #include "core/client_state.h"
@@ -66,11 +69,23 @@ std::optional<Leader> Election::leader() const {
 
 void Election::observe(const std::function<void(const std::optional<Leader>&)>& on_change,
                        std::stop_token stop, Clock::duration poll) const {
-  std::mutex mu;
-  std::condition_variable_any woken;
+  core::Engine& engine = client_->engine();
+  const core::LockKey key{group_, name_};
+  // With a watch, looks between signals only guard against a watch that went quiet
+  // without breaking (a peer that vanished without closing).
+  const Clock::duration guard_poll = std::max<Clock::duration>(10 * poll, std::chrono::seconds(1));
+  std::unique_ptr<core::KeyWatch> watch;
   bool first = true;
   std::optional<Leader> last;
   while (!stop.stop_requested()) {
+    if (!watch || watch->broken()) {
+      // Opened before the look below, so that a change after the look is signalled.
+      try {
+        watch = engine.watch(key);
+      } catch (const Error&) {
+        watch.reset();  // polled this round; asked again at the next
+      }
+    }
     std::optional<std::optional<Leader>> now;
     try {
       now = leader();
@@ -85,6 +100,14 @@ void Election::observe(const std::function<void(const std::optional<Leader>&)>& 
       last = *now;
       on_change(last);
     }
+    if (watch && !watch->broken() && now) {
+      watch->wait(Clock::now() + guard_poll, stop);
+      // A watch that broke is opened again after a poll, not at once: a backend that
+      // takes watches and drops them must not turn this loop into a busy one.
+      if (!watch->broken()) continue;
+    }
+    std::mutex mu;
+    std::condition_variable_any woken;
     std::unique_lock lock(mu);
     woken.wait_for(lock, stop, poll, [] { return false; });
   }

@@ -100,6 +100,21 @@ struct Renewed {
   static Renewed unknown() { return Renewed{std::nullopt, true}; }
 };
 
+// A subscription to the changes of one lock's holders and their values on the backend
+// (Engine::watch), for Election::observe: it says *that* something changed, and the
+// caller reads what. Used by one thread at a time.
+class KeyWatch {
+ public:
+  virtual ~KeyWatch() = default;
+  // Blocks until a change signalled after the watch began (or after the previous wait
+  // returned true), until `until`, or until `stop` is requested. true if a change was
+  // signalled; false otherwise, also when the watch broke (then broken() is true and it
+  // will signal nothing more: the caller opens another). A signal may be spurious, and
+  // several changes may be signalled once.
+  virtual bool wait(Clock::time_point until, const std::stop_token& stop) = 0;
+  virtual bool broken() const = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -137,6 +152,11 @@ class Engine {
   virtual bool proclaim(const GrantRef& /*grant*/, std::string_view /*value*/) {
     throw Error(Errc::unsupported, "this engine has no elections");
   }
+  // Starts watching `key`: every change of its holders or of their values after this
+  // call returns (a grant, a release, an expiry, a proclaim) is signalled by the watch.
+  // nullptr for an engine that cannot watch (the default; capabilities().watch says).
+  // Throws Error (unavailable, deadline_exceeded, permission_denied).
+  virtual std::unique_ptr<KeyWatch> watch(const LockKey& /*key*/) { return nullptr; }
   // true iff the backend still holds the grant `sequencer` names.
   virtual bool check(const Sequencer& sequencer) = 0;
 

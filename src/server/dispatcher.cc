@@ -241,6 +241,12 @@ void Dispatcher::disconnect(ConnId conn, Time now) {
   if (it == connections_.end()) return;
   const auto parked = it->second.parked;
   if (it->second.auth) pending_auth_.erase(*it->second.auth);  // its result is dropped
+  if (it->second.watching) {
+    auto w = watchers_.find(*it->second.watching);
+    std::erase(w->second, conn);
+    if (w->second.empty()) watchers_.erase(w);
+    pushed_.erase(conn);
+  }
   connections_.erase(it);
   if (parked) {
     parked_.erase(*parked);
@@ -293,6 +299,9 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
     }
     if (!c.authenticated) throw Reject{"NOAUTH", "authentication required"};
     authorize(c, cmd, args);
+    if (c.watching && cmd != "PING") {
+      throw Reject{"ERR", "a watching connection takes only PING and QUIT"};
+    }
 
     if (cmd == "PING") {
       arity(args, 1, 2);
@@ -303,8 +312,22 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       }
       return Outcome::replied;
     }
-    if (cmd == "ACQUIRE") return acquire(c, conn, args, now, reply);
-    if (cmd == "ACQUIRESET") return acquire_set(c, conn, args, now, reply);
+    if (cmd == "ACQUIRE") {
+      const Outcome outcome = acquire(c, conn, args, now, reply);
+      if (outcome == Outcome::replied && args.size() > 1) touched(args[1]);
+      return outcome;
+    }
+    if (cmd == "ACQUIRESET") {
+      const Outcome outcome = acquire_set(c, conn, args, now, reply);
+      if (outcome == Outcome::replied && !watchers_.empty()) {
+        for (std::size_t i = 3; i < args.size(); i += 2) touched(args[i]);
+      }
+      return outcome;
+    }
+    if (cmd == "WATCH") {
+      watch(c, conn, args, reply);
+      return Outcome::replied;
+    }
     if (cmd == "RENEW") {
       arity(args, 5, 5);
       const auto key = parse_key(args[1]);
@@ -332,7 +355,10 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
         const auto id = table_.find(key, token)->id;
         ok = table_.release(key, token, now);
         // Released, or expired while applying `now` (collect drops that one's secret).
-        if (ok) secrets_.erase(id);
+        if (ok) {
+          secrets_.erase(id);
+          touched(key);
+        }
         collect(now);
       }
       resp::integer(reply, ok ? 1 : 0);
@@ -348,6 +374,7 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       collect(now);
       // Only the grant's owner changes its value; anyone else gets "not held".
       const bool ok = owns(key, token, secret) && table_.set_value(key, token, std::string(value));
+      if (ok) touched(key);
       resp::integer(reply, ok ? 1 : 0);
       return Outcome::replied;
     }
@@ -392,11 +419,12 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       // 3: ACQUIRE ... PERMITS k n (semaphores).
       // 4: ACQUIRESET (multi-locks granted in one step).
       // 5: ACQUIRE ... VALUE v, PROCLAIM, INSPECT "values" (elections).
-      resp::integer(reply, 5);
+      // 6: WATCH (pushed changes of a key's holders).
+      resp::integer(reply, 6);
       resp::bulk(reply, "capabilities");
       resp::bulk(reply,
                  "shared fair unfair lock-delay fencing durable-tokens check semaphore multi "
-                 "election");
+                 "election watch");
       return Outcome::replied;
     }
     throw Reject{"ERR", "unknown command '" + std::string(args[0].substr(0, 64)) + "'"};
@@ -690,6 +718,10 @@ void Dispatcher::collect(Time now) {
   // until there are none, so that no grant waits for an unrelated call to be announced.
   for (auto events = table_.take_events(); !events.empty(); events = table_.take_events()) {
     for (const auto& event : events) {
+      if (event.kind != table::Event::Kind::timed_out) {
+        touched(event.grant.key);
+        for (const auto& member : event.grants) touched(member.key);
+      }
       if (event.kind == table::Event::Kind::expired) {
         ++stats_.expirations;
         secrets_.erase(event.grant.id);
@@ -735,7 +767,32 @@ void Dispatcher::collect(Time now) {
 std::vector<Dispatcher::Wakeup> Dispatcher::take_wakeups() {
   std::vector<Wakeup> out;
   out.swap(wakeups_);
+  pushed_.clear();
   return out;
+}
+
+void Dispatcher::watch(Connection& c, ConnId conn, std::span<const std::string_view> args,
+                       std::string& reply) {
+  arity(args, 2, 2);
+  const std::string key(parse_key(args[1]));
+  c.watching = key;
+  watchers_[key].push_back(conn);
+  resp::simple(reply, "OK");
+}
+
+void Dispatcher::touched(std::string_view key) {
+  if (watchers_.empty()) return;  // the common case: nobody watches anything
+  const auto it = watchers_.find(std::string(key));
+  if (it == watchers_.end()) return;
+  for (const ConnId conn : it->second) {
+    // One CHANGED per watcher between two takes: the watcher reads the key anew anyway.
+    if (!pushed_.emplace(conn, true).second) continue;
+    Wakeup w{conn, {}};
+    resp::array(w.reply, 2);
+    resp::bulk(w.reply, "CHANGED");
+    resp::bulk(w.reply, key);
+    wakeups_.push_back(std::move(w));
+  }
 }
 
 DispatcherStats Dispatcher::stats() const {

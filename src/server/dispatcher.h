@@ -160,6 +160,9 @@ class Dispatcher {
  private:
   struct Connection {
     bool authenticated = false;
+    // The key this connection watches (WATCH): it then takes only PING and QUIT, so it
+    // is never parked, and every change of the key's holders pushes it a CHANGED.
+    std::optional<std::string> watching;
     std::string user;  // the named user it authenticated as; "": the default user
     std::optional<table::RequestId> parked;
     std::optional<std::uint64_t> auth;  // a password check in progress (parked too)
@@ -195,6 +198,12 @@ class Dispatcher {
   // for a grant that is not held and for a wrong secret alike, in constant time per byte.
   bool owns(std::string_view key, std::uint64_t token, const Secret& secret) const;
   void info(Time now, std::string& reply) const;
+  // WATCH key: the connection becomes a watcher of the key (see Connection::watching).
+  void watch(Connection& c, ConnId conn, std::span<const std::string_view> args,
+             std::string& reply);
+  // The holders of `key` (or their values) changed: pushes `CHANGED key` to its
+  // watchers, once per watcher until the shell takes the wakeups.
+  void touched(std::string_view key);
   void inspect(std::string_view key, Time now, std::string& reply) const;
   void list(std::span<const std::string_view> args, Time now, std::string& reply);
   // Turns the table's events into wakeups; `now` is when they happened.
@@ -217,6 +226,9 @@ class Dispatcher {
   // The owner secret of every grant held, by grant id; dropped on release and expiry.
   std::unordered_map<table::RequestId, Secret> secrets_;
   std::vector<Wakeup> wakeups_;
+  // Watching connections by key, and the watchers pushed a CHANGED not yet taken.
+  std::unordered_map<std::string, std::vector<ConnId>> watchers_;
+  std::unordered_map<ConnId, bool> pushed_;
   std::optional<Time> retry_at_;  // set after a failed grant; see survive()
   std::unordered_map<std::uint64_t, PendingAuth> pending_auth_;  // by check id
   std::vector<AuthCheck> auth_checks_;                           // not yet taken by the shell

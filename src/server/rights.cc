@@ -7,7 +7,9 @@ Rights required_right(std::string_view command) {
       command == "RELEASE" || command == "CHECK" || command == "PROCLAIM") {
     return kRightLock;
   }
-  if (command == "INSPECT" || command == "LIST" || command == "INFO") return kRightInspect;
+  if (command == "INSPECT" || command == "LIST" || command == "INFO" || command == "WATCH") {
+    return kRightInspect;
+  }
   return 0;
 }
 

@@ -21,6 +21,7 @@ TEST_P(Conformance, ReportsItsPinnedCapabilities) {
   EXPECT_EQ(reported.semaphore, pinned.semaphore) << "semaphore";
   EXPECT_EQ(reported.atomic_multi, pinned.atomic_multi) << "atomic_multi";
   EXPECT_EQ(reported.election, pinned.election) << "election";
+  EXPECT_EQ(reported.watch, pinned.watch) << "watch";
   // A client opened the ordinary way reports the same.
   const Capabilities again = open_client().capabilities();
   EXPECT_EQ(again.shared, pinned.shared);

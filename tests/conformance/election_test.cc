@@ -197,6 +197,35 @@ TEST_P(ElectionConformance, AnObserverSeesEveryChangeInTermOrderAndTheLastOne) {
   }
 }
 
+// Where the engine watches, an observer whose poll is an hour learns every change from
+// the backend: a grant, a proclaim, a lease that runs out, the next grant. Elsewhere it
+// polls, and the clause checks the same with a short poll.
+TEST_P(ElectionConformance, AnObserverIsToldOfEveryKindOfChangeWhereTheEngineWatches) {
+  using namespace std::chrono_literals;
+  Client lapsing = open_client_without_renewals();  // a leader that stops renewing
+  Client b = open_client();
+  Client watcher = open_client();
+  const Clock::duration poll = capabilities().watch ? Clock::duration(1h) : 10ms;
+  Observed observed;
+  std::jthread observer([&](std::stop_token stop) {
+    watcher.election(group(), "leader")
+        .observe([&](const std::optional<Leader>& leader) { observed.add(leader); }, stop, poll);
+  });
+  ASSERT_TRUE(observed.saw(std::nullopt)) << "the observer did not report the start";
+  Leadership first = lapsing.election(group(), "leader", lock_options_with_ttl(1s))
+                         .campaign("a", Wait::none());
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(observed.saw(Leader{"a", first.term()})) << "a grant was not signalled";
+  first.proclaim("a2");
+  ASSERT_TRUE(observed.saw(Leader{"a2", first.term()})) << "a proclaim was not signalled";
+  ASSERT_TRUE(observed.saw(std::nullopt)) << "a lease that ran out was not signalled";
+  Leadership second = b.election(group(), "leader", lock_options()).campaign("b", Wait::none());
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(observed.saw(Leader{"b", second.term()})) << "the next grant was not signalled";
+  observer.request_stop();
+  observer.join();  // a stop ends a wait on the watch at once
+}
+
 TEST_P(ElectionConformance, BadValuesAreRefusedBeforeAnyIo) {
   Client a = open_client();
   Election election = a.election(group(), "leader", lock_options());

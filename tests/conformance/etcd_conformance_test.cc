@@ -34,7 +34,8 @@ constexpr Capabilities kEtcd{.shared = true,
                              .durable_tokens = true,
                              .check = true,
                              .semaphore = true,
-                             .election = true};
+                             .election = true,
+                             .watch = true};
 
 class EtcdBackend final : public Backend {
  public:

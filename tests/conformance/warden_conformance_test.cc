@@ -29,7 +29,8 @@ constexpr Capabilities kWarden{.shared = true,
                                .check = true,
                                .semaphore = true,
                                .atomic_multi = true,
-                               .election = true};
+                               .election = true,
+                               .watch = true};
 
 // The same backend over plain TCP, or over mutual TLS (wardens:// with the test
 // certificates; the probe behind the clients' back stays on the plain port).

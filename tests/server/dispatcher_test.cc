@@ -956,11 +956,51 @@ TEST_F(DispatcherTest, AuthWithoutAServerPasswordIsAnError) {
 
 TEST_F(DispatcherTest, HelloDescribesTheServer) {
   const std::string caps =
-      "shared fair unfair lock-delay fencing durable-tokens check semaphore multi election";
+      "shared fair unfair lock-delay fencing durable-tokens check semaphore multi election "
+      "watch";
   EXPECT_EQ(call(1, {"HELLO"}),
             "*8\r\n$6\r\nserver\r\n$7\r\nwardend\r\n$7\r\nversion\r\n"
-            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:5\r\n$12\r\ncapabilities\r\n" +
+            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:6\r\n$12\r\ncapabilities\r\n" +
                 bulk(caps));
+}
+
+// --- WATCH: pushed changes of a key's holders
+
+const std::string kChangedE = "*2\r\n$7\r\nCHANGED\r\n$3\r\ng/e\r\n";
+
+TEST_F(DispatcherTest, AWatcherIsPushedEveryChangeOfTheKeysHoldersAndNothingElse) {
+  EXPECT_EQ(call(4, {"WATCH", "g/e"}), "+OK\r\n");
+  EXPECT_EQ(h_.wakeups(), Wakeups{});
+  // A grant.
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/e", "x", "1000", "VALUE", "a"}, at(0)), grant(1));
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{4, kChangedE}}));
+  // Another key, a renewal and a waiter that parks change nothing the watcher sees.
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/other", "x", "1000"}, at(0)), grant(2));
+  EXPECT_EQ(call(1, {"RENEW", "g/e", "1", kOwner, "1000"}, at(10)), kOne);
+  h_.park(2, {"ACQUIRE", "g/e", "x", "1000", "FOREVER", "VALUE", "b"}, at(10));
+  EXPECT_EQ(h_.wakeups(), Wakeups{});
+  // A proclaim.
+  EXPECT_EQ(call(1, {"PROCLAIM", "g/e", "1", kOwner, "a2"}, at(20)), kOne);
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{4, kChangedE}}));
+  // A release that grants the waiter: one push for both.
+  EXPECT_EQ(call(1, {"RELEASE", "g/e", "1", kOwner}, at(30)), kOne);
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{4, kChangedE}, {2, grant(3, 20'000)}}));
+  // An expiry.
+  h_.d.advance(at(30 + 1000));
+  EXPECT_EQ(h_.wakeups(), (Wakeups{{4, kChangedE}}));
+}
+
+TEST_F(DispatcherTest, AWatchingConnectionTakesOnlyPingAndQuitAndItsCloseEndsTheWatch) {
+  EXPECT_EQ(call(4, {"WATCH", "bad key"}).substr(0, 8), "-INVALID");
+  EXPECT_EQ(call(4, {"WATCH", "g/e"}), "+OK\r\n");
+  EXPECT_EQ(call(4, {"PING"}), "+PONG\r\n");
+  EXPECT_EQ(call(4, {"WATCH", "g/f"}), "-ERR a watching connection takes only PING and QUIT\r\n");
+  EXPECT_EQ(call(4, {"ACQUIRE", "g/e", "x", "1000"}),
+            "-ERR a watching connection takes only PING and QUIT\r\n");
+  EXPECT_TRUE(h_.d.table().empty()) << "the refused ACQUIRE took nothing";
+  h_.d.disconnect(4, at(0));
+  EXPECT_EQ(call(1, {"ACQUIRE", "g/e", "x", "1000"}, at(0)), grant(1));
+  EXPECT_EQ(h_.wakeups(), Wakeups{}) << "nobody watches any more";
 }
 
 // --- elections: ACQUIRE ... VALUE, PROCLAIM, INSPECT "values"

@@ -11,6 +11,7 @@
 #include "core/client_id.h"
 #include "engines/etcd/etcd_config.h"
 #include "engines/etcd/etcd_rpc.h"
+#include "engines/etcd/key_watch.h"
 #include "engines/etcd/lock_keys.h"
 #include "engines/etcd/permit_queue.h"
 #include "engines/etcd/request_slots.h"
@@ -122,6 +123,7 @@ class EtcdEngine final : public core::Engine {
     caps.check = true;
     caps.semaphore = true;  // a queue of permits requests (permit_queue.h)
     caps.election = true;   // a candidate's value rides in its key's value (request_value.h)
+    caps.watch = true;      // an etcd watch over the lock's keys (key_watch.h)
     return caps;
   }
 
@@ -294,6 +296,10 @@ class EtcdEngine final : public core::Engine {
     const std::string_view kind =
         std::string_view(response.kvs(0).key()).substr(keys.lock.size(), 2);
     return sequencer.mode == Mode::exclusive ? kind == "w/" : kind == "s/" || kind == "p/";
+  }
+
+  std::unique_ptr<core::KeyWatch> watch(const core::LockKey& key) override {
+    return open_key_watch(rpc_, config_.prefix, key);
   }
 
   LockStatus inspect(const core::LockKey& key) override {

@@ -344,7 +344,50 @@ std::vector<std::int64_t> EtcdRpc::keep_alive(std::span<const std::int64_t> ids,
 EtcdRpc::WatchEnd EtcdRpc::wait_for_delete(const std::string& key, std::int64_t start_revision,
                                            Clock::time_point until, std::stop_token stop,
                                            const std::string& range_end) {
-  if (stop.stop_requested() || Clock::now() >= until) return WatchEnd::other;
+  WatchEnd end = WatchEnd::other;
+  watch_stream(key, range_end, start_revision, /*deletes_only=*/true, until, stop,
+               [&](const etcdserverpb::WatchResponse& response) {
+                 // A compacted start revision or a cancelled watch: the caller looks again.
+                 if (response.compact_revision() > 0 || response.canceled()) {
+                   end = WatchEnd::deleted;
+                 }
+                 for (const auto& event : response.events()) {
+                   if (event.type() == mvccpb::Event::DELETE) end = WatchEnd::deleted;
+                 }
+                 return end == WatchEnd::deleted;
+               });
+  return end;
+}
+
+std::optional<std::int64_t> EtcdRpc::wait_for_change(const std::string& key,
+                                                     const std::string& range_end,
+                                                     std::int64_t start_revision,
+                                                     Clock::time_point until, std::stop_token stop,
+                                                     bool& failed) {
+  std::optional<std::int64_t> next;
+  bool cancelled = false;
+  failed = !watch_stream(key, range_end, start_revision, /*deletes_only=*/false, until, stop,
+                         [&](const etcdserverpb::WatchResponse& response) {
+                           if (response.compact_revision() > 0) {
+                             next = response.compact_revision();
+                           } else if (response.canceled()) {
+                             cancelled = true;
+                             return true;
+                           }
+                           for (const auto& event : response.events()) {
+                             next = std::max(next.value_or(0), event.kv().mod_revision() + 1);
+                           }
+                           return next.has_value();
+                         });
+  if (cancelled && !next) failed = true;  // the member dropped the watch: look elsewhere
+  return failed ? std::nullopt : next;
+}
+
+bool EtcdRpc::watch_stream(const std::string& key, const std::string& range_end,
+                           std::int64_t start_revision, bool deletes_only,
+                           Clock::time_point until, const std::stop_token& stop,
+                           const std::function<bool(const etcdserverpb::WatchResponse&)>& done) {
+  if (stop.stop_requested() || Clock::now() >= until) return true;
   const std::size_t index = current_.load(std::memory_order_relaxed) % members_.size();
   Member& member = *members_[index];
   grpc::ClientContext context;
@@ -352,7 +395,7 @@ EtcdRpc::WatchEnd EtcdRpc::wait_for_delete(const std::string& key, std::int64_t 
   // A member cut off from the leader cancels the watch instead of keeping it silent.
   context.AddMetadata("hasleader", "true");
   if (!authorize(member, context, Clock::now() + config_.op_timeout).ok()) {
-    return WatchEnd::other;  // the caller's next read reports the auth failure
+    return false;  // the caller's next read reports the auth failure
   }
   std::stop_callback cancel(stop, [&context] { context.TryCancel(); });
 
@@ -362,28 +405,19 @@ EtcdRpc::WatchEnd EtcdRpc::wait_for_delete(const std::string& key, std::int64_t 
   create->set_key(key);
   if (!range_end.empty()) create->set_range_end(range_end);
   create->set_start_revision(start_revision);
-  create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
-  WatchEnd end = WatchEnd::other;
+  if (deletes_only) create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
+  bool finished = false;
   if (stream->Write(request)) {
     etcdserverpb::WatchResponse response;
-    while (end == WatchEnd::other && stream->Read(&response)) {
-      // A compacted start revision or a cancelled watch: the caller looks again.
-      if (response.compact_revision() > 0 || response.canceled()) {
-        end = WatchEnd::deleted;
-        break;
-      }
-      for (const auto& event : response.events()) {
-        if (event.type() == mvccpb::Event::DELETE) end = WatchEnd::deleted;
-      }
-    }
+    while (!finished && stream->Read(&response)) finished = done(response);
   }
   context.TryCancel();
   const grpc::Status status = stream->Finish();
-  if (end == WatchEnd::other && is_transient(status) && !stop.stop_requested() &&
-      Clock::now() < until) {
+  if (!finished && is_transient(status) && !stop.stop_requested() && Clock::now() < until) {
     move_on_from(index);  // down or leaderless: the next look goes elsewhere
+    return false;
   }
-  return end;
+  return true;
 }
 
 }  // namespace warden::engines::etcd

@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -93,6 +94,15 @@ class EtcdRpc {
                            Clock::time_point until, std::stop_token stop,
                            const std::string& range_end = {});
 
+  // Watches every key in [key, range_end) from `start_revision` on for any change (a
+  // put or a delete), on the current member like wait_for_delete. Returns the revision
+  // to watch from next: past the last change seen when one came (or the compaction
+  // revision, when `start_revision` was compacted away: the caller must look again);
+  // nullopt when none came by `until` or `stop`, or the watch failed (then `failed`).
+  std::optional<std::int64_t> wait_for_change(const std::string& key, const std::string& range_end,
+                                              std::int64_t start_revision, Clock::time_point until,
+                                              std::stop_token stop, bool& failed);
+
   // "member 127.0.0.1:2379", for error messages.
   std::string describe_current() const;
 
@@ -108,6 +118,13 @@ class EtcdRpc {
   // Adds the member's auth token to `context`, authenticating first if it has none.
   grpc::Status authorize(Member& member, grpc::ClientContext& context, Clock::time_point deadline);
   void move_on_from(std::size_t index);
+  // One watch stream over [key, range_end) from `start_revision`, read until `done`
+  // (given each response) says so, `until`, or `stop`. false if the stream failed
+  // transiently (the next call goes to another member) or could not be opened.
+  bool watch_stream(const std::string& key, const std::string& range_end,
+                    std::int64_t start_revision, bool deletes_only, Clock::time_point until,
+                    const std::stop_token& stop,
+                    const std::function<bool(const etcdserverpb::WatchResponse&)>& done);
   void ping_members();  // ping() without the explanation
 
   EtcdConfig config_;

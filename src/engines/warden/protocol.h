@@ -60,6 +60,8 @@ inline constexpr std::size_t kMaxRequestBytes = 64 * 1024;
 inline constexpr std::int64_t kProtoAcquireSet = 4;
 // The first protocol with elections: ACQUIRE ... VALUE, PROCLAIM, INSPECT "values".
 inline constexpr std::int64_t kProtoElection = 5;
+// The first protocol with WATCH (pushed changes of a key's holders).
+inline constexpr std::int64_t kProtoWatch = 6;
 
 // A granted ACQUIRE: [token, waited_us, secret].
 struct GrantReply {

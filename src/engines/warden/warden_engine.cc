@@ -13,6 +13,7 @@
 #include "engines/resp_client/pipeline.h"
 #include "engines/resp_client/pool.h"
 #include "engines/warden/acquire_call.h"
+#include "engines/warden/key_watch.h"
 #include "engines/warden/protocol.h"
 #include "engines/warden/warden_config.h"
 #include "warden/error.h"
@@ -64,6 +65,7 @@ class WardenEngine final : public core::Engine {
     caps.semaphore = true;                           // ACQUIRE ... PERMITS, protocol 3
     caps.atomic_multi = proto_ >= kProtoAcquireSet;  // ACQUIRESET, protocol 4
     caps.election = proto_ >= kProtoElection;        // VALUE and PROCLAIM, protocol 5
+    caps.watch = proto_ >= kProtoWatch;              // WATCH, protocol 6
     return caps;
   }
 
@@ -135,6 +137,11 @@ class WardenEngine final : public core::Engine {
   bool check(const Sequencer& sequencer) override {
     const auto result = control_.run({check_command(sequencer)});
     return parse_flag(result.replies.at(0), "CHECK on " + connector_->endpoint());
+  }
+
+  std::unique_ptr<core::KeyWatch> watch(const core::LockKey& key) override {
+    if (proto_ < kProtoWatch) return nullptr;  // an older wardend: the observer polls
+    return open_key_watch(*connector_, key, Clock::now() + config_.op_timeout);
   }
 
   LockStatus inspect(const core::LockKey& key) override {
