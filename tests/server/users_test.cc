@@ -158,6 +158,8 @@ TEST(UsersTest, LockRightCoversLockCommandsOnMatchingGroupsOnly) {
   EXPECT_EQ(h.call(1, {"LIST", "billing"}),
             "-NOPERM user 'billing' has no inspect right for LIST\r\n");
   EXPECT_EQ(h.call(1, {"INFO"}), "-NOPERM user 'billing' has no inspect right for INFO\r\n");
+  EXPECT_EQ(h.call(1, {"WATCH", "billing/a"}),
+            "-NOPERM user 'billing' has no inspect right for WATCH\r\n");
   // Commands that need no right.
   EXPECT_EQ(h.call(1, {"PING"}), "+PONG\r\n");
   EXPECT_TRUE(h.call(1, {"HELLO"}).starts_with("*8\r\n"));
@@ -193,9 +195,11 @@ TEST(UsersTest, InspectRightCoversInspectListAndInfoButNoLocks) {
   EXPECT_EQ(h.call(1, {"LIST", "orders"}),
             "-NOPERM user 'auditor' has no access to group 'orders'\r\n");
   EXPECT_TRUE(h.call(1, {"INSPECT", "orders/a"}).starts_with("-NOPERM"));
+  EXPECT_TRUE(h.call(1, {"WATCH", "orders/a"}).starts_with("-NOPERM"));
   EXPECT_EQ(h.call(1, {"ACQUIRE", "billing/a", "x", "1000"}),
             "-NOPERM user 'auditor' has no lock right for ACQUIRE\r\n");
   EXPECT_TRUE(h.d->table().empty());
+  EXPECT_EQ(h.call(1, {"WATCH", "billing/a"}), "+OK\r\n");
 }
 
 TEST(UsersTest, AdminHasEveryRightButStillOnlyItsGroups) {
