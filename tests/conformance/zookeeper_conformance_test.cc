@@ -33,7 +33,8 @@ constexpr Capabilities kZooKeeper{.shared = true,
                                   .durable_tokens = true,
                                   .check = true,
                                   .semaphore = true,
-                                  .election = true};
+                                  .election = true,
+                                  .watch = true};
 
 class ZooKeeperBackend final : public Backend {
  public:

@@ -6,7 +6,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -115,6 +117,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
     caps.check = true;
     caps.semaphore = true;  // p- nodes that count permits (lock_nodes.h)
     caps.election = true;   // the candidate's value in its node's data
+    caps.watch = true;      // children and data watches on the lock (KeyWatchOnLock)
     return caps;
   }
 
@@ -248,6 +251,11 @@ class ZkEngine final : public core::Engine, public SessionListener {
     return inspect_on(*current_session(), config_.prefix, key);
   }
 
+  std::unique_ptr<core::KeyWatch> watch(const core::LockKey& key) override {
+    const LockNodes nodes = LockNodes::of(config_.prefix, key.group, key.name);
+    return std::make_unique<KeyWatchOnLock>(*this, nodes.lock);
+  }
+
   std::vector<LockSummary> list(std::string_view group) override {
     return list_on(*current_session(), config_.prefix, group);
   }
@@ -316,6 +324,132 @@ class ZkEngine final : public core::Engine, public SessionListener {
   struct Watch {
     std::uint64_t fired = 0;
     int waiters = 0;
+  };
+
+  // Election::observe's watch: a children watch on the lock node (a request node
+  // created or deleted) and a data watch on its leader, the request node with the
+  // lowest sequence (a proclaim). ZooKeeper watches fire once, so each wait sets them
+  // again and compares what it reads then with what the previous wait (or the opening)
+  // read: a change between two waits, when no watch was set, is seen that way.
+  class KeyWatchOnLock final : public core::KeyWatch {
+   public:
+    // Reads the lock's state once, without watches. Throws like inspect.
+    KeyWatchOnLock(ZkEngine& engine, std::string lock)
+        : engine_(engine), lock_(std::move(lock)) {
+      seen_ = read(*engine_.current_session(), /*arm=*/false);
+    }
+
+    bool wait(Clock::time_point until, const std::stop_token& stop) override {
+      if (broken_) return false;
+      try {
+        while (!stop.stop_requested() && Clock::now() < until) {
+          const std::shared_ptr<ZkSession> session = engine_.current_session();
+          // Registered before the watches are set, so that no event is dropped; the
+          // leader's node as last seen (a new leader is a difference in itself).
+          const std::vector<std::string> paths = {lock_, leader_path(seen_)};
+          std::unique_lock lock(engine_.mu_);
+          std::vector<std::uint64_t> fired;
+          for (const auto& path : paths) {
+            Watch& watch = engine_.watches_[path];
+            ++watch.waiters;
+            fired.push_back(watch.fired);
+          }
+          const std::uint64_t changes = engine_.state_changes_;
+          lock.unlock();
+          bool changed = false;
+          bool woken = false;
+          try {
+            const Seen now = read(*session, /*arm=*/true);
+            changed = now != seen_;
+            seen_ = now;
+          } catch (...) {
+            forget(paths);
+            throw;
+          }
+          lock.lock();
+          if (!changed) {
+            woken = engine_.changed_.wait_until(lock, stop, until, [&] {
+              for (std::size_t i = 0; i < paths.size(); ++i) {
+                if (engine_.watches_[paths[i]].fired != fired[i]) return true;
+              }
+              return engine_.state_changes_ != changes;
+            });
+          }
+          lock.unlock();
+          forget(paths);
+          if (changed) return true;
+          if (!woken) return false;
+          // Woken: set the watches again and compare (the event may undo itself).
+        }
+      } catch (const Error&) {
+        broken_ = true;  // the caller looks, and opens another after a poll
+      }
+      return false;
+    }
+
+    bool broken() const override { return broken_; }
+
+   private:
+    // What the watch compares: the request nodes, and the leader's data version.
+    struct Seen {
+      std::vector<std::string> children;
+      std::string leader;
+      std::int32_t version = -1;
+      bool operator==(const Seen&) const = default;
+    };
+
+    std::string leader_path(const Seen& seen) const {
+      return seen.leader.empty() ? lock_ : lock_ + '/' + seen.leader;
+    }
+
+    // The children and the leader's data version; with `arm`, sets a children watch on
+    // the lock node (an exists watch while it does not exist) and a data watch on the
+    // leader. Throws Error for a connection error or a refusal.
+    Seen read(ZkSession& session, bool arm) const {
+      Seen seen;
+      ChildrenResult listed = session.await(session.children(lock_, arm));
+      if (listed.rc == ZNONODE) {
+        if (arm) {
+          const int rc = session.await(session.exists(lock_, true)).rc;
+          if (rc != ZOK && rc != ZNONODE) throw_zk_error(rc, "watch of " + lock_);
+        }
+        return seen;
+      }
+      if (listed.rc != ZOK) throw_zk_error(listed.rc, "list of " + lock_);
+      std::sort(listed.children.begin(), listed.children.end());
+      seen.children = std::move(listed.children);
+      std::optional<RequestNode> first;
+      for (const auto& name : seen.children) {
+        const auto node = parse_request(name);
+        if (node && (!first || node->sequence < first->sequence)) first = node;
+      }
+      if (!first) return seen;
+      seen.leader = first->name;
+      const std::string path = lock_ + '/' + first->name;
+      if (arm) {
+        const int rc = session.await(session.exists(path, true)).rc;
+        if (rc != ZOK && rc != ZNONODE) throw_zk_error(rc, "watch of " + path);
+      }
+      const GetResult data = session.await(session.get(path));
+      if (data.rc == ZOK) {
+        seen.version = data.version;
+      } else if (data.rc != ZNONODE) {  // gone: the children watch tells
+        throw_zk_error(data.rc, "read of " + path);
+      }
+      return seen;
+    }
+
+    void forget(const std::vector<std::string>& paths) {
+      std::lock_guard lock(engine_.mu_);
+      for (const auto& path : paths) {
+        if (--engine_.watches_[path].waiters == 0) engine_.watches_.erase(path);
+      }
+    }
+
+    ZkEngine& engine_;
+    const std::string lock_;
+    Seen seen_;
+    bool broken_ = false;
   };
 
   // The current session, or a new one if it expired. Throws if none can be opened.
