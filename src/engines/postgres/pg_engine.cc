@@ -5,6 +5,7 @@
 #include <climits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "core/client_id.h"
@@ -52,6 +53,22 @@ std::string check_sql(const std::string& schema) {
          "WHERE k.grp = $1 AND k.name = $2::bytea)";
 }
 
+constexpr const char* kPermitsName = "warden_permits";
+constexpr const char* kCheckedName = "warden_lock_checked";
+constexpr const char* kProclaimName = "warden_proclaim";
+
+// Sets the value of the election's grant (lock id $1, term $2) to $3, only while this
+// session holds the grant's marker ($4, $5): one row when it did. An upsert, since a
+// campaign with an empty value writes no row; never over a later term's row.
+std::string proclaim_sql(const std::string& schema) {
+  return "INSERT INTO " + quoted(schema) +
+         ".leaders AS v (lock_id, token, value) SELECT $1::bigint, $2::bigint, $3::bytea "
+         "WHERE EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() "
+         "AND locktype = 'advisory' AND objsubid = 1 AND granted AND classid = $4::oid "
+         "AND objid = $5::oid) ON CONFLICT (lock_id) DO UPDATE SET token = excluded.token, "
+         "value = excluded.value WHERE v.token <= excluded.token RETURNING 1";
+}
+
 const char* pg_mode(Mode mode) { return mode == Mode::shared ? "ShareLock" : "ExclusiveLock"; }
 
 // One grant: the session (connection) that holds it.
@@ -67,6 +84,13 @@ class PgEngine final : public core::Engine {
       : config_(std::move(config)),
         grants_sql_(all_grants(config_.schema)),
         check_sql_(check_sql(config_.schema)),
+        permits_sql_("SELECT " + quoted(config_.schema) +
+                     ".acquire_permits($1::bigint, $2::integer, $3::integer, $4::boolean, "
+                     "$5::integer, $6::integer)"),
+        checked_sql_("SELECT " + quoted(config_.schema) +
+                     ".lock_checked($1::bigint, $2::boolean, $3::boolean, $4::integer, "
+                     "$5::integer, $6::boolean, $7::bytea)"),
+        proclaim_sql_(proclaim_sql(config_.schema)),
         instance_(core::random_client_id()) {}
 
   // Logs in and makes sure the registry exists: bad credentials fail at open.
@@ -85,12 +109,15 @@ class PgEngine final : public core::Engine {
     caps.fencing = true;
     caps.durable_tokens = true;  // a sequence: WAL-logged ahead of use, never goes back
     caps.check = true;
+    caps.semaphore = true;  // SCHEMA.acquire_permits: a turnstile and counted permits
+    caps.election = true;   // SCHEMA.leaders, written by the campaign's grant statement
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     if (request.stop.stop_requested()) return std::nullopt;
     const std::int64_t id = id_of(request.key);
+    if (request.capacity > 0) flag_semaphore(id);
     auto conn = take();
     const auto now = Clock::now();
     const bool wait = request.deadline > now;
@@ -106,17 +133,25 @@ class PgEngine final : public core::Engine {
     }
     const milliseconds ttl = request.options.ttl;
     const int ttl_ms = static_cast<int>(std::clamp<std::int64_t>(ttl.count(), 1, INT_MAX));
-    const GrantWait how = !wait          ? GrantWait::none
-                          : wait_ms == 0 ? GrantWait::forever
-                                         : GrantWait::timed;
-    const bool set_ttl = conn->idle_timeout_ms() != ttl_ms;
-    const GrantStatement& statement = grants_sql_[grant_index(request.mode, how, set_ttl)];
-    std::vector<Param> params{Param::text(std::to_string(id))};
-    if (how == GrantWait::timed) params.push_back(Param::text(std::to_string(wait_ms)));
-    if (set_ttl) params.push_back(Param::text(std::to_string(ttl_ms)));
+    const bool elect =
+        request.capacity == 0 && request.mode == Mode::exclusive && !request.value.empty();
     const auto sent = Clock::now();
     // Throws with the connection closed: the session, and whatever it took, is gone.
-    Reply reply = conn->query_prepared(statement.name, statement.sql, params, limits);
+    Reply reply = request.capacity > 0
+                      ? acquire_permits(*conn, request, id, wait, wait_ms, ttl_ms, limits)
+                      : grant(*conn, request, id, wait, wait_ms, ttl_ms, elect, limits);
+    if (reply.ok() && reply.rows() == 1 && !reply.null(0, 0) && reply.integer(0, 0) == -1) {
+      // A name that has been a semaphore: the grant took nothing; the checked way
+      // refuses it while the semaphore is in use.
+      reply = conn->query_prepared(
+          kCheckedName, checked_sql_,
+          {Param::text(std::to_string(id)), Param::text(request.mode == Mode::shared ? "t" : "f"),
+           Param::text(wait ? "t" : "f"), Param::text(std::to_string(wait_ms)),
+           Param::text(std::to_string(ttl_ms)), Param::text(request.value.empty() ? "f" : "t"),
+           Param::binary(request.value)},
+          limits);
+      if (reply.ok()) conn->set_idle_timeout_ms(ttl_ms);
+    }
     if (!reply.ok()) {
       // A cancel can land after the lock was taken: free whatever the session holds.
       settle(std::move(conn));
@@ -128,11 +163,10 @@ class PgEngine final : public core::Engine {
       }
       throw_reply(reply, "acquiring " + request.key.joined());
     }
-    if (reply.rows() == 0) {  // a try on a busy lock: nothing was set
+    if (reply.rows() == 0 || reply.null(0, 0)) {  // a try that found no room: nothing is held
       give_back(std::move(conn));
       return std::nullopt;
     }
-    if (set_ttl) conn->set_idle_timeout_ms(ttl_ms);
     const auto token = reply.integer(0, 0);
     // The server's idle clock starts when the grant's reply is sent, which is no earlier
     // than our send. After a long wait that bound is stale: one more round trip restarts
@@ -154,9 +188,35 @@ class PgEngine final : public core::Engine {
       std::lock_guard lock(mu_);
       held_.emplace(owner, held);
     }
-    return Granted{
-        GrantRef{request.key, request.mode, static_cast<std::uint64_t>(token), ttl, owner},
-        held->expires};
+    GrantRef grant{request.key, request.mode, static_cast<std::uint64_t>(token), ttl, owner};
+    grant.permits = request.capacity > 0 ? request.permits : 0;
+    return Granted{std::move(grant), held->expires};
+  }
+
+  bool proclaim(const GrantRef& grant, std::string_view value) override {
+    const auto held = find(grant.owner);
+    if (!held) return false;  // released, lost, or not a grant of this instance
+    std::unique_lock lock(held->mu);
+    if (!held->conn) return false;
+    const auto marker = -static_cast<std::int64_t>(grant.token);
+    std::optional<Reply> reply;
+    try {
+      // On the grant's own session, guarded by its term: a session that still holds the
+      // marker is the leader; one that was ended holds nothing and cannot answer.
+      reply.emplace(held->conn->query_prepared(
+          kProclaimName, proclaim_sql_,
+          {Param::text(std::to_string(id_of(grant.key))), Param::text(std::to_string(grant.token)),
+           Param::binary(std::string(value)), Param::text(std::to_string(key_high(marker))),
+           Param::text(std::to_string(key_low(marker)))},
+          op_limits()));
+    } catch (const Error& e) {
+      if (e.code() != Errc::unavailable) throw;
+      // The connection broke: the session is gone, and the lock with it.
+      held->conn.reset();
+      return false;
+    }
+    if (!reply->ok()) throw_reply(*reply, "proclaiming a value for " + grant.key.joined());
+    return reply->rows() == 1;
   }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
@@ -228,6 +288,54 @@ class PgEngine final : public core::Engine {
     QueryLimits limits;
     limits.give_up_at = Clock::now() + config_.op_timeout;
     return limits;
+  }
+
+  // One round trip that takes a lock (or, for a name flagged as a semaphore, answers -1).
+  Reply grant(PgConnection& conn, const AcquireRequest& request, std::int64_t id, bool wait,
+              int wait_ms, int ttl_ms, bool elect, const QueryLimits& limits) {
+    const GrantWait how = !wait          ? GrantWait::none
+                          : wait_ms == 0 ? GrantWait::forever
+                                         : GrantWait::timed;
+    const bool set_ttl = conn.idle_timeout_ms() != ttl_ms;
+    const GrantStatement& statement = grants_sql_[grant_index(request.mode, how, set_ttl, elect)];
+    std::vector<Param> params{Param::text(std::to_string(id))};
+    if (how == GrantWait::timed) params.push_back(Param::text(std::to_string(wait_ms)));
+    if (set_ttl) params.push_back(Param::text(std::to_string(ttl_ms)));
+    if (elect) params.push_back(Param::binary(request.value));
+    Reply reply = conn.query_prepared(statement.name, statement.sql, params, limits);
+    if (reply.ok() && set_ttl) conn.set_idle_timeout_ms(ttl_ms);
+    return reply;
+  }
+
+  // One round trip: SCHEMA.acquire_permits (pg_schema.cc) queues in the semaphore's
+  // turnstile and, at its head, waits server-side until the permits fit.
+  Reply acquire_permits(PgConnection& conn, const AcquireRequest& request, std::int64_t id,
+                        bool wait, int wait_ms, int ttl_ms, const QueryLimits& limits) {
+    if (id >= kMaxSemaphoreLockId) {
+      throw Error(Errc::resource_exhausted,
+                  "postgres://: the registry's ids have outgrown the semaphores' key space");
+    }
+    Reply reply = conn.query_prepared(
+        kPermitsName, permits_sql_,
+        {Param::text(std::to_string(id)), Param::text(std::to_string(request.capacity)),
+         Param::text(std::to_string(request.permits)), Param::text(wait ? "t" : "f"),
+         Param::text(std::to_string(wait_ms)), Param::text(std::to_string(ttl_ms))},
+        limits);
+    if (reply.ok()) conn.set_idle_timeout_ms(ttl_ms);
+    return reply;
+  }
+
+  // Flags the name as a semaphore's before its first request from this instance.
+  void flag_semaphore(std::int64_t id) {
+    {
+      std::lock_guard lock(mu_);
+      if (semaphores_.contains(id)) return;
+    }
+    auto conn = take();
+    mark_semaphore(*conn, config_.schema, id, op_limits());
+    give_back(std::move(conn));
+    std::lock_guard lock(mu_);
+    semaphores_.insert(id);
   }
 
   Renewed renew_one(const GrantRef& grant) {
@@ -317,16 +425,20 @@ class PgEngine final : public core::Engine {
     }
   }
 
-  // grants_sql_ holds every variant: mode x wait x set_ttl.
-  static std::size_t grant_index(Mode mode, GrantWait wait, bool set_ttl) {
-    return (mode == Mode::shared ? 6 : 0) + static_cast<std::size_t>(wait) * 2 + (set_ttl ? 1 : 0);
+  // grants_sql_ holds every variant: elect x mode x wait x set_ttl (a campaign is
+  // exclusive, so its shared variants are never used).
+  static std::size_t grant_index(Mode mode, GrantWait wait, bool set_ttl, bool elect) {
+    return (elect ? 12 : 0) + (mode == Mode::shared ? 6 : 0) + static_cast<std::size_t>(wait) * 2 +
+           (set_ttl ? 1 : 0);
   }
   static std::vector<GrantStatement> all_grants(const std::string& schema) {
     std::vector<GrantStatement> out;
-    for (const bool shared : {false, true}) {
-      for (const GrantWait wait : {GrantWait::none, GrantWait::timed, GrantWait::forever}) {
-        for (const bool set_ttl : {false, true}) {
-          out.push_back(grant_statement(schema, shared, wait, set_ttl));
+    for (const bool elect : {false, true}) {
+      for (const bool shared : {false, true}) {
+        for (const GrantWait wait : {GrantWait::none, GrantWait::timed, GrantWait::forever}) {
+          for (const bool set_ttl : {false, true}) {
+            out.push_back(grant_statement(schema, shared, wait, set_ttl, elect));
+          }
         }
       }
     }
@@ -336,6 +448,9 @@ class PgEngine final : public core::Engine {
   const PgConfig config_;
   const std::vector<GrantStatement> grants_sql_;  // by grant_index()
   const std::string check_sql_;
+  const std::string permits_sql_;
+  const std::string checked_sql_;
+  const std::string proclaim_sql_;
   const std::string instance_;  // random: owners of other instances never match
   std::atomic<std::uint64_t> grants_{0};
 
@@ -343,6 +458,7 @@ class PgEngine final : public core::Engine {
   std::vector<std::unique_ptr<PgConnection>> idle_;    // guarded by mu_
   std::map<std::string, std::shared_ptr<Held>> held_;  // by owner; guarded by mu_
   std::map<std::string, std::int64_t> ids_;            // "group/name" -> id; guarded by mu_
+  std::set<std::int64_t> semaphores_;  // ids flagged as semaphores' names; guarded by mu_
 };
 
 }  // namespace

@@ -6,38 +6,193 @@ namespace warden::engines::postgres {
 
 std::string quoted(const std::string& schema) { return '"' + schema + '"'; }
 
-GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait wait,
-                               bool set_ttl) {
+GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait wait, bool set_ttl,
+                               bool elect) {
+  const std::string q = quoted(schema);
   const std::string lock = shared ? "pg_advisory_lock_shared" : "pg_advisory_lock";
   GrantStatement out;
   out.name = std::string("warden_grant_") + (shared ? 's' : 'x') +
              (wait == GrantWait::forever ? 'f'
               : wait == GrantWait::timed ? 't'
                                          : 'n') +
-             (set_ttl ? "_ttl" : "");
-  // Each step reads the row of the one before, so each runs only after it: the lock,
-  // then (if granted) the token, then the marker lock and the lease's idle limit.
-  std::string sql = "WITH ";
+             (set_ttl ? "_ttl" : "") + (elect ? "_v" : "");
+  // Each step reads the row of the one before, so each runs only after it: the
+  // semaphore flag, the lock (only for a name never used as a semaphore), then (if
+  // granted) the token, then the marker lock and the lease's idle limit, then the
+  // candidate's value. A flagged name takes nothing and answers -1: the caller goes the
+  // checked way (SCHEMA.lock_checked).
+  std::string sql = "WITH f AS MATERIALIZED (SELECT coalesce((SELECT semaphore FROM " + q +
+                    ".locks WHERE id = $1::bigint), false) AS flagged), ";
   int next = 2;
   if (wait == GrantWait::timed) {
     sql += "c AS MATERIALIZED (SELECT set_config('lock_timeout', $" + std::to_string(next++) +
-           ", true)), l AS MATERIALIZED (SELECT " + lock + "($1) FROM c), ";
+           ", true) FROM f WHERE NOT flagged), l AS MATERIALIZED (SELECT " + lock +
+           "($1) FROM c), ";
   } else if (wait == GrantWait::forever) {
-    sql += "l AS MATERIALIZED (SELECT " + lock + "($1)), ";
+    sql += "l AS MATERIALIZED (SELECT " + lock + "($1) FROM f WHERE NOT flagged), ";
   } else {
-    sql += "l AS MATERIALIZED (SELECT pg_try_" + lock.substr(3) + "($1) AS ok), ";
+    sql += "l AS MATERIALIZED (SELECT pg_try_" + lock.substr(3) +
+           "($1) AS ok FROM f WHERE NOT flagged), ";
   }
-  sql += "t AS MATERIALIZED (SELECT nextval('" + quoted(schema) + ".tokens') AS token FROM l" +
-         (wait == GrantWait::none ? " WHERE ok" : "") + ") SELECT token, pg_advisory_lock(-token)";
+  sql += "t AS MATERIALIZED (SELECT nextval('" + q + ".tokens') AS token FROM l" +
+         (wait == GrantWait::none ? " WHERE ok" : "") +
+         "), m AS MATERIALIZED (SELECT token, pg_advisory_lock(-token)";
   if (set_ttl) {
     sql += ", set_config('idle_session_timeout', $" + std::to_string(next++) + ", false)";
   }
-  out.sql = sql + " FROM t";
+  sql += " FROM t)";
+  std::string granted = "m";
+  if (elect) {
+    sql += ", w AS (INSERT INTO " + q +
+           ".leaders AS v (lock_id, token, value) SELECT $1::bigint, token, $" +
+           std::to_string(next++) +
+           "::bytea FROM m ON CONFLICT (lock_id) DO UPDATE SET token = excluded.token, "
+           "value = excluded.value RETURNING token)";
+    granted = "w";
+  }
+  out.sql = sql + " SELECT token FROM " + granted + " UNION ALL SELECT -1 FROM f WHERE flagged";
   out.params = next - 1;
   return out;
 }
 
 namespace {
+
+// Replaces every "@S" in `sql` with the quoted schema.
+std::string in_schema(std::string sql, const std::string& q) {
+  for (auto at = sql.find("@S"); at != std::string::npos; at = sql.find("@S", at + q.size())) {
+    sql.replace(at, 2, q);
+  }
+  return sql;
+}
+
+// Semaphores and elections (docs/engines/postgres.md, Semaphores and Elections). The
+// semaphore keys of lock id I lie in the block B = 2^62 + I * 2^21 (kSemaphoreBase):
+// B the turnstile, B + N "the semaphore has N permits" (1 <= N <= 2^20), B + 2^20 + k
+// "this request is for k permits"; no lock id (< 2^40) nor marker (< 0) reaches them.
+constexpr const char* kPrimitivesSql = R"sql(
+ALTER TABLE @S.locks ADD COLUMN IF NOT EXISTS semaphore boolean NOT NULL DEFAULT false;
+CREATE TABLE IF NOT EXISTS @S.leaders (
+  lock_id bigint PRIMARY KEY REFERENCES @S.locks (id),
+  token bigint NOT NULL,
+  value bytea NOT NULL);
+CREATE OR REPLACE FUNCTION @S.advisory_keys()
+  RETURNS TABLE (pid integer, granted boolean, waitstart timestamptz, key bigint)
+  LANGUAGE sql VOLATILE AS $warden$
+  SELECT l.pid, l.granted, l.waitstart, (l.classid::bigint << 32) | l.objid::bigint
+    FROM pg_locks l
+   WHERE l.locktype = 'advisory' AND l.objsubid = 1
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+$warden$;
+CREATE OR REPLACE FUNCTION @S.semaphore_in_use(lock_id bigint) RETURNS boolean
+  LANGUAGE sql VOLATILE AS $warden$
+  SELECT EXISTS (SELECT 1 FROM @S.advisory_keys() a
+                  WHERE a.key BETWEEN (1::bigint << 62) + $1 * 2097152 + 1
+                                  AND (1::bigint << 62) + $1 * 2097152 + 1048576)
+$warden$;
+CREATE OR REPLACE FUNCTION @S.lock_checked(lock_id bigint, shared boolean, wait boolean,
+    wait_ms integer, ttl_ms integer, elect boolean, val bytea)
+  RETURNS bigint LANGUAGE plpgsql AS $warden$
+DECLARE token bigint;
+BEGIN
+  IF @S.semaphore_in_use(lock_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'the name is a semaphore in use: a lock and a semaphore of one name refuse each other';
+  END IF;
+  IF wait THEN
+    PERFORM set_config('lock_timeout', wait_ms::text, true);
+    IF shared THEN PERFORM pg_advisory_lock_shared(lock_id);
+    ELSE PERFORM pg_advisory_lock(lock_id); END IF;
+  ELSIF shared THEN
+    IF NOT pg_try_advisory_lock_shared(lock_id) THEN RETURN NULL; END IF;
+  ELSIF NOT pg_try_advisory_lock(lock_id) THEN RETURN NULL;
+  END IF;
+  -- A semaphore's requests hold the lock id shared too: one that came in meanwhile is
+  -- seen now, or it saw this lock and refused itself.
+  IF shared AND @S.semaphore_in_use(lock_id) THEN
+    PERFORM pg_advisory_unlock_shared(lock_id);
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'the name is a semaphore in use: a lock and a semaphore of one name refuse each other';
+  END IF;
+  token := nextval('@S.tokens');
+  PERFORM pg_advisory_lock(-token);
+  PERFORM set_config('idle_session_timeout', ttl_ms::text, false);
+  IF elect THEN
+    INSERT INTO @S.leaders AS v (lock_id, token, value) VALUES (lock_id, token, val)
+      ON CONFLICT ON CONSTRAINT leaders_pkey
+      DO UPDATE SET token = excluded.token, value = excluded.value;
+  END IF;
+  RETURN token;
+END $warden$;
+CREATE OR REPLACE FUNCTION @S.acquire_permits(lock_id bigint, capacity integer,
+    permits integer, wait boolean, wait_ms integer, ttl_ms integer)
+  RETURNS bigint LANGUAGE plpgsql AS $warden$
+DECLARE
+  base bigint;
+  token bigint;
+  held bigint;
+  pause double precision := 0.001;
+  deadline timestamptz := clock_timestamp() + make_interval(secs => wait_ms / 1000.0);
+BEGIN
+  IF lock_id <= 0 OR lock_id >= (1::bigint << 40) OR capacity < 1 OR capacity > 1048576
+     OR permits < 1 OR permits > capacity THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('no semaphore of %s permits for %s (lock id %s)', capacity, permits, lock_id);
+  END IF;
+  base := (1::bigint << 62) + lock_id * 2097152;
+  -- Held for the request's life, waiting or granted: its N and its k.
+  PERFORM pg_advisory_lock_shared(base + capacity);
+  PERFORM pg_advisory_lock_shared(base + 1048576 + permits);
+  IF EXISTS (SELECT 1 FROM @S.advisory_keys() a
+              WHERE a.key BETWEEN base + 1 AND base + 1048576 AND a.key <> base + capacity) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('the semaphore is in use with another number of permits than %s', capacity);
+  END IF;
+  -- A lock's request: a session on the lock id that is no request of this semaphore.
+  IF EXISTS (WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys())
+             SELECT 1 FROM a p WHERE p.key = lock_id AND NOT EXISTS (
+               SELECT 1 FROM a c WHERE c.pid = p.pid AND c.key BETWEEN base + 1 AND base + 1048576))
+     OR NOT pg_try_advisory_lock_shared(lock_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
+  END IF;
+  -- The turnstile: PostgreSQL's FIFO queue. Its holder is the head of the semaphore's
+  -- queue and the only one that grants, so nobody passes it.
+  IF NOT wait THEN
+    IF NOT pg_try_advisory_lock(base) THEN
+      PERFORM pg_advisory_unlock_all();
+      RETURN NULL;
+    END IF;
+  ELSE
+    PERFORM set_config('lock_timeout', wait_ms::text, true);
+    PERFORM pg_advisory_lock(base);
+  END IF;
+  LOOP
+    -- Permits held: the k of every session of this semaphore that holds a grant marker.
+    WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys() WHERE granted)
+    SELECT coalesce(sum(r.key - base - 1048576), 0) INTO held FROM a r
+     WHERE r.key BETWEEN base + 1048577 AND base + 2097151
+       AND EXISTS (SELECT 1 FROM a m WHERE m.pid = r.pid AND m.key < 0);
+    EXIT WHEN held + permits <= capacity;
+    IF NOT wait THEN
+      PERFORM pg_advisory_unlock_all();
+      RETURN NULL;
+    END IF;
+    IF wait_ms > 0 AND clock_timestamp() >= deadline THEN
+      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+        MESSAGE = 'the semaphore''s permits did not come free in time';
+    END IF;
+    PERFORM pg_sleep(CASE WHEN wait_ms > 0
+                          THEN least(pause, greatest(extract(epoch FROM deadline - clock_timestamp()), 0.001))
+                          ELSE pause END);
+    pause := least(pause * 2, 0.05);
+  END LOOP;
+  token := nextval('@S.tokens');
+  PERFORM pg_advisory_lock(-token);
+  PERFORM pg_advisory_unlock(base);
+  PERFORM set_config('idle_session_timeout', ttl_ms::text, false);
+  RETURN token;
+END $warden$;
+)sql";
 
 std::string installed_sql(const std::string& s) {
   const std::string q = quoted(s);
@@ -53,7 +208,9 @@ std::string installed_sql(const std::string& s) {
 // every statement is idempotent, so the second one changes nothing.
 std::string install_sql(const std::string& s) {
   const std::string q = quoted(s);
+  // Quiet: an upgrade's "already exists, skipping" notices would reach the user's stderr.
   return "BEGIN;"
+         "SET LOCAL client_min_messages = warning;"
          "SELECT pg_advisory_xact_lock(0);"
          "CREATE SCHEMA IF NOT EXISTS " +
          q +
@@ -110,8 +267,8 @@ std::string install_sql(const std::string& s) {
          "  SELECT " +
          q +
          ".fence($1, convert_to($2, 'UTF8'), $3)\n"
-         "$warden$;"
-         "COMMIT;";
+         "$warden$;" +
+         in_schema(kPrimitivesSql, q) + "COMMIT;";
 }
 
 [[noreturn]] void install_failed(const Reply& reply, const std::string& schema) {
@@ -159,6 +316,15 @@ std::int64_t lock_id(PgConnection& conn, const std::string& schema, const core::
   }
   throw Error(Errc::internal,
               "postgres://: " + key.joined() + " is neither in the registry nor can it be added");
+}
+
+void mark_semaphore(PgConnection& conn, const std::string& schema, std::int64_t id,
+                    const QueryLimits& limits) {
+  const Reply marked =
+      conn.query("UPDATE " + quoted(schema) +
+                     ".locks SET semaphore = true WHERE id = $1::bigint AND NOT semaphore",
+                 {Param::text(std::to_string(id))}, limits);
+  if (!marked.ok()) throw_reply(marked, "marking a semaphore in the lock registry");
 }
 
 }  // namespace warden::engines::postgres

@@ -12,13 +12,25 @@
 //                  at all), draws the token, takes the grant's marker lock (key -token)
 //                  and sets idle_session_timeout = ttl_ms: one round trip. NULL when a
 //                  try finds the lock busy.
+//   SCHEMA.leaders (lock_id, token, value bytea)
+//                  an election's value: the campaign that was granted token on lock_id
+//                  wrote it in its grant's statement; believed only while a session
+//                  holds the lock with the marker of that token.
+//   SCHEMA.acquire_permits(lock_id, capacity, permits, wait, wait_ms, ttl_ms)
+//                  a semaphore's request (pg_engine.cc): NULL for a try that does not
+//                  fit; 22023 for another N in use or a lock of that name in use.
+//   SCHEMA.lock_checked(lock_id, shared, wait, wait_ms, ttl_ms, elect, value)
+//                  grant() for a name that has been a semaphore (locks.semaphore):
+//                  refuses with 22023 while the semaphore is in use.
 //   SCHEMA.fence(grp, name, token) -> boolean
 //                  records token as the lock's highest and returns true iff it is at
 //                  least the highest recorded; for UPDATE ... WHERE SCHEMA.fence(...)
 //                  in the caller's own transaction. name as text (UTF-8) or bytea.
 //
 // Advisory keys (bigint form) the engine uses: > 0 lock ids, < 0 grant markers (-token),
-// 0 the installation's own lock. The two-int4 form is left to applications.
+// 0 the installation's own lock, and from 2^62 up the semaphores' keys: lock id I has the
+// block B = 2^62 + I * 2^21 (semaphore_base), B the turnstile, B + N the number of
+// permits, B + 2^20 + k a request for k. The two-int4 form is left to applications.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +42,7 @@
 namespace warden::engines::postgres {
 
 // Bumped when the SQL of the functions changes: an older installation is replaced.
-inline constexpr const char* kSchemaVersion = "warden registry 1";
+inline constexpr const char* kSchemaVersion = "warden registry 2";
 
 // Creates the registry in `schema` if it is missing or older, under an advisory
 // transaction lock, so concurrent first uses do not race. Throws Error:
@@ -56,8 +68,22 @@ struct GrantStatement {
   std::string sql;
   int params = 1;
 };
-GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait wait,
-                               bool set_ttl);
+// With `elect`, the last parameter is a candidate's value (bytea, binary), upserted into
+// SCHEMA.leaders with the token in the same statement. A name flagged as a semaphore
+// (locks.semaphore) takes nothing and answers -1: SCHEMA.lock_checked() decides.
+GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait wait, bool set_ttl,
+                               bool elect);
+
+// Flags the lock id as a name used for a semaphore (once; committed before its first
+// request takes anything), so that lock grants of that name go the checked way.
+void mark_semaphore(PgConnection& conn, const std::string& schema, std::int64_t id,
+                    const QueryLimits& limits);
+
+// Semaphores need lock ids below this (their key block must stay below 2^63).
+inline constexpr std::int64_t kMaxSemaphoreLockId = std::int64_t{1} << 40;
+inline std::int64_t semaphore_base(std::int64_t lock_id) {
+  return (std::int64_t{1} << 62) + lock_id * (std::int64_t{1} << 21);
+}
 std::string quoted(const std::string& schema);
 
 // pg_locks shows a bigint advisory key k as classid = k >> 32, objid = k & 0xffffffff
