@@ -188,10 +188,12 @@ std::optional<std::uint64_t> MariaDbServer::holder_session(std::string_view grou
 std::size_t MariaDbServer::waiting_sessions(std::string_view group, std::string_view name) {
   const auto id = lock_id(group, name);
   if (!id) return 0;
+  const std::string lock = "''warden:warden:" + std::to_string(*id) + "'',";
   const auto n = scalar(
-      "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND "
-      "LOCATE('warden_grant(''warden:warden:" +
-      std::to_string(*id) + "'',', INFO) > 0");
+      "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE (STATE = 'User lock' AND "
+      "LOCATE('warden_grant(" +
+      lock + "', INFO) > 0) OR (COMMAND = 'Query' AND LOCATE('warden_take(" + lock +
+      "', INFO) > 0)");
   return n ? std::stoul(*n) : 0;
 }
 

@@ -54,7 +54,7 @@ class MariaDbServer {
 
   // What the mysql:// engine keeps about (group, name) in database "warden": its
   // registry id (nullopt if never used), the session holding it (IS_USED_LOCK), and how
-  // many sessions wait in GET_LOCK for it.
+  // many sessions wait in GET_LOCK for it or for its permits (warden_take).
   std::optional<std::uint64_t> lock_id(std::string_view group, std::string_view name);
   std::optional<std::uint64_t> holder_session(std::string_view group, std::string_view name);
   std::size_t waiting_sessions(std::string_view group, std::string_view name);

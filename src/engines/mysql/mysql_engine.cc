@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -64,10 +65,15 @@ std::string get_lock_timeout(Clock::time_point deadline) {
 // A grant and the session that is its lease. The session holds two GET_LOCK locks: the
 // lock's own name, and "NAME/TOKEN", which says to any other session which token the
 // holder drew (check, status).
+//
+// A semaphore's grant holds instead its slot locks "NAME/s<i>" and the token lock: only
+// the token lock is its own, so its renewal asks about that one.
 struct Held {
   std::mutex mu;
   std::unique_ptr<Connection> connection;  // guarded by mu; null once the session ended
   std::string lock_name;                   // constant
+  std::string renew_name;                  // constant: a lock only this grant holds
+  bool semaphore = false;                  // constant: permits, not the lock itself
   std::uint64_t id = 0;                    // constant: the registry id
   std::uint64_t token = 0;                 // constant
   Clock::time_point expires;               // guarded by mu
@@ -95,13 +101,15 @@ class MysqlEngine final : public core::Engine {
     caps.fencing = true;
     caps.durable_tokens = true;  // make_durable, before the grant is told
     caps.check = true;
+    // The engine grants a semaphore's permits (acquire_permits: slot locks behind a FIFO
+    // turnstile), but the client core still asks a semaphore for the shared mode, which
+    // GET_LOCK lacks: claimed once the core asks only for `semaphore`.
+    caps.semaphore = false;
+    caps.election = true;  // the value in warden_leaders, written with the grant
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    if (request.mode == Mode::shared) {
-      throw Error(Errc::unsupported, "mysql:// has no shared mode: GET_LOCK is exclusive only");
-    }
     if (request.options.fairness == Fairness::non_fair) {
       throw Error(Errc::unsupported,
                   "mysql:// cannot barge: the server queues GET_LOCK waiters in order");
@@ -109,78 +117,93 @@ class MysqlEngine final : public core::Engine {
     if (request.options.lock_delay.count() > 0) {
       throw Error(Errc::unsupported, "mysql:// has no lock-delay");
     }
+    if (request.capacity > 0) return acquire_permits(request);
+    if (request.mode == Mode::shared) {
+      throw Error(Errc::unsupported, "mysql:// has no shared mode: GET_LOCK is exclusive only");
+    }
     const std::uint64_t id = lock_id(request.key);
     const std::string name = pool_.config().lock_prefix() + std::to_string(id);
-    const seconds idle = wait_timeout_for(request.options.ttl);
+    // GET_LOCK, and only if it granted, the token and the token lock (registry_schema.h).
+    // The server shows the waiter in state "User lock" with this statement's text.
+    //
+    // A campaign's session first takes its leader mark "NAME/e<SESSION>" (its own: no
+    // other session ever asks for it), and its value is written right behind the grant,
+    // in the same round trip; a grant that did not happen drops the mark again. The mark
+    // is how status tells a leader whose row is not committed yet (read again) from a
+    // lock's holder (no value): mysql_inspect.cc.
+    const auto statement = [&](const std::string& timeout) {
+      const std::string grant = "warden_grant('" + name + "', " + timeout + ")";
+      if (request.value.empty()) return "SELECT " + grant;
+      const std::string mark = "CONCAT('" + name + "/e', CONNECTION_ID())";
+      return "DO GET_LOCK(" + mark + ", 0); SELECT @warden_t := " + grant +
+             "; INSERT INTO warden_leaders (id, token, value) SELECT " + std::to_string(id) +
+             ", @warden_t, " + hex_literal(request.value) +
+             " FROM DUAL WHERE @warden_t BETWEEN 1 AND 9223372036854775807 "
+             "ON DUPLICATE KEY UPDATE token = VALUES(token), value = VALUES(value); "
+             "DO IF(@warden_t BETWEEN 1 AND 9223372036854775807, 0, RELEASE_LOCK(" +
+             mark + "))";
+    };
     while (true) {
-      bool reused = false;
-      std::unique_ptr<Connection> connection = pool_.take(&reused);
-      const std::uint64_t session = connection->id();
-      const auto send = Clock::now();
-      const std::string timeout = get_lock_timeout(request.deadline);
-      // The session keeps the idle limit it was last given (pooled sessions too): it is
-      // set again only for a grant of another TTL.
-      std::string sql;
-      if (connection->wait_timeout() != idle) {
-        sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
-      }
-      // GET_LOCK, and only if it granted, the token and the token lock (registry_schema.h).
-      // The server shows the waiter in state "User lock" with this statement's text.
-      sql += "SELECT warden_grant('" + name + "', " + timeout + ")";
-      // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
-      const auto reply_by = request.deadline == Clock::time_point::max()
-                                ? Clock::time_point::max()
-                                : std::max(request.deadline, send) + pool_.config().op_timeout;
-      std::vector<ResultSet> sets;
-      try {
-        sets = connection->query(sql, reply_by, "acquire " + request.key.joined(), request.stop,
-                                 [&] { kill_query(session); });
-      } catch (const Error&) {
-        const bool stale = reused && !connection->usable();
-        pool_.discard(std::move(connection));  // whatever it held ends with it
-        if (request.stop.stop_requested()) return std::nullopt;
-        if (stale) continue;  // an idle session the server had closed: once more
-        throw;
-      }
-      connection->set_wait_timeout(idle);
-      const Field* got = sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1
-                             ? &sets[0][0][0]
-                             : nullptr;
-      if (got == nullptr) {
-        pool_.discard(std::move(connection));
-        throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
-      }
-      if (!*got || request.stop.stop_requested()) {
-        // Killed (NULL), or cancelled just as it was granted: the session ends, and with
-        // it anything it may hold.
-        pool_.discard(std::move(connection));
-        return std::nullopt;
-      }
-      if (**got == "0") {  // GET_LOCK timed out: nothing left behind
-        pool_.give_back(std::move(connection), idle);
+      auto attempt = run_grant(request, statement);
+      if (!attempt) return std::nullopt;
+      if (*attempt->result == "0") {  // GET_LOCK timed out: nothing left behind
+        give_back(std::move(attempt->connection));
         if (request.deadline == Clock::time_point::max()) continue;
         return std::nullopt;
       }
-      const std::uint64_t token = to_u64(*got, "token");
-      try {
-        make_durable(*connection, token);
-      } catch (const Error&) {
-        pool_.discard(std::move(connection));  // the grant ends untold
-        throw;
+      const std::uint64_t token = to_u64(attempt->result, "token");
+      if (token == kIsSemaphore) {  // warden_grant released the lock again
+        give_back(std::move(attempt->connection));
+        throw Error(Errc::invalid_argument,
+                    "mysql: " + request.key.joined() + " is a semaphore in use, not a lock");
       }
-      auto held = std::make_shared<Held>();
-      held->connection = std::move(connection);
-      held->lock_name = name;
-      held->id = id;
-      held->token = token;
-      held->expires = send + request.options.ttl;
-      const std::string owner = instance_ + '-' + std::to_string(++grants_);
-      {
-        std::lock_guard lock(mu_);
-        held_[owner] = held;
+      return hold(request, std::move(*attempt), id, name, name, token, false);
+    }
+  }
+
+  // k permits of a semaphore of N: warden_take (registry_schema.cc) behind the N the
+  // backend keeps for it (settle_capacity).
+  std::optional<Granted> acquire_permits(const AcquireRequest& request) {
+    const std::uint64_t id = lock_id(request.key);
+    const std::string name = pool_.config().lock_prefix() + std::to_string(id);
+    const auto statement = [&](const std::string& timeout) {
+      return "SELECT warden_take('" + name + "', " + std::to_string(request.permits) + ", " +
+             std::to_string(request.capacity) + ", " + timeout + ")";
+    };
+    // warden_take refuses (-2) an N other than the stored one; the stored N is then read
+    // and settled again: another client re-opened the idle semaphore with its own N, or
+    // did so between this client's settling and its turn at the turnstile.
+    for (int settled = 0;; ++settled) {
+      if (known_capacity(id) != request.capacity) settle_capacity(request, id, name);
+      auto attempt = run_grant(request, statement);
+      if (!attempt) return std::nullopt;
+      const std::string& result = *attempt->result;
+      if (result == "0") {
+        give_back(std::move(attempt->connection));
+        if (request.deadline == Clock::time_point::max()) continue;
+        return std::nullopt;
       }
-      return Granted{GrantRef{request.key, Mode::exclusive, token, request.options.ttl, owner},
-                     held->expires};
+      if (result == "-1" || result == "-2") {  // warden_take released everything
+        give_back(std::move(attempt->connection));
+        if (result == "-1") {
+          throw Error(Errc::invalid_argument,
+                      "mysql: " + request.key.joined() + " is a lock held now, not a semaphore");
+        }
+        forget_capacity(id);
+        if (settled >= 3) {
+          throw Error(Errc::invalid_argument,
+                      "mysql: the semaphore " + request.key.joined() +
+                          " keeps being opened with another number of permits than " +
+                          std::to_string(request.capacity));
+        }
+        continue;
+      }
+      const std::uint64_t token = to_u64(attempt->result, "token");
+      auto granted = hold(request, std::move(*attempt), id, name,
+                          name + '/' + std::to_string(token), token, true);
+      granted.grant.mode = Mode::shared;
+      granted.grant.permits = request.permits;
+      return granted;
     }
   }
 
@@ -203,8 +226,8 @@ class MysqlEngine final : public core::Engine {
         // A round trip on the grant's own session: it resets the server's idle clock,
         // and says whether the session still holds the lock. The first one also writes
         // the holders row that status starts from (mysql_inspect.cc).
-        std::string sql = "SELECT IS_USED_LOCK('" + held->lock_name + "') = CONNECTION_ID()";
-        if (!held->published) {
+        std::string sql = "SELECT IS_USED_LOCK('" + held->renew_name + "') = CONNECTION_ID()";
+        if (!held->published && !held->semaphore) {
           sql += "; INSERT INTO warden_holders (id, holder, token) VALUES (" +
                  std::to_string(held->id) + ", CONNECTION_ID(), " + std::to_string(held->token) +
                  ") ON DUPLICATE KEY UPDATE holder = VALUES(holder), token = VALUES(token)";
@@ -262,17 +285,53 @@ class MysqlEngine final : public core::Engine {
     pool_.give_back(std::move(connection), idle);
   }
 
+  bool proclaim(const GrantRef& grant, std::string_view value) override {
+    const auto held = find(grant.owner);
+    if (!held || held->semaphore) return false;
+    std::lock_guard lock(held->mu);
+    if (!held->connection) return false;
+    // On the grant's own session, and only while it holds the lock and the token lock
+    // of its term: a leader replaced while it was paused has lost its session, and with
+    // it the right to write.
+    const std::string mine = "IS_USED_LOCK('" + held->lock_name +
+                             "') = CONNECTION_ID() AND "
+                             "IS_USED_LOCK('" +
+                             held->lock_name + '/' + std::to_string(held->token) +
+                             "') = CONNECTION_ID()";
+    try {
+      const auto sets = held->connection->query(
+          "INSERT INTO warden_leaders (id, token, value) SELECT " + std::to_string(held->id) +
+              ", " + std::to_string(held->token) + ", " + hex_literal(value) + " FROM DUAL WHERE " +
+              mine +
+              " ON DUPLICATE KEY UPDATE token = VALUES(token), value = VALUES(value); SELECT " +
+              mine,
+          Clock::now() + pool_.config().op_timeout, "proclaim " + grant.key.joined());
+      return sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
+             sets[0][0][0] == "1";
+    } catch (const Error&) {
+      // The session is gone (or cannot be trusted any more): so is the leadership.
+      end_session(*held);
+      return false;
+    }
+  }
+
   bool check(const Sequencer& sequencer) override {
-    if (sequencer.mode != Mode::exclusive) return false;
-    // True while one session holds both the lock and its token lock "NAME/TOKEN": the
-    // session that drew the token, which still holds the lock.
+    // Exclusive: true while one session holds both the lock and its token lock
+    // "NAME/TOKEN": the session that drew the token, which still holds the lock. Shared
+    // (a semaphore's grant): while a session holds the token lock but not the lock — a
+    // grant of permits keeps its token lock as long as its slots.
     const std::string lock = "CONCAT('" + pool_.config().lock_prefix() + "', id)";
+    const std::string token_lock =
+        "IS_USED_LOCK(CONCAT(" + lock + ", '/" + std::to_string(sequencer.token) + "'))";
+    const std::string test = sequencer.mode == Mode::exclusive
+                                 ? "IS_USED_LOCK(" + lock + ") = " + token_lock
+                                 : token_lock + " IS NOT NULL AND NOT (IS_USED_LOCK(" + lock +
+                                       ") <=> " + token_lock + ")";
     return pool_.with([&](Connection& c) {
-      const auto sets =
-          c.query("SELECT IS_USED_LOCK(" + lock + ") = IS_USED_LOCK(CONCAT(" + lock + ", '/" +
-                      std::to_string(sequencer.token) + "')) FROM warden_locks WHERE grp = " +
-                      hex_literal(sequencer.group) + " AND name = " + hex_literal(sequencer.name),
-                  Clock::now() + pool_.config().op_timeout, "check");
+      const auto sets = c.query(
+          "SELECT " + test + " FROM warden_locks WHERE grp = " + hex_literal(sequencer.group) +
+              " AND name = " + hex_literal(sequencer.name),
+          Clock::now() + pool_.config().op_timeout, "check");
       return sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
              sets[0][0][0] == "1";
     });
@@ -304,6 +363,157 @@ class MysqlEngine final : public core::Engine {
     std::lock_guard lock(mu_);
     ids_.emplace(joined, id);
     return id;
+  }
+
+  // A grant statement's outcome: the session it ran on and the statement's value.
+  struct Attempt {
+    std::unique_ptr<Connection> connection;
+    Field result;  // never NULL
+    Clock::time_point send;
+  };
+
+  // Runs statement(timeout) on a session of its own, bounded by the request's deadline
+  // and cancelled by its stop (KILL QUERY). nullopt for a killed or cancelled wait:
+  // the session is then closed, and with it anything it may hold.
+  std::optional<Attempt> run_grant(
+      const AcquireRequest& request,
+      const std::function<std::string(const std::string&)>& statement) {
+    const seconds idle = wait_timeout_for(request.options.ttl);
+    while (true) {
+      bool reused = false;
+      std::unique_ptr<Connection> connection = pool_.take(&reused);
+      const std::uint64_t session = connection->id();
+      const auto send = Clock::now();
+      // The session keeps the idle limit it was last given (pooled sessions too): it is
+      // set again only for a grant of another TTL.
+      std::string sql;
+      if (connection->wait_timeout() != idle) {
+        sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
+      }
+      sql += statement(get_lock_timeout(request.deadline));
+      // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
+      const auto reply_by = request.deadline == Clock::time_point::max()
+                                ? Clock::time_point::max()
+                                : std::max(request.deadline, send) + pool_.config().op_timeout;
+      std::vector<ResultSet> sets;
+      try {
+        sets = connection->query(sql, reply_by, "acquire " + request.key.joined(), request.stop,
+                                 [&] { kill_query(session); });
+      } catch (const Error&) {
+        const bool stale = reused && !connection->usable();
+        pool_.discard(std::move(connection));  // whatever it held ends with it
+        if (request.stop.stop_requested()) return std::nullopt;
+        if (stale) continue;  // an idle session the server had closed: once more
+        throw;
+      }
+      connection->set_wait_timeout(idle);
+      const Field* got =
+          !sets.empty() && sets[0].size() == 1 && sets[0][0].size() == 1 ? &sets[0][0][0] : nullptr;
+      if (got == nullptr) {
+        pool_.discard(std::move(connection));
+        throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
+      }
+      if (!*got || request.stop.stop_requested()) {
+        // Killed (NULL), or cancelled just as it was granted: the session ends, and with
+        // it anything it may hold.
+        pool_.discard(std::move(connection));
+        return std::nullopt;
+      }
+      return Attempt{std::move(connection), *got, send};
+    }
+  }
+
+  // Makes `token`, just drawn on attempt's session, a grant of this client.
+  Granted hold(const AcquireRequest& request, Attempt attempt, std::uint64_t id,
+               const std::string& name, const std::string& renew_name, std::uint64_t token,
+               bool semaphore) {
+    try {
+      make_durable(*attempt.connection, token);
+    } catch (const Error&) {
+      pool_.discard(std::move(attempt.connection));  // the grant ends untold
+      throw;
+    }
+    auto held = std::make_shared<Held>();
+    held->connection = std::move(attempt.connection);
+    held->lock_name = name;
+    held->renew_name = renew_name;
+    held->semaphore = semaphore;
+    held->id = id;
+    held->token = token;
+    held->expires = attempt.send + request.options.ttl;
+    const std::string owner = instance_ + '-' + std::to_string(++grants_);
+    {
+      std::lock_guard lock(mu_);
+      held_[owner] = held;
+    }
+    return Granted{GrantRef{request.key, Mode::exclusive, token, request.options.ttl, owner},
+                   held->expires};
+  }
+
+  // A session that holds nothing (again) goes back to the pool with its idle limit.
+  void give_back(std::unique_ptr<Connection> connection) {
+    const seconds idle = connection->wait_timeout();
+    pool_.give_back(std::move(connection), idle);
+  }
+
+  std::uint32_t known_capacity(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    const auto it = capacities_.find(id);
+    return it == capacities_.end() ? 0 : it->second;
+  }
+
+  void forget_capacity(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    capacities_.erase(id);
+  }
+
+  // Makes the backend's N for the semaphore `name` the request's, or refuses: a
+  // semaphore in use (its turnstile or a slot held) keeps its N, and a lock held keeps
+  // its name. Writes (and commits) the row before warden_take runs, which the plain
+  // grant's test relies on (registry_schema.cc, warden_grant). Throws
+  // Error(invalid_argument) having changed nothing.
+  void settle_capacity(const AcquireRequest& request, std::uint64_t id, const std::string& name) {
+    const auto deadline = [&] { return Clock::now() + pool_.config().op_timeout; };
+    const std::string what = "open the semaphore " + request.key.joined();
+    pool_.with([&](Connection& c) {
+      auto sets = c.query(
+          "SELECT (SELECT capacity FROM warden_semaphores WHERE id = " + std::to_string(id) +
+              "), IS_USED_LOCK('" + name + "'), IS_USED_LOCK('" + name + "/t')",
+          deadline(), what);
+      if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 3) {
+        throw Error(Errc::internal, "mysql: unexpected reply while opening a semaphore");
+      }
+      const Row row = sets[0][0];
+      if (row[1]) {
+        throw Error(Errc::invalid_argument,
+                    "mysql: " + request.key.joined() + " is a lock held now, not a semaphore");
+      }
+      const std::uint32_t stored =
+          row[0] ? static_cast<std::uint32_t>(to_u64(row[0], "number of permits")) : 0;
+      if (stored != request.capacity) {
+        bool in_use = static_cast<bool>(row[2]);
+        if (!in_use && stored > 0) {
+          sets = c.query("SELECT COUNT(*) FROM seq_0_to_" + std::to_string(stored - 1) +
+                             " WHERE IS_USED_LOCK(CONCAT('" + name + "/s', seq)) IS NOT NULL",
+                         deadline(), what);
+          in_use = sets.size() == 1 && sets[0].size() == 1 && sets[0][0].size() == 1 &&
+                   sets[0][0][0] != "0";
+        }
+        if (in_use) {
+          throw Error(Errc::invalid_argument, "mysql: the semaphore " + request.key.joined() +
+                                                  " has " + std::to_string(stored) +
+                                                  " permits while in use, not " +
+                                                  std::to_string(request.capacity));
+        }
+        c.query("INSERT INTO warden_semaphores (id, capacity) VALUES (" + std::to_string(id) +
+                    ", " + std::to_string(request.capacity) +
+                    ") ON DUPLICATE KEY UPDATE capacity = VALUES(capacity)",
+                deadline(), what);
+      }
+      return 0;
+    });
+    std::lock_guard lock(mu_);
+    capacities_[id] = request.capacity;
   }
 
   void forget_id(const core::LockKey& key) {
@@ -377,6 +587,7 @@ class MysqlEngine final : public core::Engine {
   std::atomic<std::uint64_t> durable_{0};  // no token up to it can be drawn again
   std::mutex mu_;
   std::map<std::string, std::uint64_t> ids_;           // guarded by mu_
+  std::map<std::uint64_t, std::uint32_t> capacities_;  // guarded by mu_: N last settled
   std::map<std::string, std::shared_ptr<Held>> held_;  // guarded by mu_; by owner
 };
 

@@ -1,0 +1,206 @@
+// mysql:// semaphores behind the engine's back, against a real MariaDB: k permits of N
+// are k slot locks "warden:DB:ID/s<i>" (i < N) held by the grant's session beside its
+// token lock, taken by the head of the FIFO turnstile "warden:DB:ID/t"; N is the row of
+// warden_semaphores (docs/engines/mysql.md, Semaphores). Driven through the engine
+// itself (core::Engine with capacity and permits), and read with the fixture's root
+// session.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "core/engine.h"
+#include "core/uri.h"
+#include "engines/mysql/mysql_engine.h"
+#include "support/mariadb_server.h"
+#include "support/waiting.h"
+#include "warden/error.h"
+#include "warden/options.h"
+
+namespace warden::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kPatience = 10s;
+
+std::unique_ptr<core::Engine> open_engine(const MariaDbServer& server) {
+  return engines::mysql::open(core::Uri::parse(server.uri()), ClientOptions{});
+}
+
+core::AcquireRequest permits(std::uint32_t k, std::uint32_t of, Clock::time_point deadline,
+                             std::stop_token stop = {}) {
+  core::AcquireRequest request;
+  request.key = core::LockKey{"g", "s"};
+  request.mode = Mode::shared;
+  request.options.ttl = 60s;
+  request.options.fairness = Fairness::fifo;
+  request.deadline = deadline;
+  request.stop = std::move(stop);
+  request.capacity = of;
+  request.permits = k;
+  return request;
+}
+
+core::AcquireRequest lock_request() {
+  core::AcquireRequest request;
+  request.key = core::LockKey{"g", "s"};
+  request.options.ttl = 60s;
+  request.options.fairness = Fairness::fifo;
+  request.deadline = Clock::time_point::min();
+  return request;
+}
+
+Errc error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return Errc::internal;
+}
+
+class MysqlSemaphore : public ::testing::Test {
+ protected:
+  std::string lock() { return "warden:warden:" + std::to_string(*server_.lock_id("g", "s")); }
+
+  // Sessions holding the semaphore's slots (0 .. n-1), as "session:count" lines.
+  std::string slot_holders(std::uint32_t n) {
+    std::string out;
+    for (const auto& row :
+         server_.query("SELECT IS_USED_LOCK(CONCAT('" + lock() +
+                       "/s', seq)) h, COUNT(*) FROM warden.seq_0_to_" + std::to_string(n - 1) +
+                       " GROUP BY h HAVING h IS NOT NULL ORDER BY h")) {
+      out += row[0].value_or("?") + ":" + row[1].value_or("?") + "\n";
+    }
+    return out;
+  }
+
+  std::string stored_capacity() {
+    return server_
+        .scalar("SELECT capacity FROM warden.warden_semaphores WHERE id = " +
+                std::to_string(*server_.lock_id("g", "s")))
+        .value_or("none");
+  }
+
+  std::optional<std::string> used(const std::string& name) {
+    return server_.scalar("SELECT IS_USED_LOCK('" + name + "')");
+  }
+
+  MariaDbServer server_;
+};
+
+TEST_F(MysqlSemaphore, PermitsAreSlotLocksOfTheGrantsSessionAndReleaseLeavesNothing) {
+  auto engine = open_engine(server_);
+  const auto granted = engine->acquire(permits(3, 4, Clock::time_point::min()));
+  ASSERT_TRUE(granted);
+  EXPECT_EQ(granted->grant.mode, Mode::shared);
+  EXPECT_EQ(granted->grant.permits, 3u);
+  EXPECT_EQ(stored_capacity(), "4");
+  const auto session = used(lock() + "/" + std::to_string(granted->grant.token));
+  ASSERT_TRUE(session) << "the token lock is held";
+  EXPECT_EQ(slot_holders(4), *session + ":3\n");
+  EXPECT_EQ(used(lock()), std::nullopt) << "a semaphore does not take the lock's own name";
+  EXPECT_EQ(used(lock() + "/t"), std::nullopt) << "the turnstile is left once granted";
+  const LockStatus status = engine->inspect(core::LockKey{"g", "s"});
+  EXPECT_EQ(status.permits, 4u);
+  ASSERT_EQ(status.holders.size(), 1u);
+  EXPECT_EQ(status.holders[0].permits, 3u);
+  EXPECT_EQ(status.holders[0].token, granted->grant.token);
+
+  engine->release(granted->grant);
+  EXPECT_EQ(slot_holders(4), "");
+  EXPECT_EQ(used(lock() + "/" + std::to_string(granted->grant.token)), std::nullopt);
+  EXPECT_EQ(used(lock() + "/t"), std::nullopt);
+  EXPECT_EQ(server_.waiting_sessions("g", "s"), 0u);
+  const LockStatus idle = engine->inspect(core::LockKey{"g", "s"});
+  EXPECT_TRUE(idle.holders.empty() && idle.waiters.empty());
+  EXPECT_EQ(idle.permits, 0u) << "an idle semaphore shows no N";
+}
+
+TEST_F(MysqlSemaphore, KillingAHoldersSessionFreesItsPermitsToAWaiter) {
+  auto holder = open_engine(server_);
+  auto waiter = open_engine(server_);
+  const auto all = holder->acquire(permits(2, 2, Clock::time_point::min()));
+  ASSERT_TRUE(all);
+  auto next = std::async(std::launch::async, [&] {
+    return waiter->acquire(permits(2, 2, Clock::now() + 3 * kPatience));
+  });
+  ASSERT_TRUE(eventually([&] { return server_.waiting_sessions("g", "s") == 1; }, kPatience));
+  EXPECT_EQ(next.wait_for(100ms), std::future_status::timeout) << "granted beside the holder";
+  const auto session = used(lock() + "/" + std::to_string(all->grant.token));
+  ASSERT_TRUE(session);
+  server_.query("KILL CONNECTION " + *session);
+  const auto granted = next.get();
+  ASSERT_TRUE(granted) << "the killed holder's permits never reached the waiter";
+  EXPECT_GT(granted->grant.token, all->grant.token);
+  const auto renewed = holder->renew(std::span<const core::GrantRef>(&all->grant, 1));
+  ASSERT_EQ(renewed.size(), 1u);
+  EXPECT_FALSE(renewed[0].expires) << "the killed holder's renewal reports it lost";
+  EXPECT_FALSE(holder->check(Sequencer{"g", "s", Mode::shared, all->grant.token}));
+  EXPECT_TRUE(waiter->check(Sequencer{"g", "s", Mode::shared, granted->grant.token}));
+  waiter->release(granted->grant);
+  EXPECT_EQ(slot_holders(2), "");
+}
+
+TEST_F(MysqlSemaphore, AnotherNumberWhileInUseIsRefusedAndChangesNothing) {
+  auto a = open_engine(server_);
+  auto b = open_engine(server_);
+  const auto one = a->acquire(permits(1, 4, Clock::time_point::min()));
+  ASSERT_TRUE(one);
+  const std::string before = slot_holders(4);
+  EXPECT_EQ(error_of([&] { b->acquire(permits(1, 5, Clock::now() + 1s)); }),
+            Errc::invalid_argument);
+  EXPECT_EQ(stored_capacity(), "4");
+  EXPECT_EQ(error_of([&] { b->acquire(lock_request()); }), Errc::invalid_argument)
+      << "a lock of a semaphore's name";
+  EXPECT_EQ(used(lock()), std::nullopt) << "the refused lock request left the lock taken";
+  EXPECT_EQ(slot_holders(4), before);
+  EXPECT_EQ(server_.waiting_sessions("g", "s"), 0u);
+
+  a->release(one->grant);
+  const auto five = b->acquire(permits(5, 5, Clock::time_point::min()));
+  ASSERT_TRUE(five) << "an idle semaphore opens with another N";
+  EXPECT_EQ(stored_capacity(), "5");
+  b->release(five->grant);
+  const auto plain = a->acquire(lock_request());
+  ASSERT_TRUE(plain) << "an idle semaphore's name may be a lock";
+  EXPECT_EQ(error_of([&] { b->acquire(permits(1, 5, Clock::time_point::min())); }),
+            Errc::invalid_argument)
+      << "a semaphore of a held lock's name";
+  EXPECT_EQ(slot_holders(5), "");
+  a->release(plain->grant);
+}
+
+TEST_F(MysqlSemaphore, ACancelledOrTimedOutWaitHoldsNothingOnTheServer) {
+  auto a = open_engine(server_);
+  auto b = open_engine(server_);
+  const auto two = a->acquire(permits(2, 3, Clock::time_point::min()));
+  ASSERT_TRUE(two);
+  EXPECT_FALSE(b->acquire(permits(2, 3, Clock::now() + 300ms)));
+  EXPECT_EQ(used(lock() + "/t"), std::nullopt);
+  std::stop_source cancel;
+  auto waiting = std::async(std::launch::async, [&] {
+    return b->acquire(permits(2, 3, Clock::time_point::max(), cancel.get_token()));
+  });
+  // The head holds the turnstile and the one free slot while it waits for a second.
+  ASSERT_TRUE(eventually([&] { return used(lock() + "/t").has_value(); }, kPatience));
+  ASSERT_TRUE(
+      eventually([&] { return slot_holders(3).find(":1\n") != std::string::npos; }, kPatience));
+  cancel.request_stop();
+  EXPECT_FALSE(waiting.get());
+  EXPECT_TRUE(eventually([&] { return !used(lock() + "/t").has_value(); }, kPatience));
+  EXPECT_TRUE(
+      eventually([&] { return slot_holders(3).find(":1\n") == std::string::npos; }, kPatience))
+      << slot_holders(3);
+  a->release(two->grant);
+  EXPECT_EQ(slot_holders(3), "");
+}
+
+}  // namespace
+}  // namespace warden::testing
