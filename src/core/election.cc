@@ -101,7 +101,7 @@ void Election::observe(const std::function<void(const std::optional<Leader>&)>& 
       on_change(last);
     }
     if (watch && !watch->broken() && now) {
-      watch->wait(Clock::now() + guard_poll, stop);
+      watch->wait(Clock::now() + (watch->complete() ? guard_poll : poll), stop);
       // A watch that broke is opened again after a poll, not at once: a backend that
       // takes watches and drops them must not turn this loop into a busy one.
       if (!watch->broken()) continue;

@@ -113,6 +113,9 @@ class KeyWatch {
   // several changes may be signalled once.
   virtual bool wait(Clock::time_point until, const std::stop_token& stop) = 0;
   virtual bool broken() const = 0;
+  // false for a watch that signals only some changes (redis://: a lease that runs out
+  // publishes nothing): the caller then also looks at its usual poll.
+  virtual bool complete() const { return true; }
 };
 
 class Engine {

@@ -64,6 +64,20 @@ std::unique_ptr<ClusterRouter> cluster_router(const RedisConfig& config) {
   return std::make_unique<ClusterRouter>(std::move(options));
 }
 
+// The KeyWatch of redis:// (RedisEngine::watch): a subscriber's watch for '~'.
+class PublishedChanges final : public core::KeyWatch {
+ public:
+  explicit PublishedChanges(std::unique_ptr<Subscriber::Watch> watch) : watch_(std::move(watch)) {}
+  bool wait(Clock::time_point until, const std::stop_token& stop) override {
+    return watch_->wait(until, stop);
+  }
+  bool broken() const override { return false; }
+  bool complete() const override { return false; }
+
+ private:
+  std::unique_ptr<Subscriber::Watch> watch_;
+};
+
 class RedisEngine final : public core::Engine {
  public:
   explicit RedisEngine(RedisConfig config)
@@ -285,9 +299,19 @@ class RedisEngine final : public core::Engine {
         runner(),
         {ScriptCall{&k_proclaim_script,
                     {keys.info},
-                    {std::to_string(grant.token), grant.owner, std::string(value)}}},
+                    {std::to_string(grant.token), grant.owner, std::string(value),
+                     keys.channel}}},
         wait_command());
     return integer_of(result.replies.at(0), context("proclaim")) == 1;
+  }
+
+  // Election::observe's watch: the lock's channel, on which a grant, release or
+  // proclaim of a leader with a value publishes '~' (lua/lock.lua, announce). A lease
+  // that runs out publishes nothing, so the watch is not complete: the observer also
+  // polls. The subscriber reconnects by itself and wakes its watches when it has.
+  std::unique_ptr<core::KeyWatch> watch(const core::LockKey& key) override {
+    const LockKeys keys = LockKeys::of(key);
+    return std::make_unique<PublishedChanges>(subscriber(node_of(keys)).watch(keys.channel, "~"));
   }
 
   bool check(const Sequencer& sequencer) override {

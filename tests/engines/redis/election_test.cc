@@ -4,10 +4,14 @@
 // operator would run) and with a direct hiredis probe for bytes a shell cannot carry.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/engine.h"
@@ -188,6 +192,40 @@ TEST(RedisElection, AnAbandonedLeadersKeyExpiresWithItsValue) {
   ASSERT_TRUE(old);
   EXPECT_GT(std::stoll(probe.command({"PTTL", info_key("e")})), 0);
   EXPECT_TRUE(no_warden_keys(probe, 0, kNoHang)) << "left:" << describe(probe.warden_keys());
+}
+
+// An observer is woken by what the scripts publish on the lock's channel (lua/lock.lua,
+// announce): with a poll of an hour it still sees a grant, a proclaim and a resignation.
+// (A lease that runs out publishes nothing; that is what the poll is for.)
+TEST(RedisElection, AnObserverIsWokenByTheLocksChannelOnGrantProclaimAndResign) {
+  RedisServer server;
+  Client client = Client::open(server.uri());
+  Client watcher = Client::open(server.uri());
+  std::mutex mu;
+  std::vector<std::optional<Leader>> seen;
+  const auto last_is = [&](const std::optional<Leader>& leader) {
+    return eventually([&] {
+      std::lock_guard lock(mu);
+      return !seen.empty() && seen.back() == leader;
+    });
+  };
+  std::jthread observer([&](std::stop_token stop) {
+    watcher.election("g", "e").observe(
+        [&](const std::optional<Leader>& leader) {
+          std::lock_guard lock(mu);
+          seen.push_back(leader);
+        },
+        stop, std::chrono::hours(1));
+  });
+  ASSERT_TRUE(last_is(std::nullopt)) << "the observer did not report the start";
+  Leadership leading = client.election("g", "e").campaign("a", Wait::none());
+  ASSERT_TRUE(leading);
+  EXPECT_TRUE(last_is(Leader{"a", leading.term()})) << "a grant was not published";
+  leading.proclaim("b");
+  EXPECT_TRUE(last_is(Leader{"b", leading.term()})) << "a proclaim was not published";
+  leading.resign();
+  EXPECT_TRUE(last_is(std::nullopt)) << "a resignation was not published";
+  observer.request_stop();
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ if fresh and mode == 'x' then
   end
   redis.call('HSET', k.i, unpack(fields))
   redis.call('PEXPIRE', k.i, fmt(ttl + lock_delay + 1000))
+  if value ~= '' then redis.call('SPUBLISH', channel, '~') end  -- see announce() in lock.lua
   return {1, now_us}
 end
 
@@ -74,8 +75,10 @@ end
 --! lock.lua
 
 if fresh then
-  return {1, grant(k, now, now_us, mode, ttl, lock_delay, owner, true, permits, capacity,
-                   value)}
+  local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, true, permits, capacity,
+                      value)
+  if value ~= '' then announce(channel) end
+  return {1, token}
 end
 as_hash(k, now)
 
@@ -91,6 +94,7 @@ local function granted(was_waiting)
   end
   local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false, permits, capacity,
                      value)
+  if value ~= '' then announce(channel) end
   if freed then
     settle(k, now, channel, entry)
   end

@@ -193,6 +193,14 @@ local function publish(channel, admitted)
   if #admitted > 0 then redis.call('SPUBLISH', channel, table.concat(admitted, ' ')) end
 end
 
+-- Tells an election's observers (Election::observe) that its leader changed: a grant,
+-- release or proclaim of a leader with a value. The message names no waiter ('~' is
+-- no entry), so waiters ignore it. A lease that runs out publishes nothing (no script
+-- runs then); observers also poll.
+local function announce(channel)
+  redis.call('SPUBLISH', channel, '~')
+end
+
 -- Deletes the lock's keys once nothing is left in them: no holder, waiter or
 -- admission, no lock_delay running. (Until then every write that adds to a key also
 -- extends its expiry past what it added, so a lock whose clients all vanished leaves

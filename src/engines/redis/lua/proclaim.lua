@@ -1,12 +1,13 @@
 -- proclaim.lua — replaces the value of an election's leader: the exclusive grant with
 -- this token and owner, its lease running (as renew.lua decides "held").
 -- KEYS: i of the lock
--- ARGV: token, owner, value (any bytes; "" for none)
+-- ARGV: token, owner, value (any bytes; "" for none), channel (told of the change, as
+--       lock.lua's announce() does)
 -- Returns 1 if the grant is held and now carries `value`, 0 if not held (released, run
 -- out, deleted behind our back, or never this owner's): then nothing is written, so a
 -- lock whose keys are gone stays gone.
 --! lock_base.lua
-local token, owner, value = ARGV[1], ARGV[2], ARGV[3]
+local token, owner, value, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local k = {i = KEYS[1]}
 local now = clock()
 
@@ -30,4 +31,5 @@ if value == '' then
 else
   redis.call('HSET', k.i, 'v', value)
 end
+redis.call('SPUBLISH', channel, '~')
 return 1

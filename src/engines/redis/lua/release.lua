@@ -26,6 +26,8 @@ if known[1] and tonumber(known[2] or '0') <= now then
   local t, deadline, _, holder = parse_exclusive(known[1])
   if t == token and holder == owner and deadline > now and
       redis.call('EXISTS', k.w, k.p) == 0 then
+    -- An election's leader resigns: its observers are told (lock.lua, announce).
+    if redis.call('HEXISTS', k.i, 'v') == 1 then redis.call('SPUBLISH', channel, '~') end
     redis.call('DEL', k.i, k.q)
     return 1
   end
@@ -41,7 +43,7 @@ local exclusive = redis.call('HGET', k.i, 'x')
 if exclusive then
   local t, _, _, holder = parse_exclusive(exclusive)
   if t == token and holder == owner then
-    redis.call('HDEL', k.i, 'x', 'v')
+    if redis.call('HDEL', k.i, 'x', 'v') == 2 then announce(channel) end
     held = 1
   end
 else

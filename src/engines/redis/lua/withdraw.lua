@@ -21,7 +21,7 @@ local exclusive = redis.call('HGET', k.i, 'x')
 if exclusive then
   local _, _, _, holder = parse_exclusive(exclusive)
   if holder == owner then
-    redis.call('HDEL', k.i, 'x', 'v')
+    if redis.call('HDEL', k.i, 'x', 'v') == 2 then announce(channel) end
     dropped = 1
   end
 end
