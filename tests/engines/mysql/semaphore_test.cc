@@ -202,5 +202,28 @@ TEST_F(MysqlSemaphore, ACancelledOrTimedOutWaitHoldsNothingOnTheServer) {
   EXPECT_EQ(slot_holders(3), "");
 }
 
+// A database installed (by warden's account) before semaphores has a warden_grant that
+// does not read warden_semaphores: opening a client replaces it, so its locks refuse a
+// semaphore's name.
+TEST_F(MysqlSemaphore, AnOlderGrantFunctionIsReplacedSoLocksSeeSemaphores) {
+  open_engine(server_);
+  server_.query(
+      "CREATE OR REPLACE DEFINER = 'warden'@'%' FUNCTION warden.warden_grant(p_name VARCHAR(64) "
+      "CHARACTER SET ascii, "
+      "p_wait DOUBLE) RETURNS BIGINT UNSIGNED NOT DETERMINISTIC MODIFIES SQL DATA "
+      "RETURN CASE GET_LOCK(p_name, p_wait) WHEN 1 THEN IF(GET_LOCK(CONCAT(p_name, '/', "
+      "NEXTVAL(warden_tokens)), 0) = 1, LASTVAL(warden_tokens), NULL) WHEN 0 THEN 0 END");
+  auto a = open_engine(server_);
+  auto b = open_engine(server_);
+  EXPECT_EQ(server_.scalar("SELECT ROUTINE_DEFINITION LIKE '%warden_semaphores%' FROM "
+                           "information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'warden' AND "
+                           "ROUTINE_NAME = 'warden_grant'"),
+            "1");
+  const auto one = a->acquire(permits(1, 2, Clock::time_point::min()));
+  ASSERT_TRUE(one);
+  EXPECT_EQ(error_of([&] { b->acquire(lock_request()); }), Errc::invalid_argument);
+  a->release(one->grant);
+}
+
 }  // namespace
 }  // namespace warden::testing
