@@ -117,7 +117,6 @@ class PgEngine final : public core::Engine {
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     if (request.stop.stop_requested()) return std::nullopt;
     const std::int64_t id = id_of(request.key);
-    if (request.capacity > 0) flag_semaphore(id);
     auto conn = take();
     const auto now = Clock::now();
     const bool wait = request.deadline > now;
@@ -315,27 +314,27 @@ class PgEngine final : public core::Engine {
       throw Error(Errc::resource_exhausted,
                   "postgres://: the registry's ids have outgrown the semaphores' key space");
     }
-    Reply reply = conn.query_prepared(
-        kPermitsName, permits_sql_,
-        {Param::text(std::to_string(id)), Param::text(std::to_string(request.capacity)),
-         Param::text(std::to_string(request.permits)), Param::text(wait ? "t" : "f"),
-         Param::text(std::to_string(wait_ms)), Param::text(std::to_string(ttl_ms))},
-        limits);
-    if (reply.ok()) conn.set_idle_timeout_ms(ttl_ms);
-    return reply;
-  }
-
-  // Flags the name as a semaphore's before its first request from this instance.
-  void flag_semaphore(std::int64_t id) {
-    {
-      std::lock_guard lock(mu_);
-      if (semaphores_.contains(id)) return;
+    const std::vector<Param> params{Param::text(std::to_string(id)),
+                                    Param::text(std::to_string(request.capacity)),
+                                    Param::text(std::to_string(request.permits)),
+                                    Param::text(wait ? "t" : "f"),
+                                    Param::text(std::to_string(wait_ms)),
+                                    Param::text(std::to_string(ttl_ms))};
+    for (int attempt = 0;; ++attempt) {
+      Reply reply = conn.query_prepared(kPermitsName, permits_sql_, params, limits);
+      if (!reply.ok() || reply.null(0, 0) || reply.integer(0, 0) != -1) {
+        if (reply.ok()) conn.set_idle_timeout_ms(ttl_ms);
+        return reply;
+      }
+      // The registry has another N for it (or none yet): the request took nothing.
+      // Open it with ours, which works only while nobody is in it, and ask again.
+      if (attempt == 3 || !set_permits(conn, config_.schema, id, request.capacity, op_limits())) {
+        throw Error(Errc::invalid_argument,
+                    "postgres://: " + request.key.joined() +
+                        " is a semaphore in use with another number of permits than " +
+                        std::to_string(request.capacity));
+      }
     }
-    auto conn = take();
-    mark_semaphore(*conn, config_.schema, id, op_limits());
-    give_back(std::move(conn));
-    std::lock_guard lock(mu_);
-    semaphores_.insert(id);
   }
 
   Renewed renew_one(const GrantRef& grant) {
@@ -458,7 +457,6 @@ class PgEngine final : public core::Engine {
   std::vector<std::unique_ptr<PgConnection>> idle_;    // guarded by mu_
   std::map<std::string, std::shared_ptr<Held>> held_;  // by owner; guarded by mu_
   std::map<std::string, std::int64_t> ids_;            // "group/name" -> id; guarded by mu_
-  std::set<std::int64_t> semaphores_;  // ids flagged as semaphores' names; guarded by mu_
 };
 
 }  // namespace

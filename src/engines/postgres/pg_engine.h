@@ -16,6 +16,12 @@
 // PostgreSQL's lock queue is FIFO among conflicting requests, and a request that
 // conflicts with a waiting one queues behind it: fair. Barging is refused (no request
 // can jump that queue), and so is lock-delay.
+//
+// A semaphore's request is one round trip too (SCHEMA.acquire_permits): alone in the
+// semaphore it is granted at once; otherwise it queues in the semaphore's turnstile
+// key and, at its head, counts the permits held until its own fit. An election's
+// campaign is a lock grant whose statement also writes the candidate's value
+// (SCHEMA.leaders); proclaim rewrites it on the grant's own session.
 #pragma once
 
 #include <memory>

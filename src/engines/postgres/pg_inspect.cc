@@ -44,7 +44,7 @@ std::string semaphore_sql(const std::string& q) {
          "  WHERE c.granted AND c.key BETWEEN k.base + 1 AND k.base + 1048576) "
          "SELECT s.capacity, "
          "  (SELECT r.key - s.base - 1048576 FROM a r WHERE r.pid = s.pid AND r.granted "
-         "    AND r.key BETWEEN s.base + 1048577 AND s.base + 2097151 LIMIT 1) AS permits, "
+         "    AND r.key BETWEEN s.base + 1048577 AND s.base + 2097150 LIMIT 1) AS permits, "
          "  (SELECT -m.key FROM a m WHERE m.pid = s.pid AND m.granted AND m.key < 0 LIMIT 1) "
          "    AS token, "
          "  (SELECT t.granted FROM a t WHERE t.pid = s.pid AND t.key = s.base LIMIT 1) AS head, "

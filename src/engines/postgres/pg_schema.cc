@@ -21,8 +21,9 @@ GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait
   // granted) the token, then the marker lock and the lease's idle limit, then the
   // candidate's value. A flagged name takes nothing and answers -1: the caller goes the
   // checked way (SCHEMA.lock_checked).
-  std::string sql = "WITH f AS MATERIALIZED (SELECT coalesce((SELECT semaphore FROM " + q +
-                    ".locks WHERE id = $1::bigint), false) AS flagged), ";
+  std::string sql =
+      "WITH f AS MATERIALIZED (SELECT coalesce((SELECT semaphore_permits IS NOT NULL FROM " + q +
+      ".locks WHERE id = $1::bigint), false) AS flagged), ";
   int next = 2;
   if (wait == GrantWait::timed) {
     sql += "c AS MATERIALIZED (SELECT set_config('lock_timeout', $" + std::to_string(next++) +
@@ -66,11 +67,13 @@ std::string in_schema(std::string sql, const std::string& q) {
 }
 
 // Semaphores and elections (docs/engines/postgres.md, Semaphores and Elections). The
-// semaphore keys of lock id I lie in the block B = 2^62 + I * 2^21 (kSemaphoreBase):
-// B the turnstile, B + N "the semaphore has N permits" (1 <= N <= 2^20), B + 2^20 + k
-// "this request is for k permits"; no lock id (< 2^40) nor marker (< 0) reaches them.
+// semaphore keys of lock id I lie in the block B = 2^62 + I * 2^21 (semaphore_base):
+// B the turnstile, B + N "a request of a semaphore of N permits" (1 <= N <= 2^20),
+// B + 2^20 + k "a request for k permits", B + 2^21 - 1 "a request of the semaphore"
+// (every request, shared; exclusive only while nobody else is in); no lock id (< 2^40)
+// nor marker (< 0) reaches them.
 constexpr const char* kPrimitivesSql = R"sql(
-ALTER TABLE @S.locks ADD COLUMN IF NOT EXISTS semaphore boolean NOT NULL DEFAULT false;
+ALTER TABLE @S.locks ADD COLUMN IF NOT EXISTS semaphore_permits integer;
 CREATE TABLE IF NOT EXISTS @S.leaders (
   lock_id bigint PRIMARY KEY REFERENCES @S.locks (id),
   token bigint NOT NULL,
@@ -84,11 +87,19 @@ CREATE OR REPLACE FUNCTION @S.advisory_keys()
      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 $warden$;
 CREATE OR REPLACE FUNCTION @S.semaphore_in_use(lock_id bigint) RETURNS boolean
-  LANGUAGE sql VOLATILE AS $warden$
-  SELECT EXISTS (SELECT 1 FROM @S.advisory_keys() a
-                  WHERE a.key BETWEEN (1::bigint << 62) + $1 * 2097152 + 1
-                                  AND (1::bigint << 62) + $1 * 2097152 + 1048576)
-$warden$;
+  LANGUAGE plpgsql AS $warden$
+DECLARE
+  base bigint := (1::bigint << 62) + lock_id * 2097152;
+BEGIN
+  IF pg_try_advisory_lock(base + 2097151) THEN
+    PERFORM pg_advisory_unlock(base + 2097151);
+    RETURN false;
+  END IF;
+  -- Busy: a request of the semaphore holds it, or another probe like this one does for
+  -- a moment; only a request also holds its N.
+  RETURN EXISTS (SELECT 1 FROM @S.advisory_keys() a
+                  WHERE a.key BETWEEN base + 1 AND base + 1048576);
+END $warden$;
 CREATE OR REPLACE FUNCTION @S.lock_checked(lock_id bigint, shared boolean, wait boolean,
     wait_ms integer, ttl_ms integer, elect boolean, val bytea)
   RETURNS bigint LANGUAGE plpgsql AS $warden$
@@ -123,11 +134,32 @@ BEGIN
   END IF;
   RETURN token;
 END $warden$;
+CREATE OR REPLACE FUNCTION @S.set_permits(lock_id bigint, capacity integer)
+  RETURNS boolean LANGUAGE plpgsql AS $warden$
+DECLARE
+  u bigint := (1::bigint << 62) + lock_id * 2097152 + 2097151;
+BEGIN
+  -- Only while nobody is in the semaphore; the transaction lock is let go after the
+  -- new N commits, so a request that comes in next reads it.
+  FOR attempt IN 1 .. 50 LOOP
+    IF (SELECT l.semaphore_permits FROM @S.locks l WHERE l.id = lock_id) = capacity THEN
+      RETURN true;
+    END IF;
+    IF pg_try_advisory_xact_lock(u) THEN
+      UPDATE @S.locks l SET semaphore_permits = capacity WHERE l.id = lock_id;
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.002);
+  END LOOP;
+  RETURN false;
+END $warden$;
 CREATE OR REPLACE FUNCTION @S.acquire_permits(lock_id bigint, capacity integer,
     permits integer, wait boolean, wait_ms integer, ttl_ms integer)
   RETURNS bigint LANGUAGE plpgsql AS $warden$
 DECLARE
   base bigint;
+  u bigint;
+  alone boolean;
   token bigint;
   held bigint;
   pause double precision := 0.001;
@@ -139,56 +171,78 @@ BEGIN
       MESSAGE = format('no semaphore of %s permits for %s (lock id %s)', capacity, permits, lock_id);
   END IF;
   base := (1::bigint << 62) + lock_id * 2097152;
-  -- Held for the request's life, waiting or granted: its N and its k.
+  u := base + 2097151;
+  -- Held for the request's life, waiting or granted: in the semaphore, its N, its k.
+  PERFORM pg_advisory_lock_shared(u);
   PERFORM pg_advisory_lock_shared(base + capacity);
   PERFORM pg_advisory_lock_shared(base + 1048576 + permits);
-  IF EXISTS (SELECT 1 FROM @S.advisory_keys() a
-              WHERE a.key BETWEEN base + 1 AND base + 1048576 AND a.key <> base + capacity) THEN
-    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-      MESSAGE = format('the semaphore is in use with another number of permits than %s', capacity);
+  -- While anyone is in, N is the registry's (set_permits changes it only when nobody is).
+  IF (SELECT l.semaphore_permits FROM @S.locks l WHERE l.id = lock_id)
+     IS DISTINCT FROM capacity THEN
+    PERFORM pg_advisory_unlock_all();
+    RETURN -1;
   END IF;
-  -- A lock's request: a session on the lock id that is no request of this semaphore.
-  IF EXISTS (WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys())
-             SELECT 1 FROM a p WHERE p.key = lock_id AND NOT EXISTS (
-               SELECT 1 FROM a c WHERE c.pid = p.pid AND c.key BETWEEN base + 1 AND base + 1048576))
-     OR NOT pg_try_advisory_lock_shared(lock_id) THEN
-    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-      MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
-  END IF;
-  -- The turnstile: PostgreSQL's FIFO queue. Its holder is the head of the semaphore's
-  -- queue and the only one that grants, so nobody passes it.
-  IF NOT wait THEN
-    IF NOT pg_try_advisory_lock(base) THEN
-      PERFORM pg_advisory_unlock_all();
-      RETURN NULL;
+  alone := pg_try_advisory_lock(u);
+  IF alone THEN
+    -- Nobody else is in: all N permits are free. A lock's request holds or waits for the
+    -- lock id, or nobody does; then keep it shared, as every request does.
+    IF NOT pg_try_advisory_lock(lock_id) THEN
+      RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+        MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
     END IF;
+    PERFORM pg_advisory_lock_shared(lock_id);
+    PERFORM pg_advisory_unlock(lock_id);
   ELSE
-    PERFORM set_config('lock_timeout', wait_ms::text, true);
-    PERFORM pg_advisory_lock(base);
-  END IF;
-  LOOP
-    -- Permits held: the k of every session of this semaphore that holds a grant marker.
-    WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys() WHERE granted)
-    SELECT coalesce(sum(r.key - base - 1048576), 0) INTO held FROM a r
-     WHERE r.key BETWEEN base + 1048577 AND base + 2097151
-       AND EXISTS (SELECT 1 FROM a m WHERE m.pid = r.pid AND m.key < 0);
-    EXIT WHEN held + permits <= capacity;
+    -- A lock's request: a session on the lock id that is no request of this semaphore.
+    IF EXISTS (WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys())
+               SELECT 1 FROM a p WHERE p.key = lock_id
+                  AND NOT EXISTS (SELECT 1 FROM a c WHERE c.pid = p.pid AND c.key = u))
+       OR NOT pg_try_advisory_lock_shared(lock_id) THEN
+      RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+        MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
+    END IF;
+    -- The turnstile: PostgreSQL's FIFO queue. Its holder is the head of the semaphore's
+    -- queue and the only one that grants, so nobody passes it.
     IF NOT wait THEN
-      PERFORM pg_advisory_unlock_all();
-      RETURN NULL;
+      IF NOT pg_try_advisory_lock(base) THEN
+        PERFORM pg_advisory_unlock_all();
+        RETURN NULL;
+      END IF;
+    ELSE
+      PERFORM set_config('lock_timeout', wait_ms::text, true);
+      PERFORM pg_advisory_lock(base);
     END IF;
-    IF wait_ms > 0 AND clock_timestamp() >= deadline THEN
-      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
-        MESSAGE = 'the semaphore''s permits did not come free in time';
-    END IF;
-    PERFORM pg_sleep(CASE WHEN wait_ms > 0
-                          THEN least(pause, greatest(extract(epoch FROM deadline - clock_timestamp()), 0.001))
-                          ELSE pause END);
-    pause := least(pause * 2, 0.05);
-  END LOOP;
+    LOOP
+      IF pg_try_advisory_lock(u) THEN
+        -- Everyone else left: all N are free.
+        PERFORM pg_advisory_unlock(u);
+        EXIT;
+      END IF;
+      -- Permits held: the k of every session of this semaphore that holds a marker.
+      WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys() WHERE granted)
+      SELECT coalesce(sum(r.key - base - 1048576), 0) INTO held FROM a r
+       WHERE r.key BETWEEN base + 1048577 AND base + 2097150
+         AND EXISTS (SELECT 1 FROM a m WHERE m.pid = r.pid AND m.key < 0);
+      EXIT WHEN held + permits <= capacity;
+      IF NOT wait THEN
+        PERFORM pg_advisory_unlock_all();
+        RETURN NULL;
+      END IF;
+      IF wait_ms > 0 AND clock_timestamp() >= deadline THEN
+        RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+          MESSAGE = 'the semaphore''s permits did not come free in time';
+      END IF;
+      PERFORM pg_sleep(CASE WHEN wait_ms > 0
+                            THEN least(pause, greatest(extract(epoch FROM deadline - clock_timestamp()), 0.001))
+                            ELSE pause END);
+      pause := least(pause * 2, 0.05);
+    END LOOP;
+  END IF;
   token := nextval('@S.tokens');
   PERFORM pg_advisory_lock(-token);
-  PERFORM pg_advisory_unlock(base);
+  -- Counted from here on by whoever grants next: let the next one in.
+  IF alone THEN PERFORM pg_advisory_unlock(u);
+  ELSE PERFORM pg_advisory_unlock(base); END IF;
   PERFORM set_config('idle_session_timeout', ttl_ms::text, false);
   RETURN token;
 END $warden$;
@@ -318,13 +372,13 @@ std::int64_t lock_id(PgConnection& conn, const std::string& schema, const core::
               "postgres://: " + key.joined() + " is neither in the registry nor can it be added");
 }
 
-void mark_semaphore(PgConnection& conn, const std::string& schema, std::int64_t id,
-                    const QueryLimits& limits) {
-  const Reply marked =
-      conn.query("UPDATE " + quoted(schema) +
-                     ".locks SET semaphore = true WHERE id = $1::bigint AND NOT semaphore",
-                 {Param::text(std::to_string(id))}, limits);
-  if (!marked.ok()) throw_reply(marked, "marking a semaphore in the lock registry");
+bool set_permits(PgConnection& conn, const std::string& schema, std::int64_t id,
+                 std::uint32_t permits, const QueryLimits& limits) {
+  const Reply set =
+      conn.query("SELECT " + quoted(schema) + ".set_permits($1::bigint, $2::integer)",
+                 {Param::text(std::to_string(id)), Param::text(std::to_string(permits))}, limits);
+  if (!set.ok()) throw_reply(set, "opening a semaphore in the lock registry");
+  return set.text(0, 0) == "t";
 }
 
 }  // namespace warden::engines::postgres

@@ -18,9 +18,12 @@
 //                  holds the lock with the marker of that token.
 //   SCHEMA.acquire_permits(lock_id, capacity, permits, wait, wait_ms, ttl_ms)
 //                  a semaphore's request (pg_engine.cc): NULL for a try that does not
-//                  fit; 22023 for another N in use or a lock of that name in use.
+//                  fit; -1 when the registry has another N (set_permits first); 22023
+//                  for a lock of that name in use.
+//   SCHEMA.set_permits(lock_id, capacity) -> boolean
+//                  sets locks.semaphore_permits while nobody is in the semaphore.
 //   SCHEMA.lock_checked(lock_id, shared, wait, wait_ms, ttl_ms, elect, value)
-//                  grant() for a name that has been a semaphore (locks.semaphore):
+//                  grant() for a name that has been a semaphore (semaphore_permits set):
 //                  refuses with 22023 while the semaphore is in use.
 //   SCHEMA.fence(grp, name, token) -> boolean
 //                  records token as the lock's highest and returns true iff it is at
@@ -30,7 +33,8 @@
 // Advisory keys (bigint form) the engine uses: > 0 lock ids, < 0 grant markers (-token),
 // 0 the installation's own lock, and from 2^62 up the semaphores' keys: lock id I has the
 // block B = 2^62 + I * 2^21 (semaphore_base), B the turnstile, B + N the number of
-// permits, B + 2^20 + k a request for k. The two-int4 form is left to applications.
+// permits, B + 2^20 + k a request for k, B + 2^21 - 1 any request. The two-int4 form is left to
+// applications.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +46,7 @@
 namespace warden::engines::postgres {
 
 // Bumped when the SQL of the functions changes: an older installation is replaced.
-inline constexpr const char* kSchemaVersion = "warden registry 2";
+inline constexpr const char* kSchemaVersion = "warden registry 3";
 
 // Creates the registry in `schema` if it is missing or older, under an advisory
 // transaction lock, so concurrent first uses do not race. Throws Error:
@@ -70,14 +74,16 @@ struct GrantStatement {
 };
 // With `elect`, the last parameter is a candidate's value (bytea, binary), upserted into
 // SCHEMA.leaders with the token in the same statement. A name flagged as a semaphore
-// (locks.semaphore) takes nothing and answers -1: SCHEMA.lock_checked() decides.
+// (locks.semaphore_permits set) takes nothing and answers -1: SCHEMA.lock_checked() decides.
 GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait wait, bool set_ttl,
                                bool elect);
 
-// Flags the lock id as a name used for a semaphore (once; committed before its first
-// request takes anything), so that lock grants of that name go the checked way.
-void mark_semaphore(PgConnection& conn, const std::string& schema, std::int64_t id,
-                    const QueryLimits& limits);
+// Makes `permits` the semaphore's N in the registry (locks.semaphore_permits), unless a
+// request of it is in with another N: then false, after trying for a moment. Committed
+// before the request that needed it takes anything, it also flags the name, so that
+// lock grants of it go the checked way.
+bool set_permits(PgConnection& conn, const std::string& schema, std::int64_t id,
+                 std::uint32_t permits, const QueryLimits& limits);
 
 // Semaphores need lock ids below this (their key block must stay below 2^63).
 inline constexpr std::int64_t kMaxSemaphoreLockId = std::int64_t{1} << 40;

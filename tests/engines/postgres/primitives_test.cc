@@ -122,22 +122,14 @@ TEST(PostgresSemaphore, ARequestHoldsItsNItsKTheLockIdSharedAndItsMarker) {
   const std::string pid = session_of(server, three.token());
   ASSERT_FALSE(pid.empty());
   const std::string b = block("media", "encoders");
-  EXPECT_EQ(server.value("SELECT string_agg(CASE WHEN key < 0 THEN 'marker' "
-                         "WHEN key = (" +
-                         pg_lock_id_sql("media", "encoders") +
-                         ") THEN 'id' "
-                         "WHEN key = " +
-                         b +
-                         " THEN 'turnstile' "
-                         "WHEN key <= " +
-                         b + " + 1048576 THEN 'N=' || (key - " + b +
-                         ") "
-                         "ELSE 'k=' || (key - " +
-                         b +
-                         " - 1048576) END, ',' ORDER BY key) "
-                         "FROM " +
-                         kKeys + " a WHERE granted AND pid = " + pid),
-            "marker,id,N=4,k=3")
+  const std::string id = "(" + pg_lock_id_sql("media", "encoders") + ")";
+  const std::string role =
+      "CASE WHEN key < 0 THEN 'marker' WHEN key = " + id + " THEN 'id' WHEN key = " + b +
+      " THEN 'turnstile' WHEN key = " + b + " + 2097151 THEN 'in' WHEN key <= " + b +
+      " + 1048576 THEN 'N=' || (key - " + b + ") ELSE 'k=' || (key - " + b + " - 1048576) END";
+  EXPECT_EQ(server.value("SELECT string_agg(" + role + ", ',' ORDER BY key) FROM " + kKeys +
+                         " a WHERE granted AND pid = " + pid),
+            "marker,id,N=4,k=3,in")
       << "the turnstile is let go once granted";
   EXPECT_EQ(server.value("SELECT pg_locks.mode FROM pg_locks WHERE pid = " + pid +
                          " AND locktype = 'advisory' AND objid = ((" +
@@ -231,7 +223,7 @@ TEST(PostgresRegistry, AnInstallationOfTheFirstVersionGetsTheTablesOfSemaphoresA
   PostgresServer server;
   (void)Client::open(server.uri(), quick_options(3000ms));
   server.query(
-      "DROP TABLE warden.leaders; ALTER TABLE warden.locks DROP COLUMN semaphore;"
+      "DROP TABLE warden.leaders; ALTER TABLE warden.locks DROP COLUMN semaphore_permits;"
       "COMMENT ON FUNCTION warden.grant(bigint,boolean,boolean,integer,integer) IS "
       "'warden registry 1'");
   Client client = Client::open(server.uri(), quick_options(3000ms));
