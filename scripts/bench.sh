@@ -9,7 +9,8 @@
 #                                        # mem://), capacity (wardend), tls, redlock, etcd,
 #                                        # zk, db (postgres://, mysql://), cluster
 #                                        # (redis+cluster://), primitives (semaphores and
-#                                        # multi-locks on wardend); default all
+#                                        # multi-locks on wardend), elections (failover
+#                                        # per engine); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -40,7 +41,10 @@
 #     lock on the same cluster, each key sent to its slot's master;
 #   - on a fresh wardend, 8 clients over 16 keys, uncontended and contended, each against
 #     the same wardend's lock: one permit of a semaphore of 4 per cycle, and multi-locks
-#     of 2 and of 8 members per cycle.
+#     of 2 and of 8 members per cycle;
+#   - election failover (a `warden elect` leader killed -9 → the queued candidate leads,
+#     and → an observer reports it), 5 samples with 2 s leases, on warden://, redis://,
+#     etcd:// (one member), zk:// (session_timeout_ms=2000), postgres:// and mysql://.
 # docs/performance.md explains the figures.
 set -euo pipefail
 
@@ -48,7 +52,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster primitives} "
+sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster primitives elections} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -133,12 +137,13 @@ start_etcd() {
   done
 }
 
-# start_zookeeper NAME: a standalone ZooKeeper (Debian's jar) on a free port; sets zk_url.
+# start_zookeeper NAME [TICK_MS]: a standalone ZooKeeper (Debian's jar) on a free port;
+# sets zk_url. Sessions are at least 2 ticks (the server raises a shorter timeout).
 start_zookeeper() {
-  local name=$1 port
+  local name=$1 tick=${2:-2000} port
   port=$(free_port)
   mkdir -p "$tmp/$name/data"
-  printf '%s\n' "tickTime=2000" "dataDir=$tmp/$name/data" "clientPort=$port" \
+  printf '%s\n' "tickTime=$tick" "dataDir=$tmp/$name/data" "clientPort=$port" \
     "clientPortAddress=127.0.0.1" "admin.enableServer=false" "4lw.commands.whitelist=*" \
     >"$tmp/$name/zoo.cfg"
   java -Xmx256m -XX:+UseSerialGC -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
@@ -286,18 +291,25 @@ fi
 
 # postgres:// and mysql://, each against its database's raw lock pairs on the same server
 # (the servers' default durability: every token a grant draws is as durable as a commit).
-# db_grid KIND: a fresh KIND server (postgres or mariadb, scripts/common.sh), the grid on
-# it against its raw pairs, then stopped.
-db_grid() {
-  local kind=$1 port
+# db_start KIND: a fresh KIND server (postgres or mariadb, scripts/common.sh) on a free
+# port; sets db_url. db_grid KIND: the grid on one against its raw pairs, then stopped.
+db_start() {
+  local kind=$1 port dir
   port=$(free_port)
-  "${kind}_prepare" "$tmp" "$port"
+  dir=$tmp/$kind-$port  # a server of its own each time (the grid's, the failover's)
+  mkdir -p "$dir"
+  chmod 755 "$dir"
+  "${kind}_prepare" "$dir" "$port"
   local -n cmd=${kind}_cmd ready=${kind}_ready url=${kind}_url
-  "${cmd[@]}" >"$tmp/$kind.log" 2>&1 &
+  "${cmd[@]}" >"$dir.log" 2>&1 &
   pids+=($!)
-  wait_until 30 $ready || { cat "$tmp/$kind.log" >&2; exit 1; }
+  wait_until 30 $ready || { cat "$dir.log" >&2; exit 1; }
   if [ "$kind" = mariadb ]; then mariadb_add_user "$port"; fi
-  grid "$url" "$url" 1000
+  db_url=$url
+}
+db_grid() {
+  db_start "$1"
+  grid "$db_url" "$db_url" 1000
   stop_last
 }
 if [[ $sets == *" db "* ]]; then
@@ -346,6 +358,30 @@ if [[ $sets == *" cluster "* ]]; then
         --rounds "$rounds" --baseline "$cluster_url" --handoff-samples 0
     done
     for (( i = 0; i < masters; i++ )); do stop_last; done
+  done
+fi
+
+# Election failover per engine: 2 s leases, 5 samples; the report gives the kill → grant
+# and kill → observed times as multiples of the TTL.
+failover() {
+  run bench --url "$1" --election-failover 5 --ttl 2s
+}
+if [[ $sets == *" elections "* ]]; then
+  echo
+  start_wardend wardend-elections
+  failover "warden://127.0.0.1:$wardend_port"
+  stop_last
+  failover "$redis"
+  start_etcd etcd-elections 1
+  failover "$etcd_url"
+  stop_last
+  start_zookeeper zk-elections 500  # else the server raises 2 s sessions to 4 s
+  failover "$zk_url?session_timeout_ms=2000"
+  stop_last
+  for kind in postgres mariadb; do
+    db_start "$kind"
+    failover "$db_url"
+    stop_last
   done
 fi
 

@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -24,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kGroup = "bench";
 constexpr const char* kName = "failover";
 constexpr const char* kDoomed = "doomed";
+constexpr const char* kSuccessor = "successor";
 
 // A `warden elect` process leading until it is killed, in a process group of its own so
 // that the kill takes its command too.
@@ -76,6 +80,24 @@ ElectionFailoverResult election_failover(const std::string& url, const std::stri
   options.lock_defaults.ttl = ttl;
   Client client = Client::open(url, options);
   Election election = client.election(kGroup, kName);
+  // The observer: when it last reported a leader named kSuccessor.
+  Client watcher = Client::open(url, options);
+  std::mutex mu;
+  std::condition_variable seen;
+  std::optional<Clock::time_point> successor_seen;
+  std::jthread observer([&](std::stop_token stop) {
+    watcher.election(kGroup, kName).observe(
+        [&](const std::optional<Leader>& leader) {
+          std::lock_guard lock(mu);
+          if (leader && leader->value == kSuccessor) {
+            if (!successor_seen) successor_seen = Clock::now();
+          } else {
+            successor_seen.reset();
+          }
+          seen.notify_all();
+        },
+        stop);
+  });
   for (int i = 0; i < samples; ++i) {
     LeaderProcess leader(warden_exe, url, ttl);
     // Until the leader process leads (it may first wait out the previous sample's lease).
@@ -89,7 +111,7 @@ ElectionFailoverResult election_failover(const std::string& url, const std::stri
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     auto successor = std::async(std::launch::async, [&] {
-      return election.campaign("successor", Wait::up_to(10 * ttl + std::chrono::seconds(10)));
+      return election.campaign(kSuccessor, Wait::up_to(10 * ttl + std::chrono::seconds(10)));
     });
     // Queued behind the leader before it dies (a request that arrives later would
     // measure its own round trip, not the failover).
@@ -100,7 +122,21 @@ ElectionFailoverResult election_failover(const std::string& url, const std::stri
     const auto led = Clock::now();
     if (!next) throw std::runtime_error("nobody led " + url + " after the leader died");
     result.failover_ns.push_back(std::chrono::nanoseconds(led - killed).count());
+    {
+      std::unique_lock lock(mu);
+      if (!seen.wait_for(lock, 10 * ttl + std::chrono::seconds(10),
+                         [&] { return successor_seen.has_value(); })) {
+        throw std::runtime_error("the observer never saw the next leader on " + url);
+      }
+      result.observed_ns.push_back(std::chrono::nanoseconds(*successor_seen - killed).count());
+    }
     next.resign();
+    {
+      // The next sample starts once the observer saw the resignation.
+      std::unique_lock lock(mu);
+      seen.wait_for(lock, 10 * ttl + std::chrono::seconds(10),
+                    [&] { return !successor_seen.has_value(); });
+    }
   }
   return result;
 }

@@ -7,7 +7,10 @@
 // the kill to the candidate's campaign returning with the leadership. Nobody releases
 // anything, so it is what is left of the lease (the watchdog renews every TTL/3: 2/3 to
 // 1 TTL) plus what the engine adds to notice that it ran out and hand the election on.
-// The report gives each figure as a multiple of the TTL, the run's own baseline.
+// An observer on a client of its own (Election::observe, default poll) is timed too:
+// kill → it reports the successor, which is the failover plus what observing adds (a
+// poll where the engine cannot watch). The report gives each figure as a multiple of
+// the TTL, the run's own baseline.
 #pragma once
 
 #include <chrono>
@@ -21,6 +24,7 @@ namespace warden::bench {
 struct ElectionFailoverResult {
   std::chrono::milliseconds ttl{0};
   Samples failover_ns;  // one per sample: kill → the next leader's grant
+  Samples observed_ns;  // one per sample: kill → an observer reports the next leader
 };
 
 // Runs `samples` failovers of the election "bench/failover" on `url` with leases of

@@ -236,6 +236,8 @@ TEST(WardenBench, ElectionFailoverKillsLeaderProcessesAndTimesTheNextLeader) {
   EXPECT_EQ(j.at("ttl_ms"), 300);
   EXPECT_GT(j.at("failover_min_ns").get<std::int64_t>(), 0);
   EXPECT_GE(j.at("failover_max_ns").get<std::int64_t>(), j.at("failover_p50_ns").get<std::int64_t>());
+  EXPECT_GT(j.at("observed_p50_ns").get<std::int64_t>(), 0);
+  EXPECT_GE(j.at("observed_max_ns").get<std::int64_t>(), j.at("observed_p50_ns").get<std::int64_t>());
   // The killed leaders' processes left nothing behind: the election is free again.
   Client client = Client::open(server.uri());
   EXPECT_EQ(client.election("bench", "failover").leader(), std::nullopt);
