@@ -27,11 +27,24 @@ struct SharedTable {
   table::LockTable table;               // guarded by mu
   // Outcomes of queued requests (granted / timed out), picked up by their waiters.
   std::unordered_map<table::RequestId, table::Event> outcomes;  // guarded by mu
+  // Election::observe's watches (MemEngine::watch): a count of the table's changes of
+  // holders, and their own condition variable, notified only while any watch waits,
+  // so that the lock path pays nothing for them. Guarded by mu.
+  std::uint64_t changes = 0;
+  int watching = 0;
+  std::condition_variable_any watched;
+
+  // A grant, release, expiry or proclaim happened. Requires mu.
+  void touched() {
+    ++changes;
+    if (watching > 0) watched.notify_all();
+  }
 
   // Moves the table's events to the waiters. Requires mu.
   void deliver() {
     bool any = false;
     for (auto& event : table.take_events()) {
+      if (event.kind != table::Event::Kind::timed_out) touched();
       if (event.kind == table::Event::Kind::expired) continue;
       outcomes.insert_or_assign(event.grant.id, std::move(event));
       any = true;
@@ -56,6 +69,29 @@ std::shared_ptr<SharedTable> find_or_create(const std::string& name) {
   registry[name] = table;
   return table;
 }
+
+// The KeyWatch of mem:// (MemEngine::watch).
+class TableWatch final : public core::KeyWatch {
+ public:
+  TableWatch(std::shared_ptr<SharedTable> shared, std::uint64_t seen)
+      : shared_(std::move(shared)), seen_(seen) {}
+
+  bool wait(Clock::time_point until, const std::stop_token& stop) override {
+    SharedTable& s = *shared_;
+    std::unique_lock lock(s.mu);
+    ++s.watching;
+    const bool changed = s.watched.wait_until(lock, stop, until, [&] { return s.changes != seen_; });
+    --s.watching;
+    seen_ = s.changes;
+    return changed;
+  }
+  bool broken() const override { return false; }
+  bool complete() const override { return false; }
+
+ private:
+  const std::shared_ptr<SharedTable> shared_;
+  std::uint64_t seen_;
+};
 
 class MemEngine final : public core::Engine {
  public:
@@ -95,6 +131,7 @@ class MemEngine final : public core::Engine {
     s.deliver();
     switch (result.status) {
       case table::AcquireStatus::granted:
+        s.touched();
         return to_granted(request.key, request.options.ttl, result.grant);
       case table::AcquireStatus::busy:
         return std::nullopt;
@@ -127,6 +164,7 @@ class MemEngine final : public core::Engine {
     std::vector<table::Grant> grants;
     switch (result.status) {
       case table::AcquireStatus::granted:
+        s.touched();
         grants = result.grants;
         break;
       case table::AcquireStatus::busy:
@@ -171,7 +209,7 @@ class MemEngine final : public core::Engine {
     std::lock_guard guard(s.mu);
     // Idempotent, and a no-op for a grant this engine did not make.
     if (mine_.erase(Owned{grant.key.joined(), grant.token}) == 0) return;
-    s.table.release(grant.key.joined(), grant.token, Clock::now());
+    if (s.table.release(grant.key.joined(), grant.token, Clock::now())) s.touched();
     s.deliver();
   }
 
@@ -181,7 +219,18 @@ class MemEngine final : public core::Engine {
     if (!mine_.contains(Owned{grant.key.joined(), grant.token})) return false;
     s.table.advance(Clock::now());
     s.deliver();
-    return s.table.set_value(grant.key.joined(), grant.token, std::string(value));
+    if (!s.table.set_value(grant.key.joined(), grant.token, std::string(value))) return false;
+    s.touched();
+    return true;
+  }
+
+  // Election::observe's watch: woken by any change of holders in the table (any key:
+  // in-process, a look costs little). A lease that runs out is noticed only when a call
+  // brings the table's clock past it, so the watch is not complete and the observer
+  // also polls.
+  std::unique_ptr<core::KeyWatch> watch(const core::LockKey& /*key*/) override {
+    std::lock_guard guard(shared_->mu);
+    return std::make_unique<TableWatch>(shared_, shared_->changes);
   }
 
   bool check(const Sequencer& sequencer) override {
