@@ -42,6 +42,14 @@ primitive_args=(--primitive "$primitive")
 if [ "$primitive" = semaphore ]; then primitive_args+=(--permits 2); fi
 # Lock cells keep their old place; the others go beside them.
 cell_name() { if [ "$primitive" = lock ]; then echo "$1"; else echo "$1-$primitive"; fi; }
+# The engine as a row of the table names it (warden torture's --label and primitive).
+row_label() {
+  case "$primitive" in
+    lock) echo "$1" ;;
+    semaphore) echo "$1 (semaphore of 2)" ;;
+    *) echo "$1 ($primitive)" ;;
+  esac
+}
 nemeses=${TORTURE_NEMESES:-$all_nemeses}
 duration=${TORTURE_DURATION:-15s}
 clients=${TORTURE_CLIENTS:-4}
@@ -329,7 +337,7 @@ for engine in $engines; do
       failed=1
     fi
     if [ ! -f "$dir/row.md" ]; then
-      echo "| $engine | $nemesis | the run did not complete | | | | | | | | | **FAIL** |" >"$dir/row.md"
+      echo "| $(row_label "$engine") | $nemesis | the run did not complete | | | | | | | | | **FAIL** |" >"$dir/row.md"
       failed=1
     fi
     stop_servers "$cell"
