@@ -475,7 +475,8 @@ class MysqlEngine final : public core::Engine {
   void settle_capacity(const AcquireRequest& request, std::uint64_t id, const std::string& name) {
     const auto deadline = [&] { return Clock::now() + pool_.config().op_timeout; };
     const std::string what = "open the semaphore " + request.key.joined();
-    pool_.with([&](Connection& c) {
+    // A refusal is returned, not thrown, so that the session goes back to the pool.
+    const std::string refused = pool_.with([&](Connection& c) -> std::string {
       auto sets = c.query(
           "SELECT (SELECT capacity FROM warden_semaphores WHERE id = " + std::to_string(id) +
               "), IS_USED_LOCK('" + name + "'), IS_USED_LOCK('" + name + "/t')",
@@ -484,10 +485,7 @@ class MysqlEngine final : public core::Engine {
         throw Error(Errc::internal, "mysql: unexpected reply while opening a semaphore");
       }
       const Row row = sets[0][0];
-      if (row[1]) {
-        throw Error(Errc::invalid_argument,
-                    "mysql: " + request.key.joined() + " is a lock held now, not a semaphore");
-      }
+      if (row[1]) return request.key.joined() + " is a lock held now, not a semaphore";
       const std::uint32_t stored =
           row[0] ? static_cast<std::uint32_t>(to_u64(row[0], "number of permits")) : 0;
       if (stored != request.capacity) {
@@ -500,18 +498,17 @@ class MysqlEngine final : public core::Engine {
                    sets[0][0][0] != "0";
         }
         if (in_use) {
-          throw Error(Errc::invalid_argument, "mysql: the semaphore " + request.key.joined() +
-                                                  " has " + std::to_string(stored) +
-                                                  " permits while in use, not " +
-                                                  std::to_string(request.capacity));
+          return "the semaphore " + request.key.joined() + " has " + std::to_string(stored) +
+                 " permits while in use, not " + std::to_string(request.capacity);
         }
         c.query("INSERT INTO warden_semaphores (id, capacity) VALUES (" + std::to_string(id) +
                     ", " + std::to_string(request.capacity) +
                     ") ON DUPLICATE KEY UPDATE capacity = VALUES(capacity)",
                 deadline(), what);
       }
-      return 0;
+      return {};
     });
+    if (!refused.empty()) throw Error(Errc::invalid_argument, "mysql: " + refused);
     std::lock_guard lock(mu_);
     capacities_[id] = request.capacity;
   }
