@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conformance/election_suite.h"
+#include "support/observed_leaders.h"
 #include "warden/fence_gate.h"
 
 namespace warden::conformance {
@@ -19,29 +20,7 @@ namespace {
 // An engine test executable that has no elections does not instantiate this suite.
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ElectionConformance);
 
-// What an observer was told, in order, read from any thread.
-class Observed {
- public:
-  void add(const std::optional<Leader>& leader) {
-    std::lock_guard lock(mu_);
-    seen_.push_back(leader);
-  }
-  std::vector<std::optional<Leader>> seen() const {
-    std::lock_guard lock(mu_);
-    return seen_;
-  }
-  std::optional<Leader> last() const {
-    std::lock_guard lock(mu_);
-    return seen_.empty() ? std::nullopt : seen_.back();
-  }
-  bool saw(const std::optional<Leader>& leader) const {
-    return eventually([&] { return last() == leader; });
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::optional<Leader>> seen_;
-};
+using testing::ObservedLeaders;
 
 TEST_P(ElectionConformance, ReportsElectionsAsPinned) {
   EXPECT_TRUE(capabilities().election) << "instantiate this suite only where pinned";
@@ -165,12 +144,8 @@ TEST_P(ElectionConformance, AnObserverSeesEveryChangeInTermOrderAndTheLastOne) {
   Client a = open_client();
   Client b = open_client();
   Client watcher = open_client();
-  Observed observed;
-  std::jthread observer([&](std::stop_token stop) {
-    watcher.election(group(), "leader")
-        .observe([&](const std::optional<Leader>& leader) { observed.add(leader); }, stop,
-                 std::chrono::milliseconds(10));
-  });
+  ObservedLeaders observed;
+  std::jthread observer = observed.observe(watcher.election(group(), "leader"), 10ms);
   ASSERT_TRUE(observed.saw(std::nullopt)) << "the observer did not report the start";
   Leadership first = a.election(group(), "leader", lock_options()).campaign("a", Wait::none());
   ASSERT_TRUE(first);
@@ -206,11 +181,8 @@ TEST_P(ElectionConformance, AnObserverIsToldOfEveryKindOfChangeWhereTheEngineWat
   Client b = open_client();
   Client watcher = open_client();
   const Clock::duration poll = capabilities().watch ? Clock::duration(1h) : 10ms;
-  Observed observed;
-  std::jthread observer([&](std::stop_token stop) {
-    watcher.election(group(), "leader")
-        .observe([&](const std::optional<Leader>& leader) { observed.add(leader); }, stop, poll);
-  });
+  ObservedLeaders observed;
+  std::jthread observer = observed.observe(watcher.election(group(), "leader"), poll);
   ASSERT_TRUE(observed.saw(std::nullopt)) << "the observer did not report the start";
   Leadership first = lapsing.election(group(), "leader", lock_options_with_ttl(1s))
                          .campaign("a", Wait::none());

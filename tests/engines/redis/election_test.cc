@@ -7,8 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
-#include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,6 +14,7 @@
 
 #include "core/engine.h"
 #include "engines/redis/redis_engine.h"
+#include "support/observed_leaders.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
 #include "warden/election.h"
@@ -201,30 +200,16 @@ TEST(RedisElection, AnObserverIsWokenByTheLocksChannelOnGrantProclaimAndResign) 
   RedisServer server;
   Client client = Client::open(server.uri());
   Client watcher = Client::open(server.uri());
-  std::mutex mu;
-  std::vector<std::optional<Leader>> seen;
-  const auto last_is = [&](const std::optional<Leader>& leader) {
-    return eventually([&] {
-      std::lock_guard lock(mu);
-      return !seen.empty() && seen.back() == leader;
-    });
-  };
-  std::jthread observer([&](std::stop_token stop) {
-    watcher.election("g", "e").observe(
-        [&](const std::optional<Leader>& leader) {
-          std::lock_guard lock(mu);
-          seen.push_back(leader);
-        },
-        stop, std::chrono::hours(1));
-  });
-  ASSERT_TRUE(last_is(std::nullopt)) << "the observer did not report the start";
+  ObservedLeaders observed;
+  std::jthread observer = observed.observe(watcher.election("g", "e"), std::chrono::hours(1));
+  ASSERT_TRUE(observed.saw(std::nullopt)) << "the observer did not report the start";
   Leadership leading = client.election("g", "e").campaign("a", Wait::none());
   ASSERT_TRUE(leading);
-  EXPECT_TRUE(last_is(Leader{"a", leading.term()})) << "a grant was not published";
+  EXPECT_TRUE(observed.saw(Leader{"a", leading.term()})) << "a grant was not published";
   leading.proclaim("b");
-  EXPECT_TRUE(last_is(Leader{"b", leading.term()})) << "a proclaim was not published";
+  EXPECT_TRUE(observed.saw(Leader{"b", leading.term()})) << "a proclaim was not published";
   leading.resign();
-  EXPECT_TRUE(last_is(std::nullopt)) << "a resignation was not published";
+  EXPECT_TRUE(observed.saw(std::nullopt)) << "a resignation was not published";
   observer.request_stop();
 }
 
