@@ -35,6 +35,7 @@ Plan make_plan(const ElectOptions& options, const std::string& election_text) {
   plan.wait = wait_option(options.wait);
   plan.lock.ttl = millis_option("--ttl", options.ttl);
   plan.lost = lost_policy_option(options.on_lost, options.kill_after);
+  plan.lost.meaning = "another candidate may lead now";
   plan.value = options.value ? *options.value : default_leader_value();
   // The library checks these too, but only once connected.
   try {

@@ -46,7 +46,7 @@ int supervise(Child& child, std::span<const Lease> leases, Events& events,
   auto on_lost = [&] {
     lost = true;
     std::string line =
-        "lease on " + describe_lost(leases) + " lost: another process may hold the lock now; ";
+        "lease on " + describe_lost(leases) + " lost: " + policy.meaning + "; ";
     switch (policy.action) {
       case OnLost::term:
         line += "sending SIGTERM to CMD (SIGKILL in " + format_duration(policy.kill_after) + ")";

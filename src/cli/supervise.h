@@ -22,6 +22,8 @@ enum class OnLost {
 struct LostPolicy {
   OnLost action = OnLost::term;
   std::chrono::nanoseconds kill_after = std::chrono::seconds(5);  // for OnLost::term
+  // What a lost lease means, for the message: "another process may hold the lock now".
+  std::string meaning = "another process may hold the lock now";
 };
 
 // Waits until CMD has exited and returns its shell-style status, or kLeaseLost if one

@@ -164,7 +164,8 @@ TEST(WardenElect, LosingTheLeadershipStopsCmdAndExits70) {
   EXPECT_FALSE(o.timed_out) << "CMD ran to its end: the loss did not stop it";
   EXPECT_EQ(o.status, 70) << o.err;
   EXPECT_TRUE(contains(o.err, "warden: lease on g/leader (token ")) << o.err;
-  EXPECT_TRUE(contains(o.err, "sending SIGKILL to CMD")) << o.err;
+  EXPECT_TRUE(contains(o.err, "lost: another candidate may lead now; sending SIGKILL to CMD"))
+      << o.err;
 }
 
 TEST(WardenElect, ExitsWithCmdsStatusAndGivesItTheTermOnMem) {
