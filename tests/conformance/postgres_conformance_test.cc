@@ -45,19 +45,21 @@ class PostgresBackend final : public Backend {
 
   // Sessions waiting in PostgreSQL's queue for the lock's advisory key, and a
   // semaphore's requests that wait: sessions holding a "request for k" key of its block
-  // (2^62 + id * 2^21 + 2^20 + k, k < 2^20 - 1) without a grant marker (a negative key).
+  // (2^62 + id * 2^21 + 2^20 + k, k < 2^20 - 1) without a grant marker (a negative key,
+  // held exclusive).
   std::optional<std::size_t> queued(std::string_view group, std::string_view name) override {
     const std::string id = testing::pg_lock_id_sql(std::string(group), std::string(name));
     const auto count = server_.value("SELECT count(*) FROM pg_locks WHERE NOT granted AND " +
                                      testing::pg_advisory_rows(id));
     const std::string keys =
-        "SELECT pid, granted, (classid::bigint << 32) | objid::bigint AS key FROM pg_locks "
-        "WHERE locktype = 'advisory' AND objsubid = 1";
+        "SELECT pid, granted, mode, (classid::bigint << 32) | objid::bigint AS key "
+        "FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1";
     const auto waiting = server_.value(
         "WITH a AS MATERIALIZED (" + keys + "), b AS (SELECT (1::bigint << 62) + (" + id +
         ") * 2097152 AS base) SELECT count(*) FROM a r, b WHERE r.granted "
         "AND r.key BETWEEN b.base + 1048577 AND b.base + 2097150 "
-        "AND NOT EXISTS (SELECT 1 FROM a m WHERE m.pid = r.pid AND m.granted AND m.key < 0)");
+        "AND NOT EXISTS (SELECT 1 FROM a m WHERE m.pid = r.pid AND m.granted AND m.key < 0 "
+        "AND m.mode = 'ExclusiveLock')");
     return (count ? static_cast<std::size_t>(std::stoul(*count)) : 0) +
            (waiting ? static_cast<std::size_t>(std::stoul(*waiting)) : 0);
   }

@@ -48,7 +48,8 @@ std::string check_sql(const std::string& schema) {
          "  AND l.classid = ((k.id >> 32) & 4294967295)::oid "
          "  AND l.objid = (k.id & 4294967295)::oid AND l.mode = $3 "
          "JOIN pg_locks m ON m.pid = l.pid AND m.locktype = 'advisory' AND m.objsubid = 1 "
-         "  AND m.granted AND m.database = l.database AND m.classid = $4::oid "
+         "  AND m.granted AND m.mode = 'ExclusiveLock' AND m.database = l.database "
+         "  AND m.classid = $4::oid "
          "  AND m.objid = $5::oid "
          "WHERE k.grp = $1 AND k.name = $2::bytea)";
 }

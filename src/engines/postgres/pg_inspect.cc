@@ -37,9 +37,13 @@ namespace {
 std::string semaphore_sql(const std::string& q) {
   return "WITH k AS (SELECT (1::bigint << 62) + id * 2097152 AS base FROM " + q +
          ".locks WHERE grp = $1 AND name = $2::bytea), "
-         "a AS MATERIALIZED (SELECT * FROM " +
-         q +
-         ".advisory_keys()), "
+         // A marker held shared is a head looking whether it came free, not a grant.
+         "a AS MATERIALIZED (SELECT pid, granted, waitstart, "
+         "  CASE WHEN key < 0 AND mode <> 'ExclusiveLock' THEN NULL ELSE key END AS key "
+         "  FROM (SELECT l.pid, l.granted, l.waitstart, l.mode, "
+         "    (l.classid::bigint << 32) | l.objid::bigint AS key FROM pg_locks l "
+         "    WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.database = "
+         "    (SELECT oid FROM pg_database WHERE datname = current_database())) x), "
          "s AS (SELECT c.pid, c.key - k.base AS capacity, k.base FROM a c, k "
          "  WHERE c.granted AND c.key BETWEEN k.base + 1 AND k.base + 1048576) "
          "SELECT s.capacity, "
@@ -55,7 +59,8 @@ std::string semaphore_sql(const std::string& q) {
 std::string lock_sql(const std::string& q) {
   return "SELECT p.mode, p.granted, (SELECT -((m.classid::bigint << 32) | m.objid::bigint) "
          "  FROM pg_locks m WHERE m.pid = p.pid AND m.locktype = 'advisory' AND m.objsubid = 1 "
-         "  AND m.granted AND m.database = p.database AND m.classid::bigint >= 2147483648 "
+         "  AND m.granted AND m.mode = 'ExclusiveLock' AND m.database = p.database "
+         "  AND m.classid::bigint >= 2147483648 "
          "  LIMIT 1) AS token, "
          "  EXISTS (SELECT 1 FROM pg_locks x WHERE x.pid = p.pid AND x.locktype = 'virtualxid' "
          "    AND x.granted) AS busy "

@@ -95,10 +95,13 @@ BEGIN
     PERFORM pg_advisory_unlock(base + 2097151);
     RETURN false;
   END IF;
-  -- Busy: a request of the semaphore holds it, or another probe like this one does for
-  -- a moment; only a request also holds its N.
-  RETURN EXISTS (SELECT 1 FROM @S.advisory_keys() a
-                  WHERE a.key BETWEEN base + 1 AND base + 1048576);
+  -- Busy: a request of the semaphore holds it (shared), or another probe like this one
+  -- does for a moment (exclusive).
+  RETURN EXISTS (SELECT 1 FROM pg_locks l
+                  WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+                    AND l.mode = 'ShareLock'
+                    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    AND (l.classid::bigint << 32) | l.objid::bigint = base + 2097151);
 END $warden$;
 CREATE OR REPLACE FUNCTION @S.lock_checked(lock_id bigint, shared boolean, wait boolean,
     wait_ms integer, ttl_ms integer, elect boolean, val bytea)
@@ -162,6 +165,8 @@ DECLARE
   alone boolean;
   token bigint;
   held bigint;
+  oldest bigint;
+  oldest_permits bigint;
   pause double precision := 0.001;
   deadline timestamptz := clock_timestamp() + make_interval(secs => wait_ms / 1000.0);
 BEGIN
@@ -183,24 +188,27 @@ BEGIN
     RETURN -1;
   END IF;
   alone := pg_try_advisory_lock(u);
+  -- A lock's exclusive request holds or waits for the lock id: a shared try fails.
+  -- Requests of the semaphore never hold it exclusive while another request is in.
+  IF NOT pg_try_advisory_lock_shared(lock_id) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
+  END IF;
   IF alone THEN
-    -- Nobody else is in: all N permits are free. A lock's request holds or waits for the
-    -- lock id, or nobody does; then keep it shared, as every request does.
-    IF NOT pg_try_advisory_lock(lock_id) THEN
-      RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-        MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
-    END IF;
-    PERFORM pg_advisory_lock_shared(lock_id);
+    -- Nobody else is in: all N permits are free. A lock's shared holder holds the lock
+    -- id too, and so does, for a moment, a request of the semaphore that is letting go
+    -- of its keys (pg_advisory_unlock_all() and a session's end free them in no
+    -- particular order): the exclusive try is given 20 ms.
+    FOR attempt IN 1 .. 20 LOOP
+      EXIT WHEN pg_try_advisory_lock(lock_id);
+      IF attempt = 20 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+          MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
+      END IF;
+      PERFORM pg_sleep(0.001);
+    END LOOP;
     PERFORM pg_advisory_unlock(lock_id);
   ELSE
-    -- A lock's request: a session on the lock id that is no request of this semaphore.
-    IF EXISTS (WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys())
-               SELECT 1 FROM a p WHERE p.key = lock_id
-                  AND NOT EXISTS (SELECT 1 FROM a c WHERE c.pid = p.pid AND c.key = u))
-       OR NOT pg_try_advisory_lock_shared(lock_id) THEN
-      RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-        MESSAGE = 'the name is a lock in use: a lock and a semaphore of one name refuse each other';
-    END IF;
     -- The turnstile: PostgreSQL's FIFO queue. Its holder is the head of the semaphore's
     -- queue and the only one that grants, so nobody passes it.
     IF NOT wait THEN
@@ -218,11 +226,14 @@ BEGIN
         PERFORM pg_advisory_unlock(u);
         EXIT;
       END IF;
-      -- Permits held: the k of every session of this semaphore that holds a marker.
+      -- Permits held: the k of every session of this semaphore that holds a marker
+      -- (one each), and the oldest grant's marker.
       WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys() WHERE granted)
-      SELECT coalesce(sum(r.key - base - 1048576), 0) INTO held FROM a r
-       WHERE r.key BETWEEN base + 1048577 AND base + 2097150
-         AND EXISTS (SELECT 1 FROM a m WHERE m.pid = r.pid AND m.key < 0);
+      SELECT coalesce(sum(r.key - base - 1048576), 0), max(m.key),
+             (array_agg(r.key - base - 1048576 ORDER BY m.key DESC))[1]
+        INTO held, oldest, oldest_permits
+        FROM a r JOIN a m ON m.pid = r.pid AND m.key < 0
+       WHERE r.key BETWEEN base + 1048577 AND base + 2097150;
       EXIT WHEN held + permits <= capacity;
       IF NOT wait THEN
         PERFORM pg_advisory_unlock_all();
@@ -232,9 +243,23 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
           MESSAGE = 'the semaphore''s permits did not come free in time';
       END IF;
-      PERFORM pg_sleep(CASE WHEN wait_ms > 0
-                            THEN least(pause, greatest(extract(epoch FROM deadline - clock_timestamp()), 0.001))
-                            ELSE pause END);
+      -- Wait for the oldest grant's marker, for at most the pause: its release (or its
+      -- session's end) wakes this one at once, any other is seen at the next count.
+      -- Taken shared, only to learn that it is free, and let go at once: a grant's
+      -- marker is the exclusive one (check and inspect look at that mode only).
+      PERFORM set_config('lock_timeout', greatest(1, ceil(1000 * CASE WHEN wait_ms > 0
+          THEN least(pause, extract(epoch FROM deadline - clock_timestamp())) ELSE pause END))::text,
+          true);
+      BEGIN
+        PERFORM pg_advisory_lock_shared(oldest);
+        PERFORM pg_advisory_unlock_shared(oldest);
+        -- Gone, and nobody else granted meanwhile (only this head grants): its permits
+        -- are free, no need to count again.
+        held := held - oldest_permits;
+      EXCEPTION WHEN lock_not_available THEN
+        NULL;
+      END;
+      EXIT WHEN held + permits <= capacity;
       pause := least(pause * 2, 0.05);
     END LOOP;
   END IF;
