@@ -128,7 +128,10 @@ std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key, std
   if (!capabilities.semaphore) {
     throw Error(Errc::unsupported, "this engine has no semaphores");
   }
-  core::require_capabilities(capabilities, Mode::shared, lock_options);
+  // A permit is a shared grant on the seam, but an engine that counts permits need not
+  // have a shared mode for locks (mysql://): `semaphore` says it can; fairness and
+  // lock-delay are checked as for any grant.
+  core::require_capabilities(capabilities, Mode::exclusive, lock_options);
   core::AcquireRequest request{key, Mode::shared, lock_options, deadline, std::move(stop)};
   request.capacity = capacity;
   request.permits = permits;

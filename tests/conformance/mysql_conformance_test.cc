@@ -10,6 +10,7 @@
 #include "conformance/conformance_suite.h"
 #include "conformance/election_suite.h"
 #include "conformance/multi_lock_suite.h"
+#include "conformance/semaphore_suite.h"
 #include "support/mariadb_server.h"
 
 namespace warden::conformance {
@@ -19,10 +20,8 @@ namespace {
 // order (the server's lock queue; Conformance.FairWaitersAreGrantedInFifoOrder holds
 // it to that); no barging, no lock-delay; tokens come from a sequence made durable, so
 // they survive a restart. Elections are a lock whose value is a row written with the
-// grant. The engine counts a semaphore's permits (slot locks behind a FIFO turnstile),
-// but the client core asks semaphores for the shared mode, which mysql:// lacks, so
-// semaphores stay unclaimed and SemaphoreConformance uninstantiated until it asks only
-// for `semaphore` (docs/engines/mysql.md, Semaphores).
+// grant. A semaphore's permits are slot locks behind a FIFO turnstile
+// (docs/engines/mysql.md, Semaphores).
 constexpr Capabilities kMysql{.shared = false,
                               .fair = true,
                               .non_fair = false,
@@ -30,7 +29,7 @@ constexpr Capabilities kMysql{.shared = false,
                               .fencing = true,
                               .durable_tokens = true,
                               .check = true,
-                              .semaphore = false,
+                              .semaphore = true,
                               .election = true};
 
 class MariaDbBackend final : public Backend {
@@ -61,6 +60,7 @@ const EngineCase kMariaDb{"MariaDb", kMysql, [] { return std::make_unique<MariaD
 INSTANTIATE_TEST_SUITE_P(Mysql, Conformance, ::testing::Values(kMariaDb), name_printer);
 INSTANTIATE_TEST_SUITE_P(Mysql, MultiLockConformance, ::testing::Values(kMariaDb), name_printer);
 INSTANTIATE_TEST_SUITE_P(Mysql, ElectionConformance, ::testing::Values(kMariaDb), name_printer);
+INSTANTIATE_TEST_SUITE_P(Mysql, SemaphoreConformance, ::testing::Values(kMariaDb), name_printer);
 
 }  // namespace
 }  // namespace warden::conformance

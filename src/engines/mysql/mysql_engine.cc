@@ -101,10 +101,7 @@ class MysqlEngine final : public core::Engine {
     caps.fencing = true;
     caps.durable_tokens = true;  // make_durable, before the grant is told
     caps.check = true;
-    // The engine grants a semaphore's permits (acquire_permits: slot locks behind a FIFO
-    // turnstile), but the client core still asks a semaphore for the shared mode, which
-    // GET_LOCK lacks: claimed once the core asks only for `semaphore`.
-    caps.semaphore = false;
+    caps.semaphore = true;  // slot locks behind a FIFO turnstile (acquire_permits)
     caps.election = true;  // the value in warden_leaders, written with the grant
     return caps;
   }
