@@ -786,7 +786,7 @@ void Dispatcher::touched(std::string_view key) {
   if (it == watchers_.end()) return;
   for (const ConnId conn : it->second) {
     // One CHANGED per watcher between two takes: the watcher reads the key anew anyway.
-    if (!pushed_.emplace(conn, true).second) continue;
+    if (!pushed_.insert(conn).second) continue;
     Wakeup w{conn, {}};
     resp::array(w.reply, 2);
     resp::bulk(w.reply, "CHANGED");

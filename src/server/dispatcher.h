@@ -33,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "server/table_snapshot.h"
@@ -228,7 +229,7 @@ class Dispatcher {
   std::vector<Wakeup> wakeups_;
   // Watching connections by key, and the watchers pushed a CHANGED not yet taken.
   std::unordered_map<std::string, std::vector<ConnId>> watchers_;
-  std::unordered_map<ConnId, bool> pushed_;
+  std::unordered_set<ConnId> pushed_;
   std::optional<Time> retry_at_;  // set after a failed grant; see survive()
   std::unordered_map<std::uint64_t, PendingAuth> pending_auth_;  // by check id
   std::vector<AuthCheck> auth_checks_;                           // not yet taken by the shell

@@ -5,10 +5,13 @@
 
 #include <future>
 #include <stop_token>
+#include <thread>
 
+#include "support/observed_leaders.h"
 #include "support/server_process.h"
 #include "support/waiting.h"
 #include "warden/client.h"
+#include "warden/election.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
 
@@ -88,6 +91,32 @@ TEST(WardenRestart, DuringTheEmbargoATryIsNotGrantedAndAWaitRetriesUntilGrantedO
   Lease lease = lock.acquire(Mode::exclusive, Wait::up_to(5s));
   ASSERT_TRUE(lease);
   EXPECT_GE(Clock::now(), restarted + options.ttl - 25ms);
+}
+
+// An observer whose WATCH connection died with the server polls for one `poll` and then
+// watches again: a proclaim after that reaches it at once, far sooner than its next poll
+// could (a poll of 10 s; the looks between pushes are 100 s apart).
+TEST(WardenRestart, AnObserverWatchesAgainAfterTheServerRestarted) {
+  Wardend server;
+  Client leader = Client::open(server.uri(), quick_options());
+  Client watcher = Client::open(server.uri(), quick_options());
+  ObservedLeaders observed;
+  std::jthread observer = observed.observe(watcher.election("g", "e"), 10s);
+  ASSERT_TRUE(observed.saw(std::nullopt)) << "the observer did not report the start";
+
+  crash_and_restart(server);
+  LockOptions options;
+  options.ttl = 1000ms;
+  Leadership leading =
+      leader.election("g", "e", options).campaign("a", Wait::up_to(5s));  // after the embargo
+  ASSERT_TRUE(leading);
+  ASSERT_TRUE(observed.saw(Leader{"a", leading.term()}, 15s))
+      << "the observer never looked again after its watch broke";
+  leading.proclaim("b");
+  EXPECT_TRUE(observed.saw(Leader{"b", leading.term()}, 2s))
+      << "no push after the restart: the observer did not watch again";
+  observer.request_stop();
+  observer.join();  // a stop ends the wait on the new watch at once
 }
 
 }  // namespace
