@@ -22,6 +22,9 @@ ClientState::ClientState(std::string uri_text, ClientOptions client_options,
 }
 
 ClientState::~ClientState() {
+  // Releases sent without waiting are answered while the watchdog can still take the
+  // unconfirmed ones.
+  engine_->settle_releases();
   std::map<HoldKey, std::shared_ptr<Hold>> left;
   {
     std::lock_guard guard(mu_);
@@ -160,6 +163,7 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
   // Engines see the fairness the request gets, never `automatic`.
   request.options.fairness = capabilities.resolve(request.options.fairness);
 
+  if (request.deadline <= Clock::now()) settle_release_of(request.key);
   const auto& group = request.key.group;
   metrics->add(group, core::Counter::attempts);
   const auto started = Clock::now();
@@ -203,6 +207,10 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
     forget(*hold);
     return;
   }
+  if (!report) {
+    release_without_waiting(hold);
+    return;
+  }
   try {
     engine_->release(hold->grant);
   } catch (...) {
@@ -220,6 +228,44 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
   hold->finish_release();
   metrics->add(group, core::Counter::releases);
   metrics->observe_hold(group, Clock::now() - hold->granted_at);
+}
+
+void ClientState::release_without_waiting(const std::shared_ptr<Hold>& hold) {
+  // Forgotten at once: the thread's next acquire of this lock takes a fresh grant.
+  forget(*hold);
+  {
+    std::lock_guard guard(mu_);
+    ++releasing_[hold->grant.key.joined()];
+  }
+  const auto released_at = Clock::now();
+  engine_->release_async(hold->grant, [this, hold, released_at](std::exception_ptr error) {
+    released(hold, released_at, error);
+  });
+}
+
+void ClientState::released(const std::shared_ptr<Hold>& hold, Clock::time_point released_at,
+                           const std::exception_ptr& error) {
+  const auto& group = hold->grant.key.group;
+  if (error) {
+    metrics->add(group, core::Counter::release_failures);
+    watchdog_.release_in_background(hold);
+  } else {
+    watchdog_.unwatch(hold.get());
+    hold->finish_release();
+    metrics->add(group, core::Counter::releases);
+    metrics->observe_hold(group, released_at - hold->granted_at);
+  }
+  std::lock_guard guard(mu_);
+  auto it = releasing_.find(hold->grant.key.joined());
+  if (it != releasing_.end() && --it->second == 0) releasing_.erase(it);
+}
+
+void ClientState::settle_release_of(const core::LockKey& key) {
+  {
+    std::lock_guard guard(mu_);
+    if (!releasing_.contains(key.joined())) return;
+  }
+  engine_->settle_releases();
 }
 
 bool ClientState::check(const Sequencer& sequencer) {

@@ -60,8 +60,10 @@ class ClientState {
       Clock::time_point deadline, std::stop_token stop);
 
   // Releases one count of `mode` on `hold`. On the last count, releases the grant on the
-  // backend. If the backend does not confirm: with `report`, the count is restored and
-  // the Error rethrown; without, the release is retried in the background.
+  // backend. With `report` (Lease::release) it waits for the backend's answer: if the
+  // backend does not confirm, the count is restored and the Error rethrown. Without
+  // (unlock(), a Lease dropped) it sends the release and returns; a release the backend
+  // does not confirm is retried in the background.
   void release(const std::shared_ptr<Hold>& hold, Mode mode, bool report);
 
   // The calling thread's hold of `key`, or nullptr.
@@ -86,12 +88,23 @@ class ClientState {
   std::shared_ptr<Hold> grant(core::AcquireRequest request);
   // A hold registered for the calling thread (holds_) and watched.
   void register_hold(const std::shared_ptr<Hold>& hold);
+  // The last count of `hold` is gone: its release is sent without waiting (engine
+  // release_async), counted in releasing_ until the backend answers.
+  void release_without_waiting(const std::shared_ptr<Hold>& hold);
+  // The backend answered the release of `hold`, sent at `released_at`.
+  void released(const std::shared_ptr<Hold>& hold, Clock::time_point released_at,
+                const std::exception_ptr& error);
+  // A try must not overtake this client's own release of the same lock (the backend
+  // would still see it held): it settles the releases in flight first.
+  void settle_release_of(const core::LockKey& key);
 
   const std::shared_ptr<core::Engine> engine_;
   core::Watchdog watchdog_;
 
   mutable std::mutex mu_;
   std::map<HoldKey, std::shared_ptr<Hold>> holds_;  // guarded by mu_
+  // "group/name" → releases sent without waiting and not yet answered. guarded by mu_
+  std::map<std::string, int> releasing_;
 };
 
 }  // namespace warden::detail

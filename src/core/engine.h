@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -148,6 +149,26 @@ class Engine {
   // Releases one grant. Idempotent: a grant the backend no longer holds counts as
   // released. Throws Error (unavailable, deadline_exceeded) if not confirmed.
   virtual void release(const GrantRef& grant) = 0;
+
+  // Releases one grant without waiting for the backend's answer, where the engine can
+  // (this default releases at once, as release() does, then calls `done`). `done` is
+  // called exactly once, on any thread: with nullptr once the backend confirmed the
+  // release (a grant it no longer held counts as released), or with the Error that left
+  // it unconfirmed. A request sent after this returns may reach the backend before the
+  // release does: the core sends a try of the same lock only after settle_releases().
+  using ReleaseDone = std::function<void(std::exception_ptr)>;
+  virtual void release_async(const GrantRef& grant, ReleaseDone done) {
+    try {
+      release(grant);
+    } catch (...) {
+      done(std::current_exception());
+      return;
+    }
+    done(nullptr);
+  }
+  // Returns once every release_async sent before this call has called its `done`
+  // (each bounded by the engine's op_timeout).
+  virtual void settle_releases() {}
 
   // Replaces the value an election's grant carries (see AcquireRequest::value). false if
   // the backend no longer holds the grant (nothing changes). Throws Error (unavailable,

@@ -239,4 +239,12 @@ bool Conformance::grantable(std::string_view name, Mode mode, const LockOptions&
   return true;
 }
 
+bool Conformance::freed(std::string_view name, Mode mode) {
+  return freed(name, mode, lock_options());
+}
+
+bool Conformance::freed(std::string_view name, Mode mode, const LockOptions& options) {
+  return eventually([&] { return grantable(name, mode, options); });
+}
+
 }  // namespace warden::conformance

@@ -208,6 +208,10 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   // with a try. A granted probe is released at once.
   bool grantable(std::string_view name, Mode mode = Mode::exclusive);
   bool grantable(std::string_view name, Mode mode, const LockOptions& options);
+  // Whether it is grantable so, or becomes so within kPatience: after another client's
+  // unlock() or dropped Lease, whose release may still be on its way (docs/contract.md).
+  bool freed(std::string_view name, Mode mode = Mode::exclusive);
+  bool freed(std::string_view name, Mode mode, const LockOptions& options);
 
  private:
   std::unique_ptr<Backend> backend_;

@@ -82,7 +82,7 @@ TEST_P(Conformance, WatchdogRenewsLeaseAcrossSeveralTtls) {
 
   lease.release();
   EXPECT_FALSE(callback_ran) << "a normal release fired the lost callback";
-  EXPECT_TRUE(grantable("x"));
+  EXPECT_TRUE(freed("x"));
 }
 
 TEST_P(Conformance, DroppedGrantIsLostWithinARenewIntervalAndNeverRenewedBack) {

@@ -26,7 +26,7 @@ TEST_P(Conformance, ReleaseIsIdempotent) {
   EXPECT_FALSE(lease.valid());
   EXPECT_NO_THROW(lease.release());
   EXPECT_FALSE(lease.valid());
-  EXPECT_TRUE(grantable("x"));
+  EXPECT_TRUE(freed("x"));
 
   Lease empty;
   EXPECT_NO_THROW(empty.release());
@@ -46,7 +46,7 @@ TEST_P(Conformance, MovedFromLeaseReleasesNothing) {
   EXPECT_FALSE(grantable("x")) << "releasing a moved-from Lease released the grant";
 
   moved.release();
-  EXPECT_TRUE(grantable("x"));
+  EXPECT_TRUE(freed("x"));
 }
 
 TEST_P(Conformance, MoveAssignmentAndDestructorRelease) {
@@ -56,10 +56,45 @@ TEST_P(Conformance, MoveAssignmentAndDestructorRelease) {
   lease = a.lock(group(), "second").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lease);
   EXPECT_EQ(lease.name(), "second");
-  EXPECT_TRUE(grantable("first")) << "move assignment did not release what it held";
+  EXPECT_TRUE(freed("first")) << "move assignment did not release what it held";
   EXPECT_FALSE(grantable("second"));
   { Lease gone = std::move(lease); }
-  EXPECT_TRUE(grantable("second")) << "the destructor did not release";
+  EXPECT_TRUE(freed("second")) << "the destructor did not release";
+}
+
+// unlock() and a dropped Lease send the release and return (docs/contract.md): the
+// client itself never sees its own release as still pending.
+TEST_P(Conformance, ATryRightAfterAnUnlockOnTheSameClientFindsTheLockFree) {
+  Client a = open_client();
+  Lock lock = a.lock(group(), "x");
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(lock.try_lock()) << "cycle " << i << ": refused after this thread's unlock";
+    lock.unlock();
+  }
+  for (int i = 0; i < 50; ++i) {
+    { Lease dropped = lock.acquire(Mode::exclusive, Wait::none()); }
+    // Another thread of the same client, after the drop.
+    bool granted = false;
+    std::thread([&] { granted = static_cast<bool>(lock.acquire(Mode::exclusive, Wait::none())); })
+        .join();
+    ASSERT_TRUE(granted) << "cycle " << i << ": refused after the client's own release";
+  }
+}
+
+TEST_P(Conformance, ClosingAClientAnswersItsReleasesFirst) {
+  Client next = open_client();
+  for (int i = 0; i < 20; ++i) {
+    {
+      Client a = open_client();
+      Lock lock = a.lock(group(), "x");
+      lock.lock();
+      lock.unlock();
+    }
+    // No polling: the closed client's release has been answered by the backend.
+    Lease lease = next.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
+    ASSERT_TRUE(lease) << "cycle " << i << ": still held after its client closed";
+    lease.release();
+  }
 }
 
 TEST_P(Conformance, ReleaseOrRenewByNonOwnerIsRefused) {
@@ -101,7 +136,7 @@ TEST_P(Conformance, ReleaseOrRenewByNonOwnerIsRefused) {
   }
   EXPECT_FALSE(lease.lost());
   lease.release();
-  EXPECT_TRUE(grantable("x"));
+  EXPECT_TRUE(freed("x"));
 }
 
 // DESIGN §2: only the holder renews or releases a grant. Another process that knows the

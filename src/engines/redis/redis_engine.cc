@@ -98,6 +98,8 @@ class RedisEngine final : public core::Engine {
   }
 
   ~RedisEngine() override {
+    // Completions of releases still owed touch held_, which goes before the pipelines.
+    settle_releases();
     // The listener uses this engine's pipelines: no failover is handled past this point.
     if (config_.connect.master) config_.connect.master->stop_watching();
   }
@@ -285,10 +287,47 @@ class RedisEngine final : public core::Engine {
                     wait_command());
     // 0 ("was not held") is a release too: release is idempotent.
     integer_of(result.replies.at(0), context("release"));
-    if (config_.connect.master) {
-      std::lock_guard lock(held_mu_);
-      held_.erase(grant.owner);
+    forget_held(grant.owner);
+  }
+
+  // The same call, answered later: its reply (and WAIT's) is read by the pipeline. A
+  // server that lost the script (NOSCRIPT) leaves the release unconfirmed, and the core's
+  // background retry sends it again with release(), which loads the script.
+  void release_async(const GrantRef& grant, ReleaseDone done) override {
+    // A cluster's router sends each round and waits for it: nothing to gain there.
+    if (router_) {
+      Engine::release_async(grant, std::move(done));
+      return;
     }
+    const LockKeys keys = LockKeys::of(grant.key);
+    std::vector<resp_client::Command> commands{resp_client::script_command(
+        ScriptCall{&k_release_script,
+                   all_keys(keys),
+                   {keys.channel, std::to_string(grant.token), grant.owner}},
+        true)};
+    if (wait_command() != nullptr) commands.push_back(*wait_command());
+    runner().post(std::move(commands), [this, owner = grant.owner, done = std::move(done)](
+                                           resp_client::RoundResult& result,
+                                           std::exception_ptr error) {
+      if (!error) {
+        try {
+          if (result.replies.at(0).error_code() == "NOSCRIPT") {
+            throw Error(Errc::unavailable, "the release script is not loaded on " +
+                                               context("release"));
+          }
+          integer_of(result.replies.at(0), context("release"));
+          forget_held(owner);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      done(error);
+    });
+  }
+
+  void settle_releases() override {
+    if (router_) router_->settle();
+    for (const auto& pipeline : pipelines_) pipeline->settle();
   }
 
   // One script call on the lock's :i (its slot's master in a cluster), followed by
@@ -354,6 +393,13 @@ class RedisEngine final : public core::Engine {
   }
 
  private:
+  // A released grant no longer needs checking after a failover.
+  void forget_held(const std::string& owner) {
+    if (!config_.connect.master) return;
+    std::lock_guard lock(held_mu_);
+    held_.erase(owner);
+  }
+
   // Where script calls go: a pipeline to the one server, or the cluster's router.
   resp_client::Runner& runner() {
     if (router_) return *router_;

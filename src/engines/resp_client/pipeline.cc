@@ -1,79 +1,213 @@
 #include "engines/resp_client/pipeline.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "warden/error.h"
+
 namespace warden::engines::resp_client {
+namespace {
+
+// How long a posted batch's replies may stay unread before the drainer reads them. Busy
+// callers read them sooner (every round reads what has arrived); this bounds how late an
+// idle client learns that its release was confirmed, or failed.
+constexpr auto kDrainDelay = std::chrono::milliseconds(1);
+
+}  // namespace
+
+void Runner::post(std::vector<Command> commands, Completion done) {
+  RoundResult result;
+  std::exception_ptr error;
+  try {
+    result = run(std::move(commands));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(result, error);
+}
 
 Pipeline::Pipeline(std::shared_ptr<Connector> connector, std::chrono::milliseconds timeout)
     : connector_(std::move(connector)), timeout_(timeout) {}
 
+Pipeline::~Pipeline() {
+  if (drainer_.joinable()) {
+    drainer_.request_stop();
+    drainer_.join();
+  }
+  settle();
+}
+
 Pipeline::Result Pipeline::run(std::vector<Command> commands) {
-  Batch mine;
-  mine.commands = std::move(commands);
+  auto mine = std::make_shared<Batch>();
+  mine->commands = std::move(commands);
   std::unique_lock lock(mu_);
-  queued_.push_back(&mine);
-  while (!mine.done) {
+  queued_.push_back(mine);
+  while (!mine->done) {
     if (leading_) {
       round_done_.wait(lock);
       continue;
     }
-    // Lead one round with everything queued so far.
-    leading_ = true;
-    std::vector<Batch*> round;
-    round.swap(queued_);
-    lock.unlock();
-    execute(round);
-    lock.lock();
-    for (Batch* batch : round) batch->done = true;
-    leading_ = false;
-    round_done_.notify_all();
+    lead(lock, /*read_all=*/false);
   }
-  if (mine.error) std::rethrow_exception(mine.error);
-  return std::move(mine.result);
+  if (mine->error) std::rethrow_exception(mine->error);
+  return std::move(mine->result);
 }
 
-void Pipeline::execute(const std::vector<Batch*>& round) {
+void Pipeline::post(std::vector<Command> commands, Completion done) {
+  auto mine = std::make_shared<Batch>();
+  mine->commands = std::move(commands);
+  mine->completion = std::move(done);
+  std::unique_lock lock(mu_);
+  if (!drainer_.joinable()) {
+    drainer_ = std::jthread([this](const std::stop_token& stop) { drain_loop(stop); });
+  }
+  queued_.push_back(mine);
+  while (!mine->written) {
+    if (leading_) {
+      round_done_.wait(lock);
+      continue;
+    }
+    lead(lock, /*read_all=*/false);
+  }
+}
+
+void Pipeline::settle() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    if (leading_) {
+      round_done_.wait(lock);
+      continue;
+    }
+    if (owed_count_ == 0 && queued_.empty()) return;
+    lead(lock, /*read_all=*/true);
+  }
+}
+
+void Pipeline::lead(std::unique_lock<std::mutex>& lock, bool read_all) {
+  leading_ = true;
+  std::vector<BatchPtr> round;
+  round.swap(queued_);
+  lock.unlock();
+  const std::vector<BatchPtr> completed = execute(round, read_all);
+  for (const BatchPtr& batch : completed) batch->completion(batch->result, batch->error);
+  lock.lock();
+  for (const BatchPtr& batch : round) {
+    batch->written = true;
+    if (!batch->completion) batch->done = true;  // a run() batch is always read in its round
+  }
+  const bool was_empty = owed_count_ == 0;
+  owed_count_ = owed_.size();
+  if (!owed_.empty()) oldest_owed_ = owed_.front()->result.sent;
+  leading_ = false;
+  round_done_.notify_all();
+  // The drainer sleeps without a deadline only while nothing is owed.
+  if (was_empty && owed_count_ > 0) drain_wake_.notify_all();
+}
+
+bool Pipeline::read_front(bool block) {
+  Batch& batch = *owed_.front();
+  while (batch.result.replies.size() < batch.commands.size()) {
+    if (block) {
+      batch.result.replies.push_back(conn_->read_reply(batch.result.sent + timeout_));
+      continue;
+    }
+    auto reply = conn_->poll_reply(Clock::now());
+    if (!reply) return false;
+    batch.result.replies.push_back(std::move(*reply));
+  }
+  return true;
+}
+
+void Pipeline::fail_owed(const std::exception_ptr& error, std::vector<BatchPtr>& out) {
+  for (const BatchPtr& batch : owed_) {
+    batch->error = error;
+    batch->result.replies.clear();
+    if (batch->completion) out.push_back(batch);
+  }
+  owed_.clear();
+}
+
+std::vector<Pipeline::BatchPtr> Pipeline::execute(const std::vector<BatchPtr>& round,
+                                                  bool read_all) {
+  std::vector<BatchPtr> completed;
+  std::size_t written = 0;  // batches of `round` appended to owed_
   try {
     // A connection the server closed meanwhile (a restart) is replaced before the round
-    // rather than failing it.
-    if (conn_ && !still_current(*conn_, connector_->options())) conn_.reset();
-    if (!conn_ || !conn_->reusable()) {
+    // rather than failing it; one that still owes replies is kept for them (a closed one
+    // fails when they are read).
+    if (conn_ && !still_current(*conn_, connector_->options())) {
+      fail_owed(std::make_exception_ptr(Error(
+                    Errc::unavailable, conn_->endpoint() + " is no longer the master")),
+                completed);
       conn_.reset();
-      conn_ = connector_->connect();
     }
-    std::size_t total = 0;
-    for (const Batch* batch : round) {
-      for (const Command& command : batch->commands) conn_->append(command);
-      total += batch->commands.size();
-    }
-    const auto sent = Clock::now();
-    const auto deadline = sent + timeout_;
-    conn_->flush(deadline);
-    std::vector<Reply> replies;
-    replies.reserve(total);
-    for (std::size_t i = 0; i < total; ++i) replies.push_back(conn_->read_reply(deadline));
-    // A server that refuses writes as a replica is no longer the master (a failover
-    // demoted it): the next round goes to whichever server is.
-    for (const Reply& reply : replies) {
-      if (reply.is_error() && reply.error_code() == "READONLY") {
-        connector_->not_master(*conn_);
-        conn_.reset();
-        break;
-      }
-    }
+    if (conn_ && owed_.empty() && !conn_->reusable()) conn_.reset();
+    if (!conn_) conn_ = connector_->connect();
 
-    auto next = replies.begin();
-    for (Batch* batch : round) {
+    const auto sent = Clock::now();
+    for (const BatchPtr& batch : round) {
+      for (const Command& command : batch->commands) conn_->append(command);
       batch->result.sent = sent;
-      const auto n = static_cast<std::ptrdiff_t>(batch->commands.size());
-      batch->result.replies.assign(std::make_move_iterator(next),
-                                   std::make_move_iterator(next + n));
-      next += n;
+      owed_.push_back(batch);
+      ++written;
+    }
+    if (!round.empty()) conn_->flush(sent + timeout_);
+
+    // Replies come in the order written: a run() batch of this round needs every reply
+    // owed before its own. Past the last of them, only what has already arrived is read,
+    // unless `read_all`.
+    std::size_t must_read = 0;
+    for (std::size_t i = 0; i < owed_.size(); ++i) {
+      if (!owed_[i]->completion) must_read = i + 1;
+    }
+    bool demoted = false;
+    while (!owed_.empty()) {
+      if (!read_front(read_all || must_read > 0)) break;
+      BatchPtr batch = std::move(owed_.front());
+      owed_.pop_front();
+      if (must_read > 0) --must_read;
+      // A server that refuses writes as a replica is no longer the master (a failover
+      // demoted it): the next round goes to whichever server is.
+      demoted = demoted || std::any_of(batch->result.replies.begin(), batch->result.replies.end(),
+                                       [](const Reply& reply) {
+                                         return reply.is_error() &&
+                                                reply.error_code() == "READONLY";
+                                       });
+      if (batch->completion) completed.push_back(std::move(batch));
+    }
+    if (demoted) {
+      connector_->not_master(*conn_);
+      fail_owed(std::make_exception_ptr(
+                    Error(Errc::unavailable, conn_->endpoint() + " is no longer the master")),
+                completed);
+      conn_.reset();
     }
   } catch (...) {
     conn_.reset();
     const std::exception_ptr error = std::current_exception();
-    for (Batch* batch : round) batch->error = error;
+    fail_owed(error, completed);
+    for (std::size_t i = written; i < round.size(); ++i) {
+      round[i]->error = error;
+      if (round[i]->completion) completed.push_back(round[i]);
+    }
+  }
+  return completed;
+}
+
+void Pipeline::drain_loop(const std::stop_token& stop) {
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    if (owed_count_ == 0) {
+      drain_wake_.wait(lock, stop, [&] { return owed_count_ > 0; });
+      continue;
+    }
+    const auto due = oldest_owed_ + kDrainDelay;
+    const auto now = Clock::now();
+    if (leading_ || now < due) {
+      drain_wake_.wait_until(lock, stop, leading_ ? now + kDrainDelay : due, [] { return false; });
+      continue;
+    }
+    lead(lock, /*read_all=*/true);
   }
 }
 

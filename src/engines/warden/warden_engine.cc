@@ -129,6 +129,24 @@ class WardenEngine final : public core::Engine {
     parse_flag(result.replies.at(0), "RELEASE on " + connector_->endpoint());
   }
 
+  // The same RELEASE, answered later: the control connection reads its reply.
+  void release_async(const GrantRef& grant, ReleaseDone done) override {
+    control_.post({release_command(grant)},
+                  [this, done = std::move(done)](resp_client::RoundResult& result,
+                                                 std::exception_ptr error) {
+                    if (!error) {
+                      try {
+                        parse_flag(result.replies.at(0), "RELEASE on " + connector_->endpoint());
+                      } catch (...) {
+                        error = std::current_exception();
+                      }
+                    }
+                    done(error);
+                  });
+  }
+
+  void settle_releases() override { control_.settle(); }
+
   bool proclaim(const GrantRef& grant, std::string_view value) override {
     const auto result = control_.run({proclaim_command(grant, value)});
     return parse_flag(result.replies.at(0), "PROCLAIM on " + connector_->endpoint());

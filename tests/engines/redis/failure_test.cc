@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/server_process.h"
+#include "support/unwaited_release.h"
 #include "test_util.h"
 #include "warden/client.h"
 #include "warden/error.h"
@@ -81,6 +82,18 @@ TEST(RedisFailure, FrozenServerFailsOpenAfterItsOpTimeout) {
   EXPECT_EQ(opening.wait_for(kNoHang), std::future_status::ready) << "open hung on a frozen server";
   server.resume();
   opening.get();
+}
+
+TEST(RedisFailure, AnUnlockReturnsWhileTheServerIsFrozen) {
+  RedisServer server;
+  expect_unlock_returns_while_the_server_is_frozen(
+      {server.uri(), [&] { server.pause(); }, [&] { server.resume(); }});
+}
+
+TEST(RedisFailure, AnUnconfirmedReleaseIsRetriedUntilTheServerConfirmsIt) {
+  RedisServer server;
+  expect_an_unconfirmed_release_is_retried(
+      {server.uri(), [&] { server.pause(); }, [&] { server.resume(); }});
 }
 
 TEST(RedisFailure, HolderOfAFrozenServerIsToldOfTheLossWithinTheTtl) {

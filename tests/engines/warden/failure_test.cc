@@ -8,6 +8,7 @@
 #include <string>
 
 #include "support/server_process.h"
+#include "support/unwaited_release.h"
 #include "support/waiting.h"
 #include "warden/client.h"
 #include "warden/error.h"
@@ -57,6 +58,20 @@ TEST(WardenFailure, CallsToAFrozenServerEndWithinOpTimeout) {
   EXPECT_NO_THROW((void)client.check(seq));
   EXPECT_NO_THROW(lease.release());
   EXPECT_FALSE(client.check(seq));
+}
+
+TEST(WardenFailure, AnUnlockReturnsWhileTheServerIsFrozen) {
+  Wardend server;
+  expect_unlock_returns_while_the_server_is_frozen({server.uri(),
+                                                    [&] { server.process().signal(SIGSTOP); },
+                                                    [&] { server.process().signal(SIGCONT); }});
+}
+
+TEST(WardenFailure, AnUnconfirmedReleaseIsRetriedUntilTheServerConfirmsIt) {
+  Wardend server;
+  expect_an_unconfirmed_release_is_retried({server.uri(),
+                                            [&] { server.process().signal(SIGSTOP); },
+                                            [&] { server.process().signal(SIGCONT); }});
 }
 
 TEST(WardenFailure, ServerGoneFailsCallsWithUnavailableAndParkedWaitsEnd) {
