@@ -94,10 +94,10 @@ std::string baseline_notes(const std::string& url, const Workload& w) {
 std::string format_text(const BenchReport& r) {
   const Workload& w = r.workload;
   std::string out = fmt::format(
-      "warden bench: {} client{}, {}, mode {}, {:g} s{}, ttl {} ms\n\n", w.clients,
-      w.clients == 1 ? "" : "s", keys_text(w), mode_text(w), r.duration_seconds,
+      "warden bench: {} client{}, {}, mode {}, {:g} s{}, ttl {} ms, releases {}\n\n",
+      w.clients, w.clients == 1 ? "" : "s", keys_text(w), mode_text(w), r.duration_seconds,
       r.rounds > 1 && r.baseline ? fmt::format(" in {} alternating rounds", r.rounds) : "",
-      w.ttl.count());
+      w.ttl.count(), w.confirm_releases ? "confirmed" : "sent without waiting");
   std::string warden_label = r.warden.url;
   std::string baseline_label = r.baseline ? r.baseline->url + " (baseline)" : "";
   const std::size_t width = std::max({warden_label.size(), baseline_label.size(), size_t{6}});
@@ -133,6 +133,7 @@ std::string format_json(const BenchReport& r) {
          {"permits", w.permits},
          {"members", w.members},
          {"contended", w.contended},
+         {"releases_confirmed", w.confirm_releases},
          {"duration_s", r.duration_seconds},
          {"rounds", r.rounds},
          {"ttl_ms", w.ttl.count()},

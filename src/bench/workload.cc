@@ -26,11 +26,13 @@ constexpr auto kQueueGrace = 1ms;
 template <class Handle, class Acquire>
 class RoundRobinCycleClient final : public CycleClient {
  public:
-  RoundRobinCycleClient(Client client, std::vector<Handle> handles, int index, Acquire acquire)
+  RoundRobinCycleClient(Client client, std::vector<Handle> handles, int index, Acquire acquire,
+                        bool confirm_releases)
       : client_(std::move(client)),
         handles_(std::move(handles)),
         acquire_(std::move(acquire)),
-        next_(static_cast<std::size_t>(index) % handles_.size()) {}
+        next_(static_cast<std::size_t>(index) % handles_.size()),
+        confirm_releases_(confirm_releases) {}
 
   std::optional<std::chrono::nanoseconds> cycle(const std::stop_token& stop) override {
     Handle& handle = handles_[next_];
@@ -39,8 +41,8 @@ class RoundRobinCycleClient final : public CycleClient {
     auto held = acquire_(handle, stop);
     const auto t1 = Clock::now();
     if (!held) return std::nullopt;
-    held.release();
-    return t1 - t0;
+    if (confirm_releases_) held.release();
+    return t1 - t0;  // otherwise `held` is dropped here, as a scope's end drops a lease
   }
 
  private:
@@ -48,13 +50,15 @@ class RoundRobinCycleClient final : public CycleClient {
   std::vector<Handle> handles_;
   Acquire acquire_;
   std::size_t next_;
+  bool confirm_releases_;
 };
 
 template <class Handle, class Acquire>
 std::unique_ptr<CycleClient> round_robin(Client client, std::vector<Handle> handles, int index,
-                                         Acquire acquire) {
+                                         const Workload& workload, Acquire acquire) {
   return std::make_unique<RoundRobinCycleClient<Handle, Acquire>>(
-      std::move(client), std::move(handles), index, std::move(acquire));
+      std::move(client), std::move(handles), index, std::move(acquire),
+      workload.confirm_releases);
 }
 
 // The mode of one acquire: mixed = shared with probability 0.9, exclusive with 0.1.
@@ -132,7 +136,7 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
         semaphores.push_back(client.semaphore(kGroup, lock_name(workload, i, k), workload.permits,
                                               lock_options(workload)));
       }
-      clients.push_back(round_robin(std::move(client), std::move(semaphores), i,
+      clients.push_back(round_robin(std::move(client), std::move(semaphores), i, workload,
                                     [](Semaphore& semaphore, const std::stop_token& stop) {
                                       return semaphore.acquire(1, Wait::forever(), stop);
                                     }));
@@ -153,7 +157,7 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
         }
         multis.push_back(client.multi(std::move(members), lock_options(workload)));
       }
-      clients.push_back(round_robin(std::move(client), std::move(multis), i,
+      clients.push_back(round_robin(std::move(client), std::move(multis), i, workload,
                                     [](MultiLock& multi, const std::stop_token& stop) {
                                       return multi.acquire(Wait::forever(), stop);
                                     }));
@@ -165,7 +169,7 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
       locks.push_back(client.lock(kGroup, lock_name(workload, i, k), lock_options(workload)));
     }
     clients.push_back(
-        round_robin(std::move(client), std::move(locks), i,
+        round_robin(std::move(client), std::move(locks), i, workload,
                     [mix = workload.mix, rng = std::minstd_rand(static_cast<std::uint32_t>(i) + 1)](
                         Lock& lock, const std::stop_token& stop) mutable {
                       return lock.acquire(pick_mode(mix, rng), Wait::forever(), stop);

@@ -40,6 +40,9 @@ struct Workload {
   int keys = 1;
   LockMix mix = LockMix::exclusive;
   bool contended = false;
+  // Each cycle ends with Lease::release(), which waits for the backend's answer; without,
+  // the lease is dropped as a scope ends, and the release is sent without waiting.
+  bool confirm_releases = false;
   std::uint32_t permits = 0;              // > 0: each key a semaphore of this many
   int members = 0;                        // > 1: each cycle a multi-lock of this many keys
   std::chrono::milliseconds ttl{30'000};  // lease of every grant

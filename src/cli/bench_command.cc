@@ -88,6 +88,7 @@ Plan make_plan(const BenchOptions& o) {
   w.clients = o.clients;
   w.keys = o.keys;
   w.contended = o.contended;
+  w.confirm_releases = o.confirm_releases;
   if (o.mode == "exclusive") {
     w.mix = bench::LockMix::exclusive;
   } else if (o.mode == "shared") {
@@ -329,6 +330,9 @@ void add_bench_command(Commands& commands) {
           ->check(CLI::Range(2, 1024));
   auto* contended = app.add_flag("--contended", o->contended,
                                  "All clients share the same K locks (default: K of their own)");
+  auto* confirm = app.add_flag("--confirm-releases", o->confirm_releases,
+                               "Each cycle waits for its release to be confirmed "
+                               "(Lease::release; default: the lease is dropped, as unlock() does)");
   auto* ttl = app.add_option("--ttl", o->ttl, "Lease length of every grant")
                   ->type_name("D")
                   ->capture_default_str();
@@ -385,9 +389,9 @@ void add_bench_command(Commands& commands) {
   failover->excludes(hold)->excludes(idle);
   // The capacity checks take none of the timed run's options. Checked at parse time,
   // but not with excludes(), which would list every pair in --help.
-  const std::vector<CLI::Option*> run_options = {clients,  keys,      mode, permits,
-                                                 members,  duration,  ttl,  contended,
-                                                 baseline, handoff,   rounds};
+  const std::vector<CLI::Option*> run_options = {clients,  keys,     mode,      permits,
+                                                 members,  duration, ttl,       contended,
+                                                 baseline, handoff,  rounds,    confirm};
   app.callback([run_options, hold, idle, failover, ttl, o] {
     // An election failover waits out a lease per sample: a short one unless asked.
     if (failover->count() > 0 && ttl->count() == 0) o->ttl = "1s";

@@ -30,6 +30,7 @@ struct BenchOptions {
   int members = 0;            // > 1: a multi-lock of this many keys per cycle
   std::string duration = "10s";
   bool contended = false;
+  bool confirm_releases = false;  // Lease::release() per cycle instead of dropping the lease
   std::string ttl = "30s";
   std::string baseline;  // redis:// URL, empty: none
   int handoff_samples = 1000;

@@ -115,6 +115,7 @@ TEST(WardenBench, MemRunReportsCyclesLatenciesAndHandOffAsJson) {
   EXPECT_EQ(j.at("keys"), 1);
   EXPECT_EQ(j.at("mode"), "exclusive");
   EXPECT_EQ(j.at("contended"), false);
+  EXPECT_EQ(j.at("releases_confirmed"), false);
   EXPECT_DOUBLE_EQ(j.at("duration_s").get<double>(), 1.0);
   expect_phase(j.at("warden"), "mem://");
   EXPECT_TRUE(j.at("baseline").is_null());
@@ -137,10 +138,12 @@ TEST(WardenBench, BaselineRunsTheRawRedisLockInTheSameRun) {
 
   const auto o =
       warden({"bench", "--url", "mem://", "--clients", "2", "--duration", "1s", "--contended",
-              "--rounds", "2", "--handoff-samples", "0", "--baseline", redis_url, "--json"});
+              "--rounds", "2", "--handoff-samples", "0", "--baseline", redis_url, "--confirm-releases",
+              "--json"});
   ASSERT_EQ(o.status, 0) << o.err;
   const json j = json::parse(o.out);
   EXPECT_EQ(j.at("contended"), true);
+  EXPECT_EQ(j.at("releases_confirmed"), true);
   EXPECT_EQ(j.at("rounds"), 2);
   expect_phase(j.at("warden"), "mem://");
   expect_phase(j.at("baseline"), redis_url);

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "core/background_releases.h"
 #include "core/client_id.h"
 #include "engines/etcd/etcd_config.h"
 #include "engines/etcd/etcd_rpc.h"
@@ -280,6 +281,12 @@ class EtcdEngine final : public core::Engine {
     return rpc_->txn(request).succeeded();
   }
 
+  // Sent by a thread of the engine's own: the call waits for its answer.
+  void release_async(const GrantRef& grant, ReleaseDone done) override {
+    background_.post(grant, std::move(done));
+  }
+  void settle_releases() override { background_.settle(); }
+
   bool check(const Sequencer& sequencer) override {
     const LockKeys keys = LockKeys::of(config_.prefix, sequencer.group, sequencer.name);
     RangeRequest request;
@@ -517,6 +524,7 @@ class EtcdEngine final : public core::Engine {
   Sessions sessions_;
   const std::string client_id_;
   RequestSlots slots_;
+  core::BackgroundReleases background_{[this](const GrantRef& grant) { release(grant); }};  // last
 };
 
 }  // namespace

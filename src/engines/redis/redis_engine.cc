@@ -291,8 +291,8 @@ class RedisEngine final : public core::Engine {
   }
 
   // The same call, answered later: its reply (and WAIT's) is read by the pipeline. A
-  // server that lost the script (NOSCRIPT) leaves the release unconfirmed, and the core's
-  // background retry sends it again with release(), which loads the script.
+  // server that lost the script (NOSCRIPT, after a restart or a failover) gets it again
+  // in full from the completion, in the pipeline's next round.
   void release_async(const GrantRef& grant, ReleaseDone done) override {
     // A cluster's router sends each round and waits for it: nothing to gain there.
     if (router_) {
@@ -300,29 +300,11 @@ class RedisEngine final : public core::Engine {
       return;
     }
     const LockKeys keys = LockKeys::of(grant.key);
-    std::vector<resp_client::Command> commands{resp_client::script_command(
-        ScriptCall{&k_release_script,
-                   all_keys(keys),
-                   {keys.channel, std::to_string(grant.token), grant.owner}},
-        true)};
-    if (wait_command() != nullptr) commands.push_back(*wait_command());
-    runner().post(std::move(commands), [this, owner = grant.owner, done = std::move(done)](
-                                           resp_client::RoundResult& result,
-                                           std::exception_ptr error) {
-      if (!error) {
-        try {
-          if (result.replies.at(0).error_code() == "NOSCRIPT") {
-            throw Error(Errc::unavailable, "the release script is not loaded on " +
-                                               context("release"));
-          }
-          integer_of(result.replies.at(0), context("release"));
-          forget_held(owner);
-        } catch (...) {
-          error = std::current_exception();
-        }
-      }
-      done(error);
-    });
+    post_release(pipeline(),
+                 ScriptCall{&k_release_script,
+                            all_keys(keys),
+                            {keys.channel, std::to_string(grant.token), grant.owner}},
+                 grant.owner, std::make_shared<ReleaseDone>(std::move(done)), true);
   }
 
   void settle_releases() override {
@@ -393,6 +375,32 @@ class RedisEngine final : public core::Engine {
   }
 
  private:
+  // One release script call on `target` (by its SHA-1 first), answered to `done` later.
+  // Sent again in full on the same pipeline: a completion may post only to its own.
+  void post_release(Pipeline& target, ScriptCall call, std::string owner,
+                    std::shared_ptr<ReleaseDone> done, bool by_sha) {
+    std::vector<resp_client::Command> commands{resp_client::script_command(call, by_sha)};
+    if (wait_command() != nullptr) commands.push_back(*wait_command());
+    target.post(std::move(commands), [this, &target, call = std::move(call),
+                                      owner = std::move(owner), done,
+                                      by_sha](resp_client::RoundResult& result,
+                                              std::exception_ptr error) mutable {
+      if (!error && by_sha && result.replies.at(0).error_code() == "NOSCRIPT") {
+        post_release(target, std::move(call), std::move(owner), std::move(done), false);
+        return;
+      }
+      if (!error) {
+        try {
+          integer_of(result.replies.at(0), context("release"));
+          forget_held(owner);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      (*done)(error);
+    });
+  }
+
   // A released grant no longer needs checking after a failover.
   void forget_held(const std::string& owner) {
     if (!config_.connect.master) return;

@@ -13,6 +13,11 @@ namespace {
 // idle client learns that its release was confirmed, or failed.
 constexpr auto kDrainDelay = std::chrono::milliseconds(1);
 
+// The pipeline whose completions this thread is running, if any: a post from a
+// completion is queued for the next round instead of waiting for the round in flight,
+// which is this thread's own.
+thread_local const Pipeline* completing = nullptr;
+
 }  // namespace
 
 void Runner::post(std::vector<Command> commands, Completion done) {
@@ -62,6 +67,7 @@ void Pipeline::post(std::vector<Command> commands, Completion done) {
     drainer_ = std::jthread([this](const std::stop_token& stop) { drain_loop(stop); });
   }
   queued_.push_back(mine);
+  if (completing == this) return;  // the leader writes it before it stops leading
   while (!mine->written) {
     if (leading_) {
       round_done_.wait(lock);
@@ -89,7 +95,9 @@ void Pipeline::lead(std::unique_lock<std::mutex>& lock, bool read_all) {
   round.swap(queued_);
   lock.unlock();
   const std::vector<BatchPtr> completed = execute(round, read_all);
+  completing = this;
   for (const BatchPtr& batch : completed) batch->completion(batch->result, batch->error);
+  completing = nullptr;
   lock.lock();
   for (const BatchPtr& batch : round) {
     batch->written = true;
@@ -102,6 +110,12 @@ void Pipeline::lead(std::unique_lock<std::mutex>& lock, bool read_all) {
   round_done_.notify_all();
   // The drainer sleeps without a deadline only while nothing is owed.
   if (was_empty && owed_count_ > 0) drain_wake_.notify_all();
+  // A completion posted again (a script the server had lost, sent in full): nobody else
+  // may be about to lead, so this thread writes it now.
+  if (std::any_of(queued_.begin(), queued_.end(),
+                  [](const BatchPtr& batch) { return static_cast<bool>(batch->completion); })) {
+    lead(lock, read_all);
+  }
 }
 
 bool Pipeline::read_front(bool block) {

@@ -23,7 +23,8 @@
 // Error replies are not failures: they come back as replies.
 //
 // Thread-safe. Completions run on whichever thread reads their replies, while it leads a
-// round: they must not call into the same pipeline.
+// round: they may post() to the same pipeline (written before that thread stops
+// leading), and must not run() or settle() on it.
 #pragma once
 
 #include <chrono>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/client_id.h"
+#include "core/in_flight.h"
 #include "engines/resp_client/backoff.h"
 #include "engines/zookeeper/lock_nodes.h"
 #include "engines/zookeeper/zk_config.h"
@@ -96,6 +97,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
   ~ZkEngine() override {
+    settle_releases();  // their completions use this engine
     maintainer_.request_stop();
     if (maintainer_.joinable()) maintainer_.join();
     std::shared_ptr<ZkSession> session;
@@ -199,6 +201,38 @@ class ZkEngine final : public core::Engine, public SessionListener {
     const int rc = session->await(session->remove(owner.path));
     if (rc != ZOK && rc != ZNONODE) throw_zk_error(rc, "release of " + owner.path);
   }
+
+  // The same delete, answered later. The session orders it before any later request of
+  // this client, so a new request node for the lock is created after it is gone.
+  void release_async(const GrantRef& grant, ReleaseDone done) override {
+    const Owner owner = parse_owner(grant.owner);
+    {
+      std::lock_guard lock(mu_);
+      forget(owner.path);
+    }
+    const std::shared_ptr<ZkSession> session = live_session();
+    if (!session || session->id() != owner.session) {  // gone with its session
+      done(nullptr);
+      return;
+    }
+    releases_.begin();
+    session->remove(owner.path, [this, path = owner.path, done = std::move(done)](int rc) {
+      std::exception_ptr error;
+      if (rc != ZOK && rc != ZNONODE) {
+        try {
+          throw_zk_error(rc, "release of " + path);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      done(error);
+      releases_.end();
+    });
+  }
+
+  // The C client answers every request it took, failing those still pending when its
+  // connection is lost (within the session timeout) or the session closes.
+  void settle_releases() override { releases_.wait_idle(); }
 
   bool proclaim(const GrantRef& grant, std::string_view value) override {
     const Owner owner = parse_owner(grant.owner);
@@ -781,6 +815,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
   const std::string client_id_;
   std::atomic<std::uint64_t> counter_{0};
   std::mutex open_mu_;  // one session opened at a time
+  core::InFlight releases_;  // deletes sent by release_async, not yet answered
 
   std::mutex mu_;
   std::condition_variable_any changed_;

@@ -288,4 +288,20 @@ std::future<int> ZkSession::remove(const std::string& path) {
   });
 }
 
+void ZkSession::remove(const std::string& path, std::function<void(int)> done) {
+  auto* call = new std::function<void(int)>(std::move(done));
+  const int rc = zoo_adelete(
+      handle_, path.c_str(), -1,
+      [](int result, const void* data) {
+        auto* answered = static_cast<std::function<void(int)>*>(const_cast<void*>(data));
+        (*answered)(result);
+        delete answered;
+      },
+      call);
+  if (rc != ZOK) {
+    (*call)(rc);
+    delete call;
+  }
+}
+
 }  // namespace warden::engines::zookeeper

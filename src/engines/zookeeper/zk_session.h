@@ -23,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -102,6 +103,9 @@ class ZkSession {
   // to the listener's on_node_event.
   std::future<ExistsResult> exists(const std::string& path, bool watch);
   std::future<int> remove(const std::string& path);
+  // The same delete, answered later: `done` gets its result code on the C client's
+  // thread (ZCLOSING if the session closes first), or at once if it cannot be sent.
+  void remove(const std::string& path, std::function<void(int)> done);
   // The node's data and stat, without a watch.
   std::future<GetResult> get(const std::string& path);
   // Replaces the node's data if its data version is still `version` (ZBADVERSION
