@@ -9,8 +9,9 @@
 #                                        # mem://), capacity (wardend), tls, redlock, etcd,
 #                                        # zk, db (postgres://, mysql://), cluster
 #                                        # (redis+cluster://), primitives (semaphores and
-#                                        # multi-locks on wardend), elections (failover
-#                                        # per engine); default all
+#                                        # multi-locks on wardend), releases (unwaited
+#                                        # against confirmed, per engine), elections
+#                                        # (failover per engine); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -42,6 +43,10 @@
 #   - on a fresh wardend, 8 clients over 16 keys, uncontended and contended, each against
 #     the same wardend's lock: one permit of a semaphore of 4 per cycle, and multi-locks
 #     of 2 and of 8 members per cycle;
+#   - releases sent without waiting (unlock(), a dropped Lease: the default) against
+#     confirmed ones (--confirm-releases), 1 and 8 clients, uncontended, on warden://,
+#     redis://, etcd:// (one member), zk://, postgres:// and mysql://, each against its
+#     raw baseline in the same run;
 #   - election failover (a `warden elect` leader killed -9 → the queued candidate leads,
 #     and → an observer reports it), 5 samples with 2 s leases, on warden://, redis://,
 #     etcd:// (one member), zk:// (session_timeout_ms=2000), postgres:// and mysql://.
@@ -52,7 +57,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster primitives elections} "
+sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster primitives releases elections} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -358,6 +363,38 @@ if [[ $sets == *" cluster "* ]]; then
         --rounds "$rounds" --baseline "$cluster_url" --handoff-samples 0
     done
     for (( i = 0; i < masters; i++ )); do stop_last; done
+  done
+fi
+
+# What a release that does not wait buys: the same uncontended cycles with the lease
+# dropped (the release sent, its answer read later) and with Lease::release() (waiting
+# for it), each against the engine's raw baseline in the same run.
+# releases URL BASELINE
+releases() {
+  local url=$1 baseline=$2 clients confirm
+  for clients in 1 8; do
+    for confirm in "" --confirm-releases; do
+      run bench --url "$url" --clients "$clients" $confirm --duration "$duration" \
+        --rounds "$rounds" --baseline "$baseline" --handoff-samples 0
+    done
+  done
+}
+if [[ $sets == *" releases "* ]]; then
+  echo
+  start_wardend wardend-releases
+  releases "warden://127.0.0.1:$wardend_port" "$redis"
+  stop_last
+  releases "$redis" "$redis"
+  start_etcd etcd-releases 1
+  releases "$etcd_url" "$etcd_url"
+  stop_last
+  start_zookeeper zk-releases
+  releases "$zk_url" "$zk_url"
+  stop_last
+  for kind in postgres mariadb; do
+    db_start "$kind"
+    releases "$db_url" "$db_url"
+    stop_last
   done
 fi
 

@@ -268,10 +268,19 @@ void ClientState::settle_release_of(const core::LockKey& key) {
   engine_->settle_releases();
 }
 
+void ClientState::settle_releases() {
+  {
+    std::lock_guard guard(mu_);
+    if (releasing_.empty()) return;
+  }
+  engine_->settle_releases();
+}
+
 bool ClientState::check(const Sequencer& sequencer) {
   if (!capabilities.check) {
     throw Error(Errc::unsupported, "this engine cannot check sequencers");
   }
+  settle_release_of(core::LockKey{sequencer.group, sequencer.name});
   return engine_->check(sequencer);
 }
 

@@ -71,6 +71,12 @@ class ClientState {
 
   bool check(const Sequencer& sequencer);
 
+  // This client sees its own releases at once: a try, a check, an inspect or a list that
+  // could read a lock whose release this client sent without waiting first waits for the
+  // answers still due (docs/contract.md). settle_release_of waits only if `key` has one.
+  void settle_release_of(const core::LockKey& key);
+  void settle_releases();
+
   // The engine, for calls that need nothing of the client's own state (status).
   core::Engine& engine() const { return *engine_; }
 
@@ -94,9 +100,6 @@ class ClientState {
   // The backend answered the release of `hold`, sent at `released_at`.
   void released(const std::shared_ptr<Hold>& hold, Clock::time_point released_at,
                 const std::exception_ptr& error);
-  // A try must not overtake this client's own release of the same lock (the backend
-  // would still see it held): it settles the releases in flight first.
-  void settle_release_of(const core::LockKey& key);
 
   const std::shared_ptr<core::Engine> engine_;
   core::Watchdog watchdog_;

@@ -12,8 +12,9 @@ namespace warden {
 LockStatus Client::inspect(std::string_view group, std::string_view name) const {
   core::validate_group(group);
   core::validate_name(name);
-  LockStatus status =
-      state_->engine().inspect(core::LockKey{std::string(group), std::string(name)});
+  const core::LockKey key{std::string(group), std::string(name)};
+  state_->settle_release_of(key);
+  LockStatus status = state_->engine().inspect(key);
   status.group = std::string(group);
   status.name = std::string(name);
   return status;
@@ -21,6 +22,7 @@ LockStatus Client::inspect(std::string_view group, std::string_view name) const 
 
 std::vector<LockSummary> Client::list(std::string_view group) const {
   core::validate_group(group);
+  state_->settle_releases();
   std::vector<LockSummary> locks = state_->engine().list(group);
   // Engines page in their own order; the promise is sorted by name, once each.
   std::sort(locks.begin(), locks.end(),

@@ -72,7 +72,15 @@ TEST_P(Conformance, ATryRightAfterAnUnlockOnTheSameClientFindsTheLockFree) {
     lock.unlock();
   }
   for (int i = 0; i < 50; ++i) {
-    { Lease dropped = lock.acquire(Mode::exclusive, Wait::none()); }
+    Sequencer seq;
+    {
+      Lease dropped = lock.acquire(Mode::exclusive, Wait::none());
+      ASSERT_TRUE(dropped);
+      seq = dropped.sequencer();
+    }
+    if (capabilities().check) {
+      EXPECT_FALSE(a.check(seq)) << "cycle " << i << ": the client's own release not seen";
+    }
     // Another thread of the same client, after the drop.
     bool granted = false;
     std::thread([&] { granted = static_cast<bool>(lock.acquire(Mode::exclusive, Wait::none())); })

@@ -141,14 +141,52 @@ void Pipeline::fail_owed(const std::exception_ptr& error, std::vector<BatchPtr>&
   owed_.clear();
 }
 
+void Pipeline::read_owed(std::size_t must, bool read_all, std::vector<BatchPtr>& completed) {
+  bool demoted = false;
+  while (!owed_.empty()) {
+    if (!read_front(read_all || must > 0)) break;
+    BatchPtr batch = std::move(owed_.front());
+    owed_.pop_front();
+    if (must > 0) --must;
+    // A server that refuses writes as a replica is no longer the master (a failover
+    // demoted it): the next round goes to whichever server is.
+    demoted = demoted ||
+              std::any_of(batch->result.replies.begin(), batch->result.replies.end(),
+                          [](const Reply& reply) {
+                            return reply.is_error() && reply.error_code() == "READONLY";
+                          });
+    if (batch->completion) completed.push_back(std::move(batch));
+  }
+  if (demoted) {
+    connector_->not_master(*conn_);
+    fail_owed(std::make_exception_ptr(
+                  Error(Errc::unavailable, conn_->endpoint() + " is no longer the master")),
+              completed);
+    conn_.reset();
+  }
+}
+
 std::vector<Pipeline::BatchPtr> Pipeline::execute(const std::vector<BatchPtr>& round,
                                                   bool read_all) {
   std::vector<BatchPtr> completed;
+  const bool answer_wanted = std::any_of(round.begin(), round.end(),
+                                         [](const BatchPtr& batch) { return !batch->completion; });
+  // A round that waits for an answer first reads what is owed: if the server closed the
+  // connection meanwhile (a restart), that fails only the posts it owed, and the round
+  // goes out on a new connection rather than failing with them.
+  if (answer_wanted && !owed_.empty()) {
+    try {
+      read_owed(owed_.size(), true, completed);
+    } catch (...) {
+      conn_.reset();
+      fail_owed(std::current_exception(), completed);
+    }
+  }
   std::size_t written = 0;  // batches of `round` appended to owed_
   try {
-    // A connection the server closed meanwhile (a restart) is replaced before the round
-    // rather than failing it; one that still owes replies is kept for them (a closed one
-    // fails when they are read).
+    // A connection the server closed meanwhile is replaced before the round rather than
+    // failing it; one that still owes replies is kept for them (a closed one fails when
+    // they are read).
     if (conn_ && !still_current(*conn_, connector_->options())) {
       fail_owed(std::make_exception_ptr(Error(
                     Errc::unavailable, conn_->endpoint() + " is no longer the master")),
@@ -174,28 +212,7 @@ std::vector<Pipeline::BatchPtr> Pipeline::execute(const std::vector<BatchPtr>& r
     for (std::size_t i = 0; i < owed_.size(); ++i) {
       if (!owed_[i]->completion) must_read = i + 1;
     }
-    bool demoted = false;
-    while (!owed_.empty()) {
-      if (!read_front(read_all || must_read > 0)) break;
-      BatchPtr batch = std::move(owed_.front());
-      owed_.pop_front();
-      if (must_read > 0) --must_read;
-      // A server that refuses writes as a replica is no longer the master (a failover
-      // demoted it): the next round goes to whichever server is.
-      demoted = demoted || std::any_of(batch->result.replies.begin(), batch->result.replies.end(),
-                                       [](const Reply& reply) {
-                                         return reply.is_error() &&
-                                                reply.error_code() == "READONLY";
-                                       });
-      if (batch->completion) completed.push_back(std::move(batch));
-    }
-    if (demoted) {
-      connector_->not_master(*conn_);
-      fail_owed(std::make_exception_ptr(
-                    Error(Errc::unavailable, conn_->endpoint() + " is no longer the master")),
-                completed);
-      conn_.reset();
-    }
+    read_owed(must_read, read_all, completed);
   } catch (...) {
     conn_.reset();
     const std::exception_ptr error = std::current_exception();

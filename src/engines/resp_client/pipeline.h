@@ -118,6 +118,11 @@ class Pipeline final : public Runner {
   // Reads the front owed batch's remaining replies: waiting until its deadline if
   // `block`, else only those already arrived. true once the batch has them all.
   bool read_front(bool block);
+  // Reads owed replies in order (leader only): the first `must` batches waiting for
+  // them, the rest only as far as they have arrived unless `read_all`. Posted batches
+  // read in full go to `completed`. A READONLY reply (a demoted master) fails the rest
+  // and drops the connection. Throws when the connection fails.
+  void read_owed(std::size_t must, bool read_all, std::vector<BatchPtr>& completed);
   // Fails every owed batch with `error` (leader only), appending the posted ones to `out`.
   void fail_owed(const std::exception_ptr& error, std::vector<BatchPtr>& out);
   // Reads replies still owed a moment after they were written, so that a posted batch

@@ -142,6 +142,23 @@ TEST(Pipeline, AFrozenServerFailsThePostsOwedAndTheNextRoundReconnects) {
   }));
 }
 
+TEST(Pipeline, ARunAfterARestartWithPostsOwedGoesOutOnANewConnection) {
+  Fixture f;
+  Pipeline pipeline(f.connector, 2'000ms);
+  Completions done;
+  pipeline.run({{"PING"}});  // connected
+  f.redis.pause();
+  pipeline.post({{"INCR", "n"}}, done.record());
+  f.redis.kill9();
+  f.redis.start();
+  // The run is answered by the new server; the post is failed with its server, unless
+  // that server answered it just before SIGSTOP took hold.
+  EXPECT_EQ(text_of(pipeline.run({{"PING"}}).replies.at(0)), "PONG");
+  const auto seen = done.snapshot();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0] == "error: unavailable" || seen[0] == "1") << seen[0];
+}
+
 TEST(Pipeline, AServerThatIsGoneFailsAPostBeforeItReturns) {
   Fixture f(300ms);
   Pipeline pipeline(f.connector, 300ms);
