@@ -1,8 +1,10 @@
-// core/background_releases.h — Engine::release_async for an engine whose protocol cannot
-// send a release without waiting for its answer (a gRPC call, a SQL statement on the
-// grant's own session): a thread of its own makes the blocking calls, one after another,
-// so that unlock() returns at once. An engine that can pipeline does better and needs
-// none of this (warden://, redis://, zk://).
+// core/background_releases.h — Engine::release_async for an engine whose client cannot
+// send a release without waiting for its answer (etcd://: a unary gRPC call with member
+// failover): a thread of its own makes the blocking calls, one after another, so that
+// unlock() returns at once. An engine that can pipeline does better and needs none of
+// this (warden://, redis://, zk://). It pays only where a waiting acquire that overtakes
+// the client's own release is woken promptly when the release lands, and the wake-up of
+// one more thread per release is cheap next to the round trip (docs/performance.md).
 #pragma once
 
 #include <condition_variable>

@@ -163,6 +163,7 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
   // Engines see the fairness the request gets, never `automatic`.
   request.options.fairness = capabilities.resolve(request.options.fairness);
 
+  // A try must not find the lock still held by this client's own release in flight.
   if (request.deadline <= Clock::now()) settle_release_of(request.key);
   const auto& group = request.key.group;
   metrics->add(group, core::Counter::attempts);

@@ -11,7 +11,6 @@
 #include <string>
 #include <utility>
 
-#include "core/background_releases.h"
 #include "core/client_id.h"
 #include "engines/mysql/connection.h"
 #include "engines/mysql/mysql_config.h"
@@ -313,12 +312,6 @@ class MysqlEngine final : public core::Engine {
     }
   }
 
-  // Sent by a thread of the engine's own: the call waits for its answer.
-  void release_async(const GrantRef& grant, ReleaseDone done) override {
-    background_.post(grant, std::move(done));
-  }
-  void settle_releases() override { background_.settle(); }
-
   bool check(const Sequencer& sequencer) override {
     // Exclusive: true while one session holds both the lock and its token lock
     // "NAME/TOKEN": the session that drew the token, which still holds the lock. Shared
@@ -590,7 +583,6 @@ class MysqlEngine final : public core::Engine {
   std::map<std::string, std::uint64_t> ids_;           // guarded by mu_
   std::map<std::uint64_t, std::uint32_t> capacities_;  // guarded by mu_: N last settled
   std::map<std::string, std::shared_ptr<Held>> held_;  // guarded by mu_; by owner
-  core::BackgroundReleases background_{[this](const GrantRef& grant) { release(grant); }};  // last
 };
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <set>
 #include <utility>
 
-#include "core/background_releases.h"
 #include "core/client_id.h"
 #include "engines/postgres/pg_config.h"
 #include "engines/postgres/pg_connection.h"
@@ -253,12 +252,6 @@ class PgEngine final : public core::Engine {
     conn->close();  // the reset failed: ending the session frees the locks
   }
 
-  // Sent by a thread of the engine's own: the call waits for its answer.
-  void release_async(const GrantRef& grant, ReleaseDone done) override {
-    background_.post(grant, std::move(done));
-  }
-  void settle_releases() override { background_.settle(); }
-
   bool check(const Sequencer& sequencer) override {
     const auto marker = -static_cast<std::int64_t>(sequencer.token);
     if (sequencer.token == 0 || sequencer.token > static_cast<std::uint64_t>(INT64_MAX)) {
@@ -465,7 +458,6 @@ class PgEngine final : public core::Engine {
   std::vector<std::unique_ptr<PgConnection>> idle_;    // guarded by mu_
   std::map<std::string, std::shared_ptr<Held>> held_;  // by owner; guarded by mu_
   std::map<std::string, std::int64_t> ids_;            // "group/name" -> id; guarded by mu_
-  core::BackgroundReleases background_{[this](const GrantRef& grant) { release(grant); }};  // last
 };
 
 }  // namespace

@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/background_releases.h"
 #include "core/client_id.h"
 #include "engines/redlock/masters.h"
 #include "engines/redlock/quorum.h"
@@ -250,12 +249,6 @@ class RedlockEngine final : public core::Engine {
     }
   }
 
-  // Sent by a thread of the engine's own: the call waits for its answer.
-  void release_async(const GrantRef& grant, ReleaseDone done) override {
-    background_.post(grant, std::move(done));
-  }
-  void settle_releases() override { background_.settle(); }
-
   bool check(const Sequencer& sequencer) override {
     if (sequencer.mode != Mode::exclusive) return false;
     const Keys keys = Keys::of(sequencer.group, sequencer.name);
@@ -479,7 +472,6 @@ class RedlockEngine final : public core::Engine {
   std::atomic<std::uint64_t> sequence_{0};
   std::mutex random_mu_;
   std::mt19937_64 random_;  // guarded by random_mu_
-  core::BackgroundReleases background_{[this](const GrantRef& grant) { release(grant); }};  // last
 };
 
 }  // namespace
