@@ -416,6 +416,8 @@ void add_bench_command(Commands& commands) {
       "for --duration. Uncontended (default): client i cycles over its own K locks.\n"
       "--contended: all clients cycle over the same K locks. Reported: cycles/s of\n"
       "all clients together; acquire latency p50/p99/p99.9 over every acquire.\n"
+      "A cycle drops its lease, as unlock() does: the release is sent and its answer\n"
+      "read later. --confirm-releases waits for it (Lease::release()).\n"
       "\n"
       "--baseline redis://H:P runs the same clients, keys and duration on the lock\n"
       "every Redis tutorial shows: SET key value NX PX ttl, released by a compare-\n"
