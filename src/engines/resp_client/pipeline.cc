@@ -67,7 +67,10 @@ void Pipeline::post(std::vector<Command> commands, Completion done) {
     drainer_ = std::jthread([this](const std::stop_token& stop) { drain_loop(stop); });
   }
   queued_.push_back(mine);
-  if (completing == this) return;  // the leader writes it before it stops leading
+  if (completing == this) {  // this thread leads: it writes the batch before it stops
+    reposted_ = true;
+    return;
+  }
   while (!mine->written) {
     if (leading_) {
       round_done_.wait(lock);
@@ -90,32 +93,31 @@ void Pipeline::settle() {
 }
 
 void Pipeline::lead(std::unique_lock<std::mutex>& lock, bool read_all) {
-  leading_ = true;
-  std::vector<BatchPtr> round;
-  round.swap(queued_);
-  lock.unlock();
-  const std::vector<BatchPtr> completed = execute(round, read_all);
-  completing = this;
-  for (const BatchPtr& batch : completed) batch->completion(batch->result, batch->error);
-  completing = nullptr;
-  lock.lock();
-  for (const BatchPtr& batch : round) {
-    batch->written = true;
-    if (!batch->completion) batch->done = true;  // a run() batch is always read in its round
-  }
-  const bool was_empty = owed_count_ == 0;
-  owed_count_ = owed_.size();
-  if (!owed_.empty()) oldest_owed_ = owed_.front()->result.sent;
-  leading_ = false;
-  round_done_.notify_all();
-  // The drainer sleeps without a deadline only while nothing is owed.
-  if (was_empty && owed_count_ > 0) drain_wake_.notify_all();
-  // A completion posted again (a script the server had lost, sent in full): nobody else
-  // may be about to lead, so this thread writes it now.
-  if (std::any_of(queued_.begin(), queued_.end(),
-                  [](const BatchPtr& batch) { return static_cast<bool>(batch->completion); })) {
-    lead(lock, read_all);
-  }
+  // Once more while a completion posted again (a script the server had lost, sent in
+  // full): nobody else may be about to lead, so this thread writes it.
+  do {
+    reposted_ = false;
+    leading_ = true;
+    std::vector<BatchPtr> round;
+    round.swap(queued_);
+    lock.unlock();
+    const std::vector<BatchPtr> completed = execute(round, read_all);
+    completing = this;
+    for (const BatchPtr& batch : completed) batch->completion(batch->result, batch->error);
+    completing = nullptr;
+    lock.lock();
+    for (const BatchPtr& batch : round) {
+      batch->written = true;
+      if (!batch->completion) batch->done = true;  // a run() batch is always read in its round
+    }
+    const bool was_empty = owed_count_ == 0;
+    owed_count_ = owed_.size();
+    if (!owed_.empty()) oldest_owed_ = owed_.front()->result.sent;
+    leading_ = false;
+    round_done_.notify_all();
+    // The drainer sleeps without a deadline only while nothing is owed.
+    if (was_empty && owed_count_ > 0) drain_wake_.notify_all();
+  } while (reposted_);
 }
 
 bool Pipeline::read_front(bool block) {

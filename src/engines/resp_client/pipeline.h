@@ -137,6 +137,7 @@ class Pipeline final : public Runner {
   std::condition_variable_any drain_wake_;
   std::vector<BatchPtr> queued_;         // guarded by mu_: batches for the next round
   bool leading_ = false;                 // guarded by mu_: a round is in flight
+  bool reposted_ = false;                // guarded by mu_: a completion posted a batch
   std::size_t owed_count_ = 0;           // guarded by mu_: owed_.size() after the last round
   Clock::time_point oldest_owed_;        // guarded by mu_: when the oldest owed was written
 

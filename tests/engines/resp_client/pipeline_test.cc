@@ -109,6 +109,19 @@ TEST(Pipeline, SettleCompletesEveryPostFromManyThreads) {
   for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], std::to_string(i + 1));
 }
 
+TEST(Pipeline, ACompletionMayPostAgainOnItsOwnPipeline) {
+  Fixture f;
+  Pipeline pipeline(f.connector, 2'000ms);
+  Completions done;
+  pipeline.post({{"INCR", "n"}}, [&](RoundResult& result, std::exception_ptr error) {
+    done.record()(result, error);
+    pipeline.post({{"INCR", "n"}}, done.record());  // as redis:// sends a lost script again
+  });
+  pipeline.settle();
+  EXPECT_EQ(done.snapshot(), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(text_of(pipeline.run({{"GET", "n"}}).replies.at(0)), "2");
+}
+
 TEST(Pipeline, ADestroyedPipelineCompletesItsPostsFirst) {
   Fixture f;
   Completions done;
