@@ -302,6 +302,9 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
     if (c.watching && cmd != "PING") {
       throw Reject{"ERR", "a watching connection takes only PING and QUIT"};
     }
+    if (c.listening && cmd != "PING") {
+      throw Reject{"ERR", "a listening connection takes only PING and QUIT"};
+    }
 
     if (cmd == "PING") {
       arity(args, 1, 2);
@@ -326,6 +329,10 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
     }
     if (cmd == "WATCH") {
       watch(c, conn, args, reply);
+      return Outcome::replied;
+    }
+    if (cmd == "REVOKES") {
+      listen(c, conn, args, reply);
       return Outcome::replied;
     }
     if (cmd == "RENEW") {
@@ -357,6 +364,7 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
         // Released, or expired while applying `now` (collect drops that one's secret).
         if (ok) {
           secrets_.erase(id);
+          cached_.erase(id);
           touched(key);
         }
         collect(now);
@@ -420,11 +428,12 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       // 4: ACQUIRESET (multi-locks granted in one step).
       // 5: ACQUIRE ... VALUE v, PROCLAIM, INSPECT "values" (elections).
       // 6: WATCH (pushed changes of a key's holders).
-      resp::integer(reply, 6);
+      // 7: REVOKES and ACQUIRE … CACHE (lock caching).
+      resp::integer(reply, 7);
       resp::bulk(reply, "capabilities");
       resp::bulk(reply,
                  "shared fair unfair lock-delay fencing durable-tokens check semaphore multi "
-                 "election watch");
+                 "election watch cache");
       return Outcome::replied;
     }
     throw Reject{"ERR", "unknown command '" + std::string(args[0].substr(0, 64)) + "'"};
@@ -482,7 +491,8 @@ void Dispatcher::authorize(Connection& c, const std::string& cmd,
     c.user.clear();
     throw Reject{"NOAUTH", "user '" + name + "' no longer exists; authenticate again"};
   }
-  const Rights needed = required_right(cmd);
+  // REVOKES names no group: the lock right on any group is enough.
+  const Rights needed = cmd == "REVOKES" ? kRightLock : required_right(cmd);
   if (needed == 0) return;
   if (!has_right(user->rights, needed)) {
     throw Reject{"NOPERM", "user '" + user->name + "' has no " + std::string(right_name(needed)) +
@@ -494,7 +504,7 @@ void Dispatcher::authorize(Connection& c, const std::string& cmd,
     for (std::size_t i = 3; i < args.size(); i += 2) authorize_group(*user, args[i], true);
     return;
   }
-  if (cmd == "INFO" || args.size() < 2) return;  // INFO names no group
+  if (cmd == "INFO" || cmd == "REVOKES" || args.size() < 2) return;  // they name no group
   // LIST names the group; the others a key group/name.
   authorize_group(*user, args[1], cmd != "LIST");
 }
@@ -542,9 +552,14 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   request.ttl = parse_ms(args[3], "ttl", kMinTtlMs, kMaxTtlMs);
   request.session = conn;
   WaitOptions wait;
+  bool campaign = false;
+  std::optional<ConnId> cache_by;
   for (std::size_t i = 4; i < args.size(); ++i) {
     if (parse_wait_option(args, i, now, wait)) continue;
-    if (upper(args[i]) == "PERMITS" && i + 2 < args.size()) {
+    if (upper(args[i]) == "CACHE" && i + 1 < args.size()) {
+      // Lock caching: the listener to push this grant's revoke to.
+      cache_by = parse_u64(args[++i], "cache");
+    } else if (upper(args[i]) == "PERMITS" && i + 2 < args.size()) {
       // A semaphore's request: k of its n permits, as a shared grant.
       request.permits =
           static_cast<std::uint32_t>(parse_bounded(args[++i], "permits", 1, core::kMaxPermits));
@@ -558,6 +573,7 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
     } else if (upper(args[i]) == "VALUE" && i + 1 < args.size()) {
       // An election's campaign: the candidate's value rides on the grant.
       request.value = std::string(parse_leader_value(args[++i]));
+      campaign = true;
     } else {
       unknown_option("ACQUIRE", args[i]);
     }
@@ -566,6 +582,9 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   request.fair = wait.fair;
   request.lock_delay = wait.lock_delay;
 
+  if (cache_by && (request.capacity > 0 || campaign)) {
+    throw Reject{"INVALID", "a cached grant is a lock's (not with PERMITS or VALUE)"};
+  }
   if (request.capacity > 0 && request.mode != Mode::shared) {
     throw Reject{"INVALID", "a semaphore's request (PERMITS) is shared"};
   }
@@ -591,16 +610,23 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
     case table::AcquireStatus::granted:
       ++stats_.grants;
       secrets_[result.grant.id] = secret;
+      // Only a request that barged (UNFAIR) can be granted past a queue.
+      if (cache_by) {
+        cache_grant(result.grant, *cache_by,
+                    !request.fair && !table_.inspect(request.key).waiters.empty());
+      }
       grant_reply(reply, result.grant.token, secret, now, now);
       return Outcome::replied;
     case table::AcquireStatus::busy:
+      revoke_holders(request.key);
       resp::nil(reply);
       return Outcome::replied;
     case table::AcquireStatus::mismatch:
       throw Reject{"INVALID", "the key is a semaphore of another number of permits, or not one"};
     case table::AcquireStatus::queued:
+      revoke_holders(request.key);
       c.parked = result.id;
-      parked_[result.id] = Parked{conn, now, {secret}};
+      parked_[result.id] = Parked{conn, now, {secret}, cache_by};
       return Outcome::parked;
   }
   return Outcome::replied;
@@ -668,11 +694,13 @@ Dispatcher::Outcome Dispatcher::acquire_set(Connection& c, ConnId conn,
       }
       return Outcome::replied;
     case table::AcquireStatus::busy:
+      for (const auto& member : request.members) revoke_holders(member.key);
       resp::nil(reply);
       return Outcome::replied;
     case table::AcquireStatus::mismatch:
       throw Reject{"INVALID", "a set names one key twice, or a semaphore's key"};
     case table::AcquireStatus::queued:
+      for (const auto& member : request.members) revoke_holders(member.key);
       c.parked = result.id;
       parked_[result.id] = Parked{conn, now, std::move(secrets)};
       return Outcome::parked;
@@ -725,6 +753,7 @@ void Dispatcher::collect(Time now) {
       if (event.kind == table::Event::Kind::expired) {
         ++stats_.expirations;
         secrets_.erase(event.grant.id);
+        cached_.erase(event.grant.id);
         continue;
       }
       auto it = parked_.find(event.grant.id);
@@ -733,6 +762,7 @@ void Dispatcher::collect(Time now) {
         // first, and the table may grant it while applying the time up to that call.
         // Give the grant back rather than leave a lock nobody holds.
         if (event.kind == table::Event::Kind::granted) {
+          cached_.erase(event.grant.id);
           table_.release(event.grant.key, event.grant.token, now);
         }
         for (const auto& member : event.grants) table_.release(member.key, member.token, now);
@@ -760,6 +790,10 @@ void Dispatcher::collect(Time now) {
         resp::nil(w.reply);
       }
       wakeups_.push_back(std::move(w));
+      // After the grant's reply, so that its revoke never comes before it.
+      if (p.cache && event.kind == table::Event::Kind::granted) {
+        cache_grant(event.grant, *p.cache, !table_.inspect(event.grant.key).waiters.empty());
+      }
     }
   }
 }
@@ -780,6 +814,43 @@ void Dispatcher::watch(Connection& c, ConnId conn, std::span<const std::string_v
   resp::simple(reply, "OK");
 }
 
+void Dispatcher::listen(Connection& c, ConnId conn, std::span<const std::string_view> args,
+                        std::string& reply) {
+  arity(args, 1, 1);
+  c.listening = true;
+  resp::integer(reply, static_cast<std::int64_t>(conn));
+}
+
+void Dispatcher::cache_grant(const table::Grant& grant, ConnId listener, bool queued) {
+  const auto it = connections_.find(listener);
+  if (it == connections_.end() || !it->second.listening) return;  // an ordinary grant
+  const auto entry = cached_.emplace(grant.id, listener).first;
+  if (queued) revoke(entry, grant.key, grant.token);
+}
+
+void Dispatcher::revoke_holders(std::string_view key) {
+  if (cached_.empty()) return;  // the common case: nothing is cached anywhere
+  const table::KeyInfo info = table_.inspect(key);
+  for (const auto& holder : info.holders) {
+    const auto it = cached_.find(holder.id);
+    if (it != cached_.end()) revoke(it, key, holder.token);
+  }
+}
+
+void Dispatcher::revoke(std::unordered_map<table::RequestId, ConnId>::iterator it,
+                        std::string_view key, std::uint64_t token) {
+  const ConnId listener = it->second;
+  cached_.erase(it);
+  const auto cit = connections_.find(listener);
+  if (cit == connections_.end() || !cit->second.listening) return;  // nobody to tell
+  Wakeup w{listener, {}};
+  resp::array(w.reply, 3);
+  resp::bulk(w.reply, "REVOKE");
+  resp::bulk(w.reply, key);
+  resp::integer(w.reply, static_cast<std::int64_t>(token));
+  wakeups_.push_back(std::move(w));
+}
+
 void Dispatcher::touched(std::string_view key) {
   if (watchers_.empty()) return;  // the common case: nobody watches anything
   const auto it = watchers_.find(std::string(key));
@@ -798,6 +869,7 @@ void Dispatcher::touched(std::string_view key) {
 DispatcherStats Dispatcher::stats() const {
   DispatcherStats s = stats_;
   s.connections = connections_.size();
+  s.cached = cached_.size();
   s.parked = parked_.size();
   s.table = table_.stats();
   return s;

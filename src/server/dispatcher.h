@@ -21,6 +21,15 @@
 // applies to the next command of every connection, and a connection whose user was
 // removed is answered NOAUTH and must authenticate again. `AUTH password` (or `AUTH
 // default password`) is the --requirepass user, with every right on every group.
+//
+// Lock caching (REVOKES, ACQUIRE ... CACHE id): a client keeps a released lock granted
+// and reuses it without I/O until someone else wants it. `REVOKES` makes a connection the
+// client's revoke listener; a lock's grant asked with `CACHE id`, id a live listener's
+// connection, is remembered as cached by that listener. When an ACQUIRE or ACQUIRESET on
+// the key is not granted at once, or when the cached grant itself is made while others
+// queue for its key, the listener is pushed `REVOKE key token`, once per grant: the entry
+// is dropped then, and the grant stays an ordinary one until its holder releases it.
+// Entries live no longer than their grants and are not part of a snapshot.
 #pragma once
 
 #include <array>
@@ -77,6 +86,7 @@ class GrantGuard {
 struct DispatcherStats {
   std::size_t connections = 0;
   std::size_t parked = 0;
+  std::size_t cached = 0;  // grants cached by a revoke listener, their revokes not yet pushed
   std::uint64_t commands = 0;
   std::uint64_t grants = 0;
   std::uint64_t timeouts = 0;
@@ -164,6 +174,9 @@ class Dispatcher {
     // The key this connection watches (WATCH): it then takes only PING and QUIT, so it
     // is never parked, and every change of the key's holders pushes it a CHANGED.
     std::optional<std::string> watching;
+    // A revoke listener (REVOKES): it then takes only PING and QUIT, and is pushed a
+    // REVOKE for each grant cached by it that someone else wants.
+    bool listening = false;
     std::string user;  // the named user it authenticated as; "": the default user
     std::optional<table::RequestId> parked;
     std::optional<std::uint64_t> auth;  // a password check in progress (parked too)
@@ -180,6 +193,9 @@ class Dispatcher {
     // Drawn when the request arrived: the grant's, should it be granted (a set's: one per
     // member, in member order).
     std::vector<Secret> secrets;
+    // ACQUIRE ... CACHE id: the listener the grant is to be cached by, if it still is one
+    // when the grant is made.
+    std::optional<ConnId> cache{};
   };
 
   Outcome auth(Connection& c, ConnId conn, std::span<const std::string_view> args,
@@ -202,6 +218,20 @@ class Dispatcher {
   // WATCH key: the connection becomes a watcher of the key (see Connection::watching).
   void watch(Connection& c, ConnId conn, std::span<const std::string_view> args,
              std::string& reply);
+  // REVOKES: the connection becomes a revoke listener (see Connection::listening).
+  void listen(Connection& c, ConnId conn, std::span<const std::string_view> args,
+              std::string& reply);
+  // A grant asked with CACHE `listener` was made: it is cached by that listener if the
+  // connection is one now (else nothing happens). `queued`: requests wait for its key,
+  // so its revoke is pushed at once instead of being kept.
+  void cache_grant(const table::Grant& grant, ConnId listener, bool queued);
+  // A request for `key` was not granted at once: pushes the revoke of every cached
+  // grant among the key's holders. Costs nothing while no grant is cached.
+  void revoke_holders(std::string_view key);
+  // Pushes `REVOKE key token` to the listener of the cached grant `it` (unless that
+  // connection is gone or no longer listens) and forgets the entry.
+  void revoke(std::unordered_map<table::RequestId, ConnId>::iterator it, std::string_view key,
+              std::uint64_t token);
   // The holders of `key` (or their values) changed: pushes `CHANGED key` to its
   // watchers, once per watcher until the shell takes the wakeups.
   void touched(std::string_view key);
@@ -226,6 +256,9 @@ class Dispatcher {
   std::unordered_map<table::RequestId, Parked> parked_;
   // The owner secret of every grant held, by grant id; dropped on release and expiry.
   std::unordered_map<table::RequestId, Secret> secrets_;
+  // The listener of every cached grant not yet revoked, by grant id; dropped on the
+  // revoke's push, release and expiry, so it never outgrows the grants held.
+  std::unordered_map<table::RequestId, ConnId> cached_;
   std::vector<Wakeup> wakeups_;
   // Watching connections by key, and the watchers pushed a CHANGED not yet taken.
   std::unordered_map<std::string, std::vector<ConnId>> watchers_;
