@@ -61,7 +61,8 @@ class Lease {
   void on_lost(std::function<void()> callback);
 
   // Releases this count; on the last count of the hold, releases the grant on the
-  // backend and waits for confirmation. Afterwards the Lease is empty. Idempotent: on
+  // backend and waits for confirmation, also a cached lock's (LockOptions::cache: only
+  // unlock() and a dropped Lease keep it cached). Afterwards the Lease is empty. Idempotent: on
   // an empty Lease it does nothing. Releasing a lost lease succeeds without I/O.
   // Throws Error(unavailable / deadline_exceeded) if the backend did not confirm; the
   // Lease then stays valid and still held (renewals continue), so the caller may

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 
 #include "warden/types.h"
 
@@ -33,6 +34,15 @@ struct LockOptions {
   // Chubby's lock-delay: after a lease *expires* (rather than being released), nobody is
   // granted the lock for this long. 0 = off. Valid range: 0 .. 1 hour.
   milliseconds lock_delay{0};
+  // Lock caching (docs/contract.md, "Lock caching"): a lock released by this client stays
+  // granted on the backend and is kept by the client, so that its next acquire of the lock
+  // needs no I/O, until another client asks for it (the backend tells the client, which
+  // gives the lock back as soon as no thread of its own holds it), it stays unused for
+  // ClientOptions::cache_idle, or the Client closes. A re-acquire from the cache returns
+  // the same fencing token. Only where Capabilities::cache says so (else unsupported), and
+  // only for locks (Client::lock, Client::locks): semaphores, elections and multi-locks
+  // refuse it.
+  bool cache = false;
 };
 
 struct ClientOptions {
@@ -47,6 +57,10 @@ struct ClientOptions {
   milliseconds op_timeout{5'000};
   // Polling and back-off (see RetryPolicy).
   RetryPolicy retry;
+  // Lock caching (LockOptions::cache): a cached lock unused for this long is given back;
+  // at most cache_capacity locks are kept (the longest unused goes first). Both > 0.
+  milliseconds cache_idle{10'000};
+  std::size_t cache_capacity = 1024;
 };
 
 }  // namespace warden

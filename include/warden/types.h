@@ -88,6 +88,9 @@ struct Capabilities {
   // Election::observe is told of each change of a lock's holders by the backend (a push,
   // a watch) instead of finding it at its next poll.
   bool watch = false;
+  // LockOptions::cache: the backend tells a client that caches a lock when another asks
+  // for it (docs/contract.md, "Lock caching").
+  bool cache = false;
 
   // The fairness a request for `requested` gets: automatic becomes fifo where the engine
   // has it and non_fair otherwise; fifo and non_fair stay as asked (and are refused if

@@ -17,11 +17,21 @@ ClientState::ClientState(std::string uri_text, ClientOptions client_options,
       capabilities(engine->capabilities()),
       metrics(std::make_shared<core::Metrics>()),
       engine_(std::move(engine)),
-      watchdog_(engine_, metrics, options) {
+      watchdog_(engine_, metrics, options),
+      cache_(options.cache_capacity, options.cache_idle,
+             [this](core::LockCache::Holds holds) { give_back(std::move(holds)); }) {
   engine_->set_loss_sink(watchdog_.loss_sink());
+  if (capabilities.cache) {
+    engine_->set_revoke_sink([this](const core::Revoke& revoke) { on_revoke(revoke); });
+  }
 }
 
 ClientState::~ClientState() {
+  // No revoke and no idle sweep runs from here on; the cached grants go back with the
+  // releases still due.
+  if (capabilities.cache) engine_->set_revoke_sink(nullptr);
+  cache_.stop_sweeping();
+  give_back(cache_.drain());
   // Releases sent without waiting are answered while the watchdog can still take the
   // unconfirmed ones.
   engine_->settle_releases();
@@ -74,6 +84,13 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
     held->wait_until_settled(options.op_timeout);
   }
 
+  if (lock_options.cache) {
+    auto taken = cache_.take(key.joined(), mode);
+    give_back(std::move(taken.give_back));
+    if (taken.hit) {
+      if (auto hold = unpark(taken.hit, mode)) return hold;
+    }
+  }
   auto hold = grant(core::AcquireRequest{key, mode, lock_options, deadline, std::move(stop)});
   if (hold) register_hold(hold);
   return hold;
@@ -167,6 +184,8 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
   if (request.deadline <= Clock::now()) settle_release_of(request.key);
   const auto& group = request.key.group;
   metrics->add(group, core::Counter::attempts);
+  // Read before the request goes out: a revoke of everything after this covers its grant.
+  Hold::Caching caching{false, request.options.cache ? cache_.epoch() : 0};
   const auto started = Clock::now();
   std::optional<core::Granted> granted;
   try {
@@ -183,8 +202,9 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
     return nullptr;
   }
   metrics->add(group, core::Counter::grants);
+  caching.cacheable = request.options.cache && granted->cacheable;
   auto hold = std::make_shared<Hold>(this, std::move(granted->grant), granted->expires, now,
-                                     this_thread_key());
+                                     this_thread_key(), caching);
   hold->add(request.mode);
   return hold;
 }
@@ -208,6 +228,11 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
     forget(*hold);
     return;
   }
+  // unlock() and a dropped Lease keep a cacheable grant; Lease::release() gives it back.
+  if (hold->caching.cacheable) {
+    if (!report && park(hold)) return;
+    metrics->add(group, core::Counter::cache_give_backs);
+  }
   if (!report) {
     release_without_waiting(hold);
     return;
@@ -229,6 +254,55 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
   hold->finish_release();
   metrics->add(group, core::Counter::releases);
   metrics->observe_hold(group, Clock::now() - hold->granted_at);
+}
+
+std::shared_ptr<Hold> ClientState::unpark(const std::shared_ptr<Hold>& parked, Mode mode) {
+  auto hold = std::make_shared<Hold>(this, parked->grant, parked->expires(), Clock::now(),
+                                     this_thread_key(), parked->caching);
+  hold->add(mode);
+  watchdog_.replace(parked.get(), hold);
+  if (parked->state() != Hold::State::active) {
+    // Its lease ran out while it was being taken: the fresh hold must not serve.
+    watchdog_.unwatch(hold.get());
+    return nullptr;
+  }
+  {
+    std::lock_guard guard(mu_);
+    holds_[HoldKey{hold->thread, hold->grant.key.joined()}] = hold;
+  }
+  metrics->add(hold->grant.key.group, core::Counter::cache_hits);
+  return hold;
+}
+
+bool ClientState::park(const std::shared_ptr<Hold>& hold) {
+  if (cache_.revoked(*hold)) return false;
+  auto parked = std::make_shared<Hold>(this, hold->grant, hold->expires(), hold->granted_at,
+                                       ThreadKey{0}, hold->caching);
+  watchdog_.replace(hold.get(), parked);
+  forget(*hold);
+  hold->finish_release();
+  give_back(cache_.park(std::move(parked)));
+  return true;
+}
+
+void ClientState::give_back(core::LockCache::Holds holds) {
+  for (auto& hold : holds) {
+    if (!hold->begin_release()) {
+      watchdog_.unwatch(hold.get());  // lost while cached: nothing to release
+      continue;
+    }
+    metrics->add(hold->grant.key.group, core::Counter::cache_give_backs);
+    release_without_waiting(hold);
+  }
+}
+
+void ClientState::on_revoke(const core::Revoke& revoke) {
+  if (revoke.everything) {
+    give_back(cache_.revoke_everything());
+    return;
+  }
+  metrics->add(revoke.key.group, core::Counter::cache_revokes);
+  give_back(cache_.revoke(revoke.key.joined(), revoke.token));
 }
 
 void ClientState::release_without_waiting(const std::shared_ptr<Hold>& hold) {
@@ -287,6 +361,15 @@ bool ClientState::check(const Sequencer& sequencer) {
 
 }  // namespace detail
 
+namespace {
+// The client's lock defaults for a primitive that is never cached (a semaphore, an
+// election, a multi-lock), so that caching locks by default does not refuse them.
+LockOptions uncached(LockOptions options) {
+  options.cache = false;
+  return options;
+}
+}  // namespace
+
 Client::Client(std::shared_ptr<detail::ClientState> state) : state_(std::move(state)) {}
 
 // Client::open is compose/open_client.cc's: opening means choosing an engine, which
@@ -315,7 +398,7 @@ Locks Client::locks(std::string_view group, LockOptions options) const {
 
 Semaphore Client::semaphore(std::string_view group, std::string_view name,
                             std::uint32_t permits) const {
-  return semaphore(group, name, permits, state_->options.lock_defaults);
+  return semaphore(group, name, permits, uncached(state_->options.lock_defaults));
 }
 
 Semaphore Client::semaphore(std::string_view group, std::string_view name, std::uint32_t permits,
@@ -324,6 +407,7 @@ Semaphore Client::semaphore(std::string_view group, std::string_view name, std::
   core::validate_name(name);
   core::validate_lock_options(options);
   core::validate_capacity(permits);
+  core::refuse_cache(options, "a semaphore");
   if (!state_->capabilities.semaphore) {
     throw Error(Errc::unsupported, "this engine has no semaphores");
   }
@@ -331,7 +415,7 @@ Semaphore Client::semaphore(std::string_view group, std::string_view name, std::
 }
 
 Election Client::election(std::string_view group, std::string_view name) const {
-  return election(group, name, state_->options.lock_defaults);
+  return election(group, name, uncached(state_->options.lock_defaults));
 }
 
 Election Client::election(std::string_view group, std::string_view name,
@@ -339,13 +423,14 @@ Election Client::election(std::string_view group, std::string_view name,
   core::validate_group(group);
   core::validate_name(name);
   core::validate_lock_options(options);
+  core::refuse_cache(options, "an election");
   if (!state_->capabilities.election) throw Error(Errc::unsupported, "this engine has no elections");
   core::require_capabilities(state_->capabilities, Mode::exclusive, options);
   return Election(state_, std::string(group), std::string(name), options);
 }
 
 MultiLock Client::multi(std::vector<LockSpec> members) const {
-  return multi(std::move(members), state_->options.lock_defaults);
+  return multi(std::move(members), uncached(state_->options.lock_defaults));
 }
 
 MultiLock Client::multi(std::vector<LockSpec> members, LockOptions options) const {
@@ -356,6 +441,7 @@ MultiLock Client::multi(std::vector<LockSpec> members, LockOptions options) cons
                                             " members, not " + std::to_string(members.size()));
   }
   core::validate_lock_options(options);
+  core::refuse_cache(options, "a multi-lock");
   for (const LockSpec& member : members) {
     core::validate_group(member.group);
     core::validate_name(member.name);

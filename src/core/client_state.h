@@ -15,6 +15,7 @@
 
 #include "core/engine.h"
 #include "core/hold.h"
+#include "core/lock_cache.h"
 #include "core/metrics.h"
 #include "core/watchdog.h"
 #include "warden/options.h"
@@ -60,7 +61,7 @@ class ClientState {
       Clock::time_point deadline, std::stop_token stop);
 
   // Releases one count of `mode` on `hold`. On the last count, releases the grant on the
-  // backend. With `report` (Lease::release) it waits for the backend's answer: if the
+  // backend, or keeps it in the lock cache (a cacheable grant not revoked). With `report` (Lease::release) it waits for the backend's answer: if the
   // backend does not confirm, the count is restored and the Error rethrown. Without
   // (unlock(), a Lease dropped) it sends the release and returns; a release the backend
   // does not confirm is retried in the background.
@@ -101,6 +102,17 @@ class ClientState {
   void released(const std::shared_ptr<Hold>& hold, Clock::time_point released_at,
                 const std::exception_ptr& error);
 
+  // Lock caching (core/lock_cache.h).
+  // A hold for the calling thread on the cached grant `parked`, registered and watched in
+  // its place; nullptr if that grant was lost meanwhile.
+  std::shared_ptr<Hold> unpark(const std::shared_ptr<Hold>& parked, Mode mode);
+  // Moves the grant of `hold` (its last count just removed) into the cache; false, and
+  // nothing changes, if its grant was revoked and must really be released.
+  bool park(const std::shared_ptr<Hold>& hold);
+  // Releases cached grants on the backend, without waiting.
+  void give_back(core::LockCache::Holds holds);
+  void on_revoke(const core::Revoke& revoke);
+
   const std::shared_ptr<core::Engine> engine_;
   core::Watchdog watchdog_;
 
@@ -108,6 +120,8 @@ class ClientState {
   std::map<HoldKey, std::shared_ptr<Hold>> holds_;  // guarded by mu_
   // "group/name" → releases sent without waiting and not yet answered. guarded by mu_
   std::map<std::string, int> releasing_;
+  // Last: its sweeper gives back through this client, so it stops first.
+  core::LockCache cache_;
 };
 
 }  // namespace warden::detail

@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stop_token>
@@ -84,6 +85,20 @@ struct Granted {
   // lock to someone else, on this process's monotonic clock (e.g. the send time of
   // the request that created or last renewed the grant, plus its TTL).
   Clock::time_point expires;
+  // Lock caching: the backend will tell this client (Engine::report_revoke) when another
+  // asks for this grant's lock, so the client may keep the grant after its release. Set
+  // only for a request with options.cache; false when the engine could not arrange it
+  // (then the grant is released as usual).
+  bool cacheable = false;
+};
+
+// The backend asks a caching client for a grant back (Engine::set_revoke_sink): the
+// grant of `key` with `token`, or, with `everything`, every grant the client caches or
+// holds with caching (the engine may have missed revokes, e.g. its listener reconnected).
+struct Revoke {
+  LockKey key;
+  std::uint64_t token = 0;
+  bool everything = false;
 };
 
 // Per grant, the result of a renewal in a batch.
@@ -206,13 +221,28 @@ class Engine {
   using LossSink = std::function<void(const GrantRef&)>;
   void set_loss_sink(LossSink sink) { loss_sink_ = std::move(sink); }
 
+  // Engines that offer lock caching (capabilities().cache) report revokes through this
+  // sink, from any engine thread. Setting it waits for a call in progress, so after
+  // set_revoke_sink(nullptr) returns the old sink is never called again.
+  using RevokeSink = std::function<void(const Revoke&)>;
+  void set_revoke_sink(RevokeSink sink) {
+    std::lock_guard guard(revoke_mu_);
+    revoke_sink_ = std::move(sink);
+  }
+
  protected:
   void report_lost(const GrantRef& grant) const {
     if (loss_sink_) loss_sink_(grant);
   }
+  void report_revoke(const Revoke& revoke) const {
+    std::lock_guard guard(revoke_mu_);
+    if (revoke_sink_) revoke_sink_(revoke);
+  }
 
  private:
   LossSink loss_sink_;
+  mutable std::mutex revoke_mu_;
+  RevokeSink revoke_sink_;  // guarded by revoke_mu_
 };
 
 }  // namespace warden::core

@@ -13,11 +13,12 @@ ThreadKey this_thread_key() noexcept {
 }
 
 Hold::Hold(ClientState* client_state, core::GrantRef grant_ref, Clock::time_point expires_at,
-           Clock::time_point granted, ThreadKey owner)
+           Clock::time_point granted, ThreadKey owner, Caching cache)
     : client(client_state),
       grant(std::move(grant_ref)),
       granted_at(granted),
       thread(owner),
+      caching(cache),
       expires_(expires_at) {}
 
 void Hold::add(Mode mode) {

@@ -36,18 +36,28 @@ class ClientState;
 using ThreadKey = std::uint64_t;
 ThreadKey this_thread_key() noexcept;
 
+// Lock caching: a cacheable grant's release may keep it in the client's cache
+// (core/lock_cache.h); `epoch` is the cache's revoke epoch when the grant was asked for.
+struct HoldCaching {
+  bool cacheable = false;
+  std::uint64_t epoch = 0;
+};
+
 class Hold {
  public:
   enum class State { active, releasing, released, lost };
 
+  using Caching = HoldCaching;
+
   Hold(ClientState* client, core::GrantRef grant, Clock::time_point expires,
-       Clock::time_point granted_at, ThreadKey thread);
+       Clock::time_point granted_at, ThreadKey thread, Caching caching = {});
 
   // Constant after construction.
   ClientState* const client;  // outlives the hold (Leases and Locks keep it alive)
   const core::GrantRef grant;
   const Clock::time_point granted_at;
-  const ThreadKey thread;  // the thread whose reentrancy counts these are
+  const ThreadKey thread;  // the thread whose reentrancy counts these are; 0: none (cached)
+  const Caching caching;
 
   // Reentrancy counts.
   void add(Mode mode);  // a count on a new hold, before anyone else can see it

@@ -20,6 +20,9 @@ constexpr std::array<CounterInfo, kCounterCount> kCounters = {{
     {"warden_lease_losses_total", "Leases lost (not renewed in time or dropped)."},
     {"warden_renewals_total", "Successful renewals of one grant."},
     {"warden_renewal_failures_total", "Renewal rounds that failed as a whole, counted once in each group they renewed."},
+    {"warden_cache_hits_total", "Acquires served from the lock cache, with no backend call."},
+    {"warden_cache_revokes_total", "Cached grants the backend asked back for another client."},
+    {"warden_cache_give_backs_total", "Cached grants released on the backend: revoked, idle, evicted or closed."},
 }};
 
 std::string format_double(double v) {

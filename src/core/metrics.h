@@ -42,8 +42,11 @@ enum class Counter {
   losses,            // leases lost
   renewals,          // successful renewals of one grant
   renewal_failures,  // renewal rounds that failed as a whole (transport), once per group
+  cache_hits,        // acquires served from the lock cache, with no I/O
+  cache_revokes,     // cached grants the backend asked back
+  cache_give_backs,  // cached grants released on the backend (revoked, idle, evicted, closed)
 };
-inline constexpr std::size_t kCounterCount = 9;
+inline constexpr std::size_t kCounterCount = 12;
 
 class Metrics {
  public:

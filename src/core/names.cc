@@ -70,6 +70,16 @@ void require_capabilities(const Capabilities& caps, Mode mode, const LockOptions
   if (options.lock_delay.count() > 0 && !caps.lock_delay) {
     throw Error(Errc::unsupported, "this engine has no lock-delay; set lock_delay = 0");
   }
+  if (options.cache && !caps.cache) {
+    throw Error(Errc::unsupported, "this engine cannot cache locks; set cache = false");
+  }
+}
+
+void refuse_cache(const LockOptions& options, std::string_view what) {
+  if (options.cache) {
+    invalid("lock caching applies to locks; " + std::string(what) +
+            " is always released on the backend: set cache = false");
+  }
 }
 
 void validate_capacity(std::uint32_t capacity) {
@@ -98,6 +108,8 @@ void validate_client_options(const ClientOptions& options) {
   validate_lock_options(options.lock_defaults);
   if (options.renew_interval.count() < 0) invalid("renew_interval is negative");
   if (options.op_timeout.count() <= 0) invalid("op_timeout must be positive");
+  if (options.cache_idle.count() <= 0) invalid("cache_idle must be positive");
+  if (options.cache_capacity == 0) invalid("cache_capacity must be positive");
   const RetryPolicy& r = options.retry;
   if (r.initial.count() <= 0 || r.max < r.initial) {
     invalid("retry policy needs 0 < initial <= max");

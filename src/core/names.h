@@ -18,6 +18,9 @@ void validate_name(std::string_view name);
 void validate_lock_options(const LockOptions& options);
 // Throws Error(unsupported) for a mode / fairness / lock-delay the engine lacks.
 void require_capabilities(const Capabilities& caps, Mode mode, const LockOptions& options);
+// Throws Error(invalid_argument) for options.cache on `what` (a semaphore, an election, a
+// multi-lock): only locks are cached.
+void refuse_cache(const LockOptions& options, std::string_view what);
 // A semaphore of `capacity` permits (1..kMaxPermits) asked for `permits` of them
 // (1..capacity). Throws Error(invalid_argument) saying why.
 inline constexpr std::uint32_t kMaxPermits = 1'000'000;

@@ -149,6 +149,21 @@ void Watchdog::unwatch(const Hold* hold) {
   state_->watched.erase(hold);
 }
 
+void Watchdog::replace(const Hold* old, std::shared_ptr<Hold> successor) {
+  {
+    std::lock_guard guard(state_->mu);
+    const auto it = state_->watched.find(old);
+    if (it != state_->watched.end()) {
+      State::Watched place{std::move(successor), it->second.next_renew, it->second.interval};
+      state_->watched.erase(it);
+      const Hold* key = place.hold.get();
+      state_->watched.emplace(key, std::move(place));
+      return;
+    }
+  }
+  watch(std::move(successor));
+}
+
 void Watchdog::release_in_background(std::shared_ptr<Hold> hold) {
   std::lock_guard guard(state_->mu);
   state_->watched.erase(hold.get());

@@ -43,6 +43,10 @@ class Watchdog {
   void watch(std::shared_ptr<detail::Hold> hold);
   // Stops both for `hold` (it was released or lost).
   void unwatch(const detail::Hold* hold);
+  // Hands `old`'s place to `successor`, a hold of the same grant (lock caching moves a
+  // grant between a thread's hold and the cache's): it is renewed when `old` would have
+  // been. Watches `successor` afresh if `old` is not watched.
+  void replace(const detail::Hold* old, std::shared_ptr<detail::Hold> successor);
   // Retries the release of `hold` until the backend confirms it or the lease has
   // certainly expired. The hold is no longer renewed.
   void release_in_background(std::shared_ptr<detail::Hold> hold);

@@ -47,6 +47,9 @@ struct EngineCase {
   // clause that needs it, instead of turning those clauses into skips.
   Capabilities capabilities;
   std::function<std::unique_ptr<Backend>()> start;
+  // Every lock the suite's clients take is cached (LockOptions::cache, through
+  // lock_options() and ClientOptions::lock_defaults): the contract holds with caching on.
+  bool cache = false;
 };
 
 }  // namespace warden::conformance

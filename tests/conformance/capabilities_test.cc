@@ -22,11 +22,29 @@ TEST_P(Conformance, ReportsItsPinnedCapabilities) {
   EXPECT_EQ(reported.atomic_multi, pinned.atomic_multi) << "atomic_multi";
   EXPECT_EQ(reported.election, pinned.election) << "election";
   EXPECT_EQ(reported.watch, pinned.watch) << "watch";
+  EXPECT_EQ(reported.cache, pinned.cache) << "cache";
   // A client opened the ordinary way reports the same.
   const Capabilities again = open_client().capabilities();
   EXPECT_EQ(again.shared, pinned.shared);
   EXPECT_EQ(again.fair, pinned.fair);
   EXPECT_EQ(again.non_fair, pinned.non_fair);
+}
+
+// LockOptions::cache follows the pinned capability: where the engine cannot cache,
+// a cached lock's acquire is refused as unsupported and changes nothing.
+TEST_P(Conformance, LockCachingIsOfferedExactlyWherePinned) {
+  Client client = open_client();
+  LockOptions options = lock_options();
+  options.cache = true;
+  Lock lock = client.lock(group(), "cached", options);
+  if (capabilities().cache) {
+    Lease lease = lock.acquire(Mode::exclusive, Wait::none());
+    EXPECT_TRUE(lease);
+    return;
+  }
+  EXPECT_TRUE(throws_error(Errc::unsupported,
+                           [&] { (void)lock.acquire(Mode::exclusive, Wait::none()); }));
+  EXPECT_TRUE(grantable("cached"));
 }
 
 // Client::election follows the pinned capability: an Election where it is pinned

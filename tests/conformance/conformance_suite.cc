@@ -162,10 +162,13 @@ void Conformance::TearDown() {
 }
 
 LockOptions Conformance::lock_options() const {
-  return LockOptions{};  // fairness automatic: what the engine has
+  LockOptions options;  // fairness automatic: what the engine has
+  options.cache = GetParam().cache;
+  return options;
 }
 
 Client Conformance::open_client(ClientOptions options) {
+  if (GetParam().cache) options.lock_defaults.cache = true;
   return Client::open(backend_->uri(), options);
 }
 
@@ -233,7 +236,18 @@ bool Conformance::grantable(std::string_view name, Mode mode) {
 }
 
 bool Conformance::grantable(std::string_view name, Mode mode, const LockOptions& options) {
-  Lease lease = probe_->lock(group_, name, options).acquire(mode, Wait::none());
+  // The probe never caches: what it takes, it gives back at once.
+  LockOptions probe_options = options;
+  probe_options.cache = false;
+  Lease lease = probe_->lock(group_, name, probe_options).acquire(mode, Wait::none());
+  if (!lease && GetParam().cache) {
+    // A lock another client caches unused is given back when a try asks for it, one
+    // round trip later: a try a moment after finds it free. A held one stays held.
+    for (int i = 0; i < 4 && !lease; ++i) {
+      std::this_thread::sleep_for(50ms);
+      lease = probe_->lock(group_, name, probe_options).acquire(mode, Wait::none());
+    }
+  }
   if (!lease) return false;
   lease.release();
   return true;

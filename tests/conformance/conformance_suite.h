@@ -182,6 +182,9 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   // This test's group: unique per test (and per process), so no other test sees its
   // locks.
   const std::string& group() const { return group_; }
+  // Whether this case caches every lock (EngineCase::cache): unlock() and a dropped Lease
+  // then keep the grant, so the lock stays held on the backend until asked for.
+  bool caching() const { return GetParam().cache; }
   // The engine's capabilities as its EngineCase pins them.
   const Capabilities& capabilities() const { return caps_; }
   // ...and as Client::capabilities() reports them.

@@ -30,7 +30,8 @@ constexpr Capabilities kWarden{.shared = true,
                                .semaphore = true,
                                .atomic_multi = true,
                                .election = true,
-                               .watch = true};
+                               .watch = true,
+                               .cache = true};
 
 // The same backend over plain TCP, or over mutual TLS (wardens:// with the test
 // certificates; the probe behind the clients' back stays on the plain port).
@@ -74,8 +75,12 @@ class WardendBackend final : public Backend {
 
 const EngineCase kPlain{"Warden", kWarden, [] { return std::make_unique<WardendBackend>(); }};
 const EngineCase kTls{"WardenTls", kWarden, [] { return std::make_unique<WardendBackend>(true); }};
+// Every lock cached (LockOptions::cache): the contract holds with caching on.
+const EngineCase kCached{"WardenCached", kWarden, [] { return std::make_unique<WardendBackend>(); },
+                         /*cache=*/true};
 
-INSTANTIATE_TEST_SUITE_P(Warden, Conformance, ::testing::Values(kPlain, kTls), name_printer);
+INSTANTIATE_TEST_SUITE_P(Warden, Conformance, ::testing::Values(kPlain, kTls, kCached),
+                         name_printer);
 INSTANTIATE_TEST_SUITE_P(Warden, SemaphoreConformance, ::testing::Values(kPlain), name_printer);
 INSTANTIATE_TEST_SUITE_P(Warden, ElectionConformance, ::testing::Values(kPlain), name_printer);
 

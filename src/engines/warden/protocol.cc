@@ -69,7 +69,8 @@ AcquireCommand acquire_set_command(const core::AcquireSetRequest& request, Clock
   return out;
 }
 
-AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now) {
+AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now,
+                               std::optional<std::uint64_t> revoke_listener) {
   AcquireCommand out;
   Command& c = out.command;
   c = {"ACQUIRE", request.key.joined(), mode_word(request.mode),
@@ -83,6 +84,10 @@ AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_
   if (!request.value.empty()) {
     c.push_back("VALUE");
     c.push_back(request.value);
+  }
+  if (revoke_listener) {
+    c.push_back("CACHE");
+    c.push_back(std::to_string(*revoke_listener));
   }
   return out;
 }

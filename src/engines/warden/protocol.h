@@ -28,11 +28,13 @@ struct AcquireCommand {
   bool waits = false;
 };
 
-// ACQUIRE key mode ttl [WAIT ms|FOREVER] [UNFAIR] [DELAY ms] [PERMITS k n] [VALUE v]
+// ACQUIRE key mode ttl [WAIT ms|FOREVER] [UNFAIR] [DELAY ms] [PERMITS k n] [VALUE v] [CACHE id]
 // (VALUE: an election's campaign). A deadline at or before
 // `now` makes a try; Clock::time_point::max() waits FOREVER; otherwise WAIT is the time
 // left, rounded up to whole milliseconds.
-AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now);
+// With `revoke_listener`, the grant is asked to be cached: CACHE id (protocol 7).
+AcquireCommand acquire_command(const core::AcquireRequest& request, Clock::time_point now,
+                               std::optional<std::uint64_t> revoke_listener = std::nullopt);
 // ACQUIRESET ttl n key1 mode1 ... [WAIT ms|FOREVER] [UNFAIR] [DELAY ms]: the members in
 // the request's order, the wait as for acquire_command. Throws Error(unsupported), before
 // any I/O, for a set whose command would be larger than wardend accepts in one request
@@ -62,6 +64,8 @@ inline constexpr std::int64_t kProtoAcquireSet = 4;
 inline constexpr std::int64_t kProtoElection = 5;
 // The first protocol with WATCH (pushed changes of a key's holders).
 inline constexpr std::int64_t kProtoWatch = 6;
+// The first protocol with lock caching: REVOKES and ACQUIRE ... CACHE id.
+inline constexpr std::int64_t kProtoCache = 7;
 
 // A granted ACQUIRE: [token, waited_us, secret].
 struct GrantReply {

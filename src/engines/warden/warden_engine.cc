@@ -15,6 +15,7 @@
 #include "engines/warden/acquire_call.h"
 #include "engines/warden/key_watch.h"
 #include "engines/warden/protocol.h"
+#include "engines/warden/revoke_listener.h"
 #include "engines/warden/warden_config.h"
 #include "warden/error.h"
 
@@ -66,13 +67,18 @@ class WardenEngine final : public core::Engine {
     caps.atomic_multi = proto_ >= kProtoAcquireSet;  // ACQUIRESET, protocol 4
     caps.election = proto_ >= kProtoElection;        // VALUE and PROCLAIM, protocol 5
     caps.watch = proto_ >= kProtoWatch;              // WATCH, protocol 6
+    caps.cache = proto_ >= kProtoCache;              // REVOKES and CACHE, protocol 7
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    const auto out =
-        call_acquire([&](Clock::time_point now) { return acquire_command(request, now); },
-                     request.deadline, request.stop, 0, request.capacity > 0);
+    std::optional<RevokeListener::Ticket> ticket;
+    if (request.options.cache && proto_ >= kProtoCache) ticket = revoke_listener().ticket();
+    const std::optional<std::uint64_t> cache_id =
+        ticket ? std::optional(ticket->id) : std::nullopt;
+    const auto out = call_acquire(
+        [&](Clock::time_point now) { return acquire_command(request, now, cache_id); },
+        request.deadline, request.stop, 0, request.capacity > 0);
     if (!out) return std::nullopt;
     const GrantReply& grant = out->grants.front();
     GrantRef ref{request.key,         request.mode, grant.token,
@@ -81,7 +87,10 @@ class WardenEngine final : public core::Engine {
       give_back(ref);
       return std::nullopt;
     }
-    return Granted{std::move(ref), out->sent + grant.waited + request.options.ttl};
+    Granted granted{std::move(ref), out->sent + grant.waited + request.options.ttl};
+    // Its revokes reach us only if the listener it named has stayed up since.
+    granted.cacheable = ticket && revoke_listener().current(*ticket);
+    return granted;
   }
 
   std::optional<std::vector<Granted>> acquire_set(const core::AcquireSetRequest& request) override {
@@ -231,6 +240,16 @@ class WardenEngine final : public core::Engine {
     }
   }
 
+  // The revoke channel, connected by the first acquire that asks to be cached.
+  RevokeListener& revoke_listener() {
+    std::call_once(revoke_listener_started_, [this] {
+      revoke_listener_ = std::make_unique<RevokeListener>(
+          connector_, config_.op_timeout, config_.retry,
+          [this](const core::Revoke& revoke) { report_revoke(revoke); });
+    });
+    return *revoke_listener_;
+  }
+
   // Releases a grant that arrived after its acquire was cancelled. If that fails, the
   // grant ends by its TTL (nobody renews it); there is nobody to report the error to.
   void give_back(const GrantRef& grant) {
@@ -245,6 +264,8 @@ class WardenEngine final : public core::Engine {
   Pool pool_;                    // ACQUIREs: one connection each
   Pipeline control_;             // RENEW, RELEASE, CHECK, HELLO
   std::int64_t proto_ = kProto;  // the server's, from HELLO before any other call
+  std::once_flag revoke_listener_started_;
+  std::unique_ptr<RevokeListener> revoke_listener_;  // last: its thread reports to us
 };
 
 }  // namespace
