@@ -11,7 +11,8 @@
 #                                        # (redis+cluster://), primitives (semaphores and
 #                                        # multi-locks on wardend), releases (unwaited
 #                                        # against confirmed, per engine), elections
-#                                        # (failover per engine); default all
+#                                        # (failover per engine), cache (lock caching
+#                                        # on warden://); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -21,6 +22,8 @@
 #     alternating rounds so that load from elsewhere on the machine hits both alike);
 #   - hand-off latency to a queued waiter (1000 samples) on warden://, redis:// and mem://;
 #     (warden:// against redis:// is the ratio of their cycles/s in these runs);
+#   - warden:// with lock caching (--cache), 1 and 8 clients, uncontended, against the raw
+#     Redis lock; the hand-off from a cached lock beside the uncached one (1000 samples);
 #   - 1,000,000 held locks on a fresh wardend (bytes per lock);
 #   - 10,000 idle connections on a fresh wardend;
 #   - wardens:// (TLS) against warden:// (plain) on one wardend with both listeners, 1 and
@@ -57,7 +60,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp capacity tls redlock etcd zk db cluster primitives releases elections} "
+sets=" ${BENCH_SETS:-resp cache capacity tls redlock etcd zk db cluster primitives releases elections} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -204,6 +207,20 @@ resp_urls=()
 for url in "${resp_urls[@]}"; do
   grid "$url" "$redis" 1000
 done
+
+# Lock caching: warden:// with every lock cached, 1 client repeating one lock and 8
+# clients on locks of their own, against the raw Redis lock in the same run; then the
+# hand-off from a cached lock (B asks, wardend revokes, A gives it back) beside the
+# uncached hand-off to a queued waiter, on the same wardend.
+if [[ $sets == *" cache "* ]]; then
+  for clients in 1 8; do
+    run bench --url "$wd" --cache --clients "$clients" --duration "$duration" \
+      --rounds "$rounds" --baseline "$redis" --handoff-samples 0
+  done
+  for cache in --cache ""; do
+    run bench --url "$wd" $cache --duration 1s --handoff-samples 1000
+  done
+fi
 
 # Capacity checks, each on a fresh server so that nothing earlier skews its memory.
 stop_last

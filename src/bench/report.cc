@@ -97,7 +97,8 @@ std::string format_text(const BenchReport& r) {
       "warden bench: {} client{}, {}, mode {}, {:g} s{}, ttl {} ms, releases {}\n\n",
       w.clients, w.clients == 1 ? "" : "s", keys_text(w), mode_text(w), r.duration_seconds,
       r.rounds > 1 && r.baseline ? fmt::format(" in {} alternating rounds", r.rounds) : "",
-      w.ttl.count(), w.confirm_releases ? "confirmed" : "sent without waiting");
+      w.ttl.count(),
+      w.cache ? "cached" : (w.confirm_releases ? "confirmed" : "sent without waiting"));
   std::string warden_label = r.warden.url;
   std::string baseline_label = r.baseline ? r.baseline->url + " (baseline)" : "";
   const std::size_t width = std::max({warden_label.size(), baseline_label.size(), size_t{6}});
@@ -117,9 +118,8 @@ std::string format_text(const BenchReport& r) {
   }
   if (r.handoff) {
     out += fmt::format(
-        "\n  hand-off to a queued waiter ({} samples): p50 {:.1f} us, p99 {:.1f} us, max {:.1f} "
-        "us\n",
-        r.handoff->count, to_us(r.handoff->p50_ns), to_us(r.handoff->p99_ns),
+        "\n  hand-off to {} ({} samples): p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n",
+        w.cache ? "a client asking for a cached lock" : "a queued waiter", r.handoff->count, to_us(r.handoff->p50_ns), to_us(r.handoff->p99_ns),
         to_us(r.handoff->max_ns));
   }
   return out;
@@ -134,6 +134,7 @@ std::string format_json(const BenchReport& r) {
          {"members", w.members},
          {"contended", w.contended},
          {"releases_confirmed", w.confirm_releases},
+         {"cache", w.cache},
          {"duration_s", r.duration_seconds},
          {"rounds", r.rounds},
          {"ttl_ms", w.ttl.count()},

@@ -43,6 +43,9 @@ struct Workload {
   // Each cycle ends with Lease::release(), which waits for the backend's answer; without,
   // the lease is dropped as a scope ends, and the release is sent without waiting.
   bool confirm_releases = false;
+  // Every lock is cached (LockOptions::cache): a client's repeated cycles on a lock
+  // nobody else wants are served by its cache. Locks only: not with permits or members.
+  bool cache = false;
   std::uint32_t permits = 0;              // > 0: each key a semaphore of this many
   int members = 0;                        // > 1: each cycle a multi-lock of this many keys
   std::chrono::milliseconds ttl{30'000};  // lease of every grant
@@ -65,8 +68,11 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
 // about to acquire and calls acquire (it queues); A waits 1 ms after that
 // announcement, so that B's request has reached the lock service, then takes
 // t0 = now and releases; B takes t1 = now when its acquire returns. One sample is
-// t1 - t0 on this process's steady clock. Every wait of the protocol is bounded by
-// `step_timeout`; a step that takes longer throws Error(deadline_exceeded).
+// t1 - t0 on this process's steady clock. With workload.cache, the hand-off from a
+// cached lock instead: A acquires and drops the lock, which A's client keeps cached; B
+// takes t0 and acquires (the backend asks A for the lock back), t1 when granted. Every
+// wait of the protocol is bounded by `step_timeout`; a step that takes longer throws
+// Error(deadline_exceeded).
 Samples measure_handoff(const std::string& url, int samples, const Workload& workload,
                         std::chrono::milliseconds step_timeout);
 

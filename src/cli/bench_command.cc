@@ -89,6 +89,7 @@ Plan make_plan(const BenchOptions& o) {
   w.keys = o.keys;
   w.contended = o.contended;
   w.confirm_releases = o.confirm_releases;
+  w.cache = o.cache;
   if (o.mode == "exclusive") {
     w.mix = bench::LockMix::exclusive;
   } else if (o.mode == "shared") {
@@ -333,6 +334,10 @@ void add_bench_command(Commands& commands) {
   auto* confirm = app.add_flag("--confirm-releases", o->confirm_releases,
                                "Each cycle waits for its release to be confirmed "
                                "(Lease::release; default: the lease is dropped, as unlock() does)");
+  auto* cache = app.add_flag("--cache", o->cache,
+                             "Every lock cached (LockOptions::cache): a client's repeated "
+                             "cycles on a lock nobody else wants do no I/O");
+  cache->excludes(confirm)->excludes(permits)->excludes(members);
   auto* ttl = app.add_option("--ttl", o->ttl, "Lease length of every grant")
                   ->type_name("D")
                   ->capture_default_str();
@@ -391,7 +396,8 @@ void add_bench_command(Commands& commands) {
   // but not with excludes(), which would list every pair in --help.
   const std::vector<CLI::Option*> run_options = {clients,  keys,     mode,      permits,
                                                  members,  duration, ttl,       contended,
-                                                 baseline, handoff,  rounds,    confirm};
+                                                 baseline, handoff,  rounds,    confirm,
+                                                 cache};
   app.callback([run_options, hold, idle, failover, ttl, o] {
     // An election failover waits out a lease per sample: a short one unless asked.
     if (failover->count() > 0 && ttl->count() == 0) o->ttl = "1s";
@@ -438,6 +444,8 @@ void add_bench_command(Commands& commands) {
       "Hand-off: client A holds a lock, client B queues for it; A waits 1 ms after B\n"
       "announced its acquire, takes t0 and releases; B takes t1 when granted. One\n"
       "sample = t1 - t0 on one clock. --handoff-samples pairs are measured.\n"
+      "With --cache: A takes the lock and drops it (A keeps it cached); B takes t0,\n"
+      "asks for it (the backend has A give it back) and takes t1 when granted.\n"
       "\n"
       "--permits N: every key is a semaphore of N permits and each cycle takes one\n"
       "(uncontended: K semaphores per client; --contended: K shared by all, so clients\n"

@@ -31,6 +31,7 @@ struct BenchOptions {
   std::string duration = "10s";
   bool contended = false;
   bool confirm_releases = false;  // Lease::release() per cycle instead of dropping the lease
+  bool cache = false;             // every lock cached (LockOptions::cache)
   std::string ttl = "30s";
   std::string baseline;  // redis:// URL, empty: none
   int handoff_samples = 1000;

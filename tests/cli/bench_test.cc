@@ -215,6 +215,36 @@ TEST(WardenBench, MembersCycleMultiLocksAgainstOneLockOfTheSameEngine) {
   EXPECT_NE(text.out.find("a multi-lock of 8 exclusive locks"), std::string::npos) << text.out;
 }
 
+TEST(WardenBench, CacheCyclesCachedLocksAndTimesTheHandOffFromACachedLock) {
+  warden::testing::Wardend server;
+  const auto o = warden({"bench", "--url", server.uri(), "--cache", "--clients", "2", "--duration",
+                         "1s", "--handoff-samples", "20", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("cache"), true);
+  EXPECT_EQ(j.at("releases_confirmed"), false);
+  expect_phase(j.at("warden"), server.uri());
+  EXPECT_EQ(j.at("handoff_us").at("samples"), 20);
+  EXPECT_GT(j.at("handoff_us").at("p50").get<double>(), 0.0);
+  const auto text = warden({"bench", "--url", server.uri(), "--cache", "--duration", "200ms",
+                            "--handoff-samples", "5"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("releases cached"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("hand-off to a client asking for a cached lock"), std::string::npos)
+      << text.out;
+}
+
+TEST(WardenBench, CacheWhereTheEngineCannotOrWithSemaphoresIsRefused) {
+  const auto mem = warden({"bench", "--url", "mem://", "--cache", "--duration", "200ms",
+                           "--handoff-samples", "0"});
+  EXPECT_NE(mem.status, 0);
+  EXPECT_NE(mem.err.find("cannot cache locks"), std::string::npos) << mem.err;
+  for (const char* other : {"--confirm-releases", "--permits=2", "--members=2"}) {
+    const auto o = warden({"bench", "--url", "mem://", "--cache", other, "--keys", "2"});
+    EXPECT_EQ(o.status, 64) << other << ": " << o.err;
+  }
+}
+
 TEST(WardenBench, MembersBeyondTheKeysOrWithPermitsOrMixedAreUsageErrors) {
   const auto keys = warden({"bench", "--url", "mem://", "--members", "3", "--keys", "2"});
   EXPECT_EQ(keys.status, 64) << keys.err;
