@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engines/resp_client/errors.h"
 #include "warden/error.h"
 
@@ -83,6 +85,19 @@ TEST(WardendProtocol, ACampaignCarriesItsValueAndProclaimTheOwnerSecret) {
   EXPECT_EQ(proclaim_command(g, "node-b"), (Command{"PROCLAIM", "g/n", "42", secret, "node-b"}));
   g.owner = "intruder-7";
   EXPECT_THROW((void)proclaim_command(g, "x"), Error) << "not a grant of this engine";
+}
+
+TEST(WardendProtocol, CacheAndTheListenerIdEndACachedAcquireOnly) {
+  const auto now = Clock::now();
+  auto r = request(Clock::time_point::max());
+  r.options.lock_delay = 250ms;
+  const Command cached = acquire_command(r, now, 42).command;
+  EXPECT_EQ(cached, (Command{"ACQUIRE", "billing/invoice/7 x", "exclusive", "30000", "FOREVER",
+                             "DELAY", "250", "CACHE", "42"}));
+
+  const Command plain = acquire_command(r, now).command;
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "CACHE"), plain.end());
+  EXPECT_EQ(plain, Command(cached.begin(), cached.end() - 2)) << "the same request, uncached";
 }
 
 TEST(WardendProtocol, RenewAndReleaseCarryTheOwnerSecretCheckIsByToken) {
