@@ -491,8 +491,7 @@ void Dispatcher::authorize(Connection& c, const std::string& cmd,
     c.user.clear();
     throw Reject{"NOAUTH", "user '" + name + "' no longer exists; authenticate again"};
   }
-  // REVOKES names no group: the lock right on any group is enough.
-  const Rights needed = cmd == "REVOKES" ? kRightLock : required_right(cmd);
+  const Rights needed = required_right(cmd);
   if (needed == 0) return;
   if (!has_right(user->rights, needed)) {
     throw Reject{"NOPERM", "user '" + user->name + "' has no " + std::string(right_name(needed)) +

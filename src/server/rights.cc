@@ -3,8 +3,10 @@
 namespace warden::server {
 
 Rights required_right(std::string_view command) {
+  // REVOKES names no group: the lock right on any group is enough (the dispatcher checks
+  // groups only for commands that name one).
   if (command == "ACQUIRE" || command == "ACQUIRESET" || command == "RENEW" ||
-      command == "RELEASE" || command == "CHECK" || command == "PROCLAIM") {
+      command == "RELEASE" || command == "CHECK" || command == "PROCLAIM" || command == "REVOKES") {
     return kRightLock;
   }
   if (command == "INSPECT" || command == "LIST" || command == "INFO" || command == "WATCH") {

@@ -2,8 +2,9 @@
 // locks. Pure functions, no state; the dispatcher asks them before every command.
 //
 //   right    commands
-//   lock     ACQUIRE ACQUIRESET RENEW RELEASE CHECK           (on groups matching the patterns)
-//   inspect  INSPECT LIST (on matching groups), INFO
+//   lock     ACQUIRE ACQUIRESET RENEW RELEASE CHECK PROCLAIM  (on groups matching the patterns),
+//            REVOKES (names no group: the right on any group is enough)
+//   inspect  INSPECT LIST WATCH (on matching groups), INFO
 //   admin    every command, including admin-only ones to come; implies lock and inspect
 //   (none)   PING HELLO AUTH QUIT, and commands the server does not know (answered ERR)
 //
