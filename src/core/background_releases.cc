@@ -16,6 +16,7 @@ BackgroundReleases::~BackgroundReleases() {
 }
 
 void BackgroundReleases::post(const GrantRef& grant, Engine::ReleaseDone done) {
+  posted_.begin();
   {
     std::lock_guard lock(mu_);
     if (!thread_.joinable()) {
@@ -26,10 +27,7 @@ void BackgroundReleases::post(const GrantRef& grant, Engine::ReleaseDone done) {
   work_.notify_one();
 }
 
-void BackgroundReleases::settle() {
-  std::unique_lock lock(mu_);
-  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
-}
+void BackgroundReleases::settle() { posted_.wait_idle(); }
 
 void BackgroundReleases::run(const std::stop_token& stop) {
   std::unique_lock lock(mu_);
@@ -38,7 +36,6 @@ void BackgroundReleases::run(const std::stop_token& stop) {
     if (queue_.empty()) return;  // stopped, with nothing left
     auto [grant, done] = std::move(queue_.front());
     queue_.pop_front();
-    busy_ = true;
     lock.unlock();
     std::exception_ptr error;
     try {
@@ -47,9 +44,8 @@ void BackgroundReleases::run(const std::stop_token& stop) {
       error = std::current_exception();
     }
     done(error);
+    posted_.end();
     lock.lock();
-    busy_ = false;
-    if (queue_.empty()) idle_.notify_all();
   }
 }
 

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/engine.h"
+#include "core/in_flight.h"
 
 namespace warden::core {
 
@@ -37,11 +38,10 @@ class BackgroundReleases {
   void run(const std::stop_token& stop);
 
   const std::function<void(const GrantRef&)> release_;
+  InFlight posted_;  // from post() until its `done` returned
   std::mutex mu_;
   std::condition_variable_any work_;
-  std::condition_variable idle_;
   std::deque<std::pair<GrantRef, Engine::ReleaseDone>> queue_;  // guarded by mu_
-  bool busy_ = false;  // guarded by mu_: a release taken off the queue is being sent
   std::jthread thread_;  // started by the first post; guarded by mu_
 };
 
