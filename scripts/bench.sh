@@ -24,6 +24,7 @@
 #     (warden:// against redis:// is the ratio of their cycles/s in these runs);
 #   - warden:// with lock caching (--cache), 1 and 8 clients, uncontended, against the raw
 #     Redis lock; the hand-off from a cached lock beside the uncached one (1000 samples);
+#     etcd:// and zk:// cached, 1 client, against their raw locks, and the same hand-offs;
 #   - 1,000,000 held locks on a fresh wardend (bytes per lock);
 #   - 10,000 idle connections on a fresh wardend;
 #   - wardens:// (TLS) against warden:// (plain) on one wardend with both listeners, 1 and
@@ -220,6 +221,22 @@ if [[ $sets == *" cache "* ]]; then
   for cache in --cache ""; do
     run bench --url "$wd" $cache --duration 1s --handoff-samples 1000
   done
+  # etcd:// and zk:// learn of requests by watching: the same pair of figures each,
+  # against the backend's own raw lock.
+  start_etcd etcd-cache 1
+  run bench --url "$etcd_url" --cache --duration "$duration" --rounds "$rounds" \
+    --baseline "$etcd_url" --handoff-samples 0
+  for cache in --cache ""; do
+    run bench --url "$etcd_url" $cache --duration 1s --handoff-samples 200
+  done
+  stop_last
+  start_zookeeper zk-cache
+  run bench --url "$zk_url" --cache --duration "$duration" --rounds "$rounds" \
+    --baseline "$zk_url" --handoff-samples 0
+  for cache in --cache ""; do
+    run bench --url "$zk_url" $cache --duration 1s --handoff-samples 200
+  done
+  stop_last
 fi
 
 # Capacity checks, each on a fresh server so that nothing earlier skews its memory.

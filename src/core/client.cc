@@ -23,6 +23,11 @@ ClientState::ClientState(std::string uri_text, ClientOptions client_options,
   engine_->set_loss_sink(watchdog_.loss_sink());
   if (capabilities.cache) {
     engine_->set_revoke_sink([this](const core::Revoke& revoke) { on_revoke(revoke); });
+    if (!engine_->reports_revokes()) {
+      watch_revokes_ = std::make_unique<core::WatchRevokes>(
+          engine_, [this](const core::Revoke& revoke) { on_revoke(revoke); },
+          options.retry.initial);
+    }
   }
 }
 
@@ -30,6 +35,7 @@ ClientState::~ClientState() {
   // No revoke and no idle sweep runs from here on; the cached grants go back with the
   // releases still due.
   if (capabilities.cache) engine_->set_revoke_sink(nullptr);
+  watch_revokes_.reset();
   cache_.stop_sweeping();
   give_back(cache_.drain());
   // Releases sent without waiting are answered while the watchdog can still take the
@@ -202,10 +208,11 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
     return nullptr;
   }
   metrics->add(group, core::Counter::grants);
-  caching.cacheable = request.options.cache && granted->cacheable;
+  caching.cacheable = request.options.cache && (watch_revokes_ || granted->cacheable);
   auto hold = std::make_shared<Hold>(this, std::move(granted->grant), granted->expires, now,
                                      this_thread_key(), caching);
   hold->add(request.mode);
+  if (caching.cacheable && watch_revokes_) watch_revokes_->start(hold->grant);
   return hold;
 }
 
@@ -252,6 +259,7 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
   watchdog_.unwatch(hold.get());
   forget(*hold);
   hold->finish_release();
+  unwatch_revokes(*hold);
   metrics->add(group, core::Counter::releases);
   metrics->observe_hold(group, Clock::now() - hold->granted_at);
 }
@@ -289,11 +297,16 @@ void ClientState::give_back(core::LockCache::Holds holds) {
   for (auto& hold : holds) {
     if (!hold->begin_release()) {
       watchdog_.unwatch(hold.get());  // lost while cached: nothing to release
+      unwatch_revokes(*hold);
       continue;
     }
     metrics->add(hold->grant.key.group, core::Counter::cache_give_backs);
     release_without_waiting(hold);
   }
+}
+
+void ClientState::unwatch_revokes(const Hold& hold) {
+  if (watch_revokes_ && hold.caching.cacheable) watch_revokes_->stop(hold.grant);
 }
 
 void ClientState::on_revoke(const core::Revoke& revoke) {
@@ -321,6 +334,7 @@ void ClientState::release_without_waiting(const std::shared_ptr<Hold>& hold) {
 void ClientState::released(const std::shared_ptr<Hold>& hold, Clock::time_point released_at,
                            const std::exception_ptr& error) {
   const auto& group = hold->grant.key.group;
+  unwatch_revokes(*hold);
   if (error) {
     metrics->add(group, core::Counter::release_failures);
     watchdog_.release_in_background(hold);

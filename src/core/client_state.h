@@ -16,6 +16,7 @@
 #include "core/engine.h"
 #include "core/hold.h"
 #include "core/lock_cache.h"
+#include "core/watch_revokes.h"
 #include "core/metrics.h"
 #include "core/watchdog.h"
 #include "warden/options.h"
@@ -111,6 +112,8 @@ class ClientState {
   bool park(const std::shared_ptr<Hold>& hold);
   // Releases cached grants on the backend, without waiting.
   void give_back(core::LockCache::Holds holds);
+  // The grant of `hold` ended: a watch for its revokes is no longer needed.
+  void unwatch_revokes(const Hold& hold);
   void on_revoke(const core::Revoke& revoke);
 
   const std::shared_ptr<core::Engine> engine_;
@@ -122,6 +125,8 @@ class ClientState {
   std::map<std::string, int> releasing_;
   // Last: its sweeper gives back through this client, so it stops first.
   core::LockCache cache_;
+  // Revokes by watching, for an engine that caches but does not report revokes itself.
+  std::unique_ptr<core::WatchRevokes> watch_revokes_;
 };
 
 }  // namespace warden::detail

@@ -225,6 +225,11 @@ class Engine {
   // sink, from any engine thread. Setting it waits for a call in progress, so after
   // set_revoke_sink(nullptr) returns the old sink is never called again.
   using RevokeSink = std::function<void(const Revoke&)>;
+  // true if the engine reports revokes itself (warden://: the server pushes them), and
+  // sets Granted::cacheable. false with capabilities().cache: the core learns of requests
+  // by watching the lock (watch() and inspect(), core/watch_revokes.h), and every grant
+  // asked with options.cache is cacheable.
+  virtual bool reports_revokes() const { return false; }
   void set_revoke_sink(RevokeSink sink) {
     std::lock_guard guard(revoke_mu_);
     revoke_sink_ = std::move(sink);

@@ -35,7 +35,8 @@ constexpr Capabilities kEtcd{.shared = true,
                              .check = true,
                              .semaphore = true,
                              .election = true,
-                             .watch = true};
+                             .watch = true,
+                             .cache = true};
 
 class EtcdBackend final : public Backend {
  public:
@@ -113,7 +114,10 @@ INSTANTIATE_TEST_SUITE_P(
         EngineCase{"EtcdCluster3", kEtcd, [] { return std::make_unique<EtcdBackend>(3); }},
         // Once over TLS, on one member: TLS changes the transport, not the recipe.
         EngineCase{"EtcdTls", kEtcd,
-                   [] { return std::make_unique<EtcdBackend>(1, testing::EtcdTls{}); }}),
+                   [] { return std::make_unique<EtcdBackend>(1, testing::EtcdTls{}); }},
+        // Every lock cached: revokes come from watching the lock's keys.
+        EngineCase{"EtcdCached", kEtcd, [] { return std::make_unique<EtcdBackend>(1); },
+                   /*cache=*/true}),
     name_printer);
 
 INSTANTIATE_TEST_SUITE_P(Etcd, MultiLockConformance,

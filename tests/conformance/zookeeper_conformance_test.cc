@@ -34,7 +34,8 @@ constexpr Capabilities kZooKeeper{.shared = true,
                                   .check = true,
                                   .semaphore = true,
                                   .election = true,
-                                  .watch = true};
+                                  .watch = true,
+                                  .cache = true};
 
 class ZooKeeperBackend final : public Backend {
  public:
@@ -103,7 +104,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(EngineCase{"ZooKeeperStandalone", kZooKeeper,
                                  [] { return std::make_unique<ZooKeeperBackend>(1); }},
                       EngineCase{"ZooKeeperEnsemble3", kZooKeeper,
-                                 [] { return std::make_unique<ZooKeeperBackend>(3); }}),
+                                 [] { return std::make_unique<ZooKeeperBackend>(3); }},
+                      // Every lock cached: revokes come from watching the lock's nodes.
+                      EngineCase{"ZooKeeperCached", kZooKeeper,
+                                 [] { return std::make_unique<ZooKeeperBackend>(1); },
+                                 /*cache=*/true}),
     name_printer);
 INSTANTIATE_TEST_SUITE_P(ZooKeeper, SemaphoreConformance,
                          ::testing::Values(EngineCase{

@@ -125,6 +125,7 @@ class EtcdEngine final : public core::Engine {
     caps.semaphore = true;  // a queue of permits requests (permit_queue.h)
     caps.election = true;   // a candidate's value rides in its key's value (request_value.h)
     caps.watch = true;      // an etcd watch over the lock's keys (key_watch.h)
+    caps.cache = true;      // revokes by that watch (core/watch_revokes.h)
     return caps;
   }
 

@@ -156,6 +156,8 @@ class WardenEngine final : public core::Engine {
 
   void settle_releases() override { control_.settle(); }
 
+  bool reports_revokes() const override { return true; }
+
   bool proclaim(const GrantRef& grant, std::string_view value) override {
     const auto result = control_.run({proclaim_command(grant, value)});
     return parse_flag(result.replies.at(0), "PROCLAIM on " + connector_->endpoint());

@@ -120,6 +120,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
     caps.semaphore = true;  // p- nodes that count permits (lock_nodes.h)
     caps.election = true;   // the candidate's value in its node's data
     caps.watch = true;      // children and data watches on the lock (KeyWatchOnLock)
+    caps.cache = true;      // revokes by those watches (core/watch_revokes.h)
     return caps;
   }
 
