@@ -213,6 +213,16 @@ done
 # clients on locks of their own, against the raw Redis lock in the same run; then the
 # hand-off from a cached lock (B asks, wardend revokes, A gives it back) beside the
 # uncached hand-off to a queued waiter, on the same wardend.
+# cached_runs URL: 1 client's cached cycles against URL's raw baseline, then the hand-off
+# from a cached lock and the uncached one.
+cached_runs() {
+  local url=$1 cache
+  run bench --url "$url" --cache --duration "$duration" --rounds "$rounds" --baseline "$url" \
+    --handoff-samples 0
+  for cache in --cache ""; do
+    run bench --url "$url" $cache --duration 1s --handoff-samples 200
+  done
+}
 if [[ $sets == *" cache "* ]]; then
   for clients in 1 8; do
     run bench --url "$wd" --cache --clients "$clients" --duration "$duration" \
@@ -221,21 +231,13 @@ if [[ $sets == *" cache "* ]]; then
   for cache in --cache ""; do
     run bench --url "$wd" $cache --duration 1s --handoff-samples 1000
   done
-  # etcd:// and zk:// learn of requests by watching: the same pair of figures each,
-  # against the backend's own raw lock.
+  # etcd:// and zk:// learn of requests by watching: cached cycles against the backend's
+  # own raw lock, and the two hand-offs.
   start_etcd etcd-cache 1
-  run bench --url "$etcd_url" --cache --duration "$duration" --rounds "$rounds" \
-    --baseline "$etcd_url" --handoff-samples 0
-  for cache in --cache ""; do
-    run bench --url "$etcd_url" $cache --duration 1s --handoff-samples 200
-  done
+  cached_runs "$etcd_url"
   stop_last
   start_zookeeper zk-cache
-  run bench --url "$zk_url" --cache --duration "$duration" --rounds "$rounds" \
-    --baseline "$zk_url" --handoff-samples 0
-  for cache in --cache ""; do
-    run bench --url "$zk_url" $cache --duration 1s --handoff-samples 200
-  done
+  cached_runs "$zk_url"
   stop_last
 fi
 

@@ -15,6 +15,7 @@
 #include "server/dispatcher.h"
 #include "server/password_hash.h"
 #include "server/users_file.h"
+#include "test_password_hashes.h"
 
 namespace warden::server {
 namespace {
@@ -319,15 +320,6 @@ TEST_F(DispatcherCacheTest, HelloSaysProtocol7AndCache) {
 }
 
 // --- rights: REVOKES needs the lock right, on any group
-
-const std::string& hash_of(const std::string& password) {
-  static std::map<std::string, std::string> cache;
-  auto it = cache.find(password);
-  if (it == cache.end()) {
-    it = cache.emplace(password, hash_password(password, kMinimumCost)).first;
-  }
-  return it->second;
-}
 
 TEST(DispatcherCacheRightsTest, RevokesNeedsTheLockRightOnAnyGroup) {
   DispatcherConfig config;

@@ -14,6 +14,7 @@
 #include "server/dispatcher.h"
 #include "server/password_hash.h"
 #include "server/users_file.h"
+#include "test_password_hashes.h"
 
 namespace warden::server {
 namespace {
@@ -24,16 +25,6 @@ Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + std::chrono::
 
 const std::string kOk = "+OK\r\n";
 const std::string kWrong = "-WRONGPASS invalid user name or password\r\n";
-
-// Hashes are made once per process: each costs a little even at libsodium's minimum.
-const std::string& hash_of(const std::string& password) {
-  static std::map<std::string, std::string> cache;
-  auto it = cache.find(password);
-  if (it == cache.end()) {
-    it = cache.emplace(password, hash_password(password, kMinimumCost)).first;
-  }
-  return it->second;
-}
 
 std::shared_ptr<const UserTable> users(const std::vector<std::string>& lines) {
   std::string text = "# test users\n";
