@@ -272,6 +272,7 @@ std::shared_ptr<Hold> ClientState::unpark(const std::shared_ptr<Hold>& parked, M
   if (parked->state() != Hold::State::active) {
     // Its lease ran out while it was being taken: the fresh hold must not serve.
     watchdog_.unwatch(hold.get());
+    unwatch_revokes(*parked);
     return nullptr;
   }
   {
