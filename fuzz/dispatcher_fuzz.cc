@@ -312,6 +312,12 @@ class Run {
         if (s.connected && s.id == w.conn) slot = &s;
       }
       WARDEN_FUZZ_CHECK(slot != nullptr);
+      // Pushes to a watcher (WATCH) or a revoke listener (REVOKES) answer no request.
+      if (w.reply.starts_with("*2\r\n$7\r\nCHANGED\r\n") ||
+          w.reply.starts_with("*3\r\n$6\r\nREVOKE\r\n")) {
+        WARDEN_FUZZ_CHECK(!slot->parked);
+        continue;
+      }
       WARDEN_FUZZ_CHECK(slot->parked);  // never a second wakeup for one parked request
       slot->parked = false;
       WARDEN_FUZZ_CHECK(one_value(w.reply));
