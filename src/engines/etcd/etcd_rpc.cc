@@ -31,6 +31,23 @@ bool is_leaderless(const grpc::Status& status) {
   return status.error_message().starts_with("etcdserver: ");
 }
 
+// A connection that broke under a call already sent (the member closed it, went away or
+// was restarted), as opposed to one that could not be opened. etcd's Go HTTP/2 server
+// also ends a TLS connection now and then with a GOAWAY under load. The call may or may
+// not have been applied: every call warden makes is safe to make again (a Txn puts its
+// request key only if absent, a lease granted twice leaves one unused to expire).
+bool is_broken_connection(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
+  const std::string& message = status.error_message();
+  // gRPC's words for a connection that was never made, whatever ended the attempt (a
+  // refusal, or a member that accepted and closed it: a TLS peer refusing us).
+  if (message.find("failed to connect") != std::string::npos) return false;
+  for (const char* sign : {"Socket closed", "GOAWAY", "Connection reset", "Broken pipe"}) {
+    if (message.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // etcd's "invalid auth token": the token expired (or the member restarted).
 bool is_expired_token(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
@@ -174,12 +191,17 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
   // (other threads may move current_ meanwhile; a pass of our own still covers them all).
   // A pass in which some member answered that the cluster has no leader just now is
   // followed by another, after a pause, until `timeout` has passed since the call began:
-  // an election is under way. A pass in which no member could be reached ends the call.
+  // an election is under way. A pass in which no member could be reached ends the call,
+  // unless a member's connection broke under the call: then one more pass asks again, and
+  // waits (within the budget) for gRPC to connect anew, as etcd's own client does.
   const auto give_up = Clock::now() + timeout;
   resp_client::Backoff pause(config_.retry);
   std::optional<Error> last;
+  // The members asked again after their connection broke; only they wait for a new one.
+  std::vector<char> reconnecting;
   for (int pass = 0;; ++pass) {
     bool electing = false;
+    std::vector<char> broke(members_.size(), 0);
     const std::size_t first = current_.load(std::memory_order_relaxed);
     for (std::size_t step = 0; step < members_.size(); ++step) {
       const std::size_t index = (first + step) % members_.size();
@@ -193,6 +215,7 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
         const auto started = Clock::now();
         const auto deadline = started + attempt_timeout;
         context.set_deadline(to_system(deadline));
+        context.set_wait_for_ready(!reconnecting.empty() && reconnecting[index] != 0);
         grpc::Status status = authorize(member, context, deadline);
         if (status.ok()) status = body(member, context);
         if (status.ok()) {
@@ -207,11 +230,20 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
         if (!is_transient(status)) {
           throw status_error(status, what, member.endpoint, config_.tls.enabled);
         }
-        last = status_error(status, what, member.endpoint, config_.tls.enabled);
+        const bool waited_in_vain = !reconnecting.empty() && reconnecting[index] != 0 &&
+                                    status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+        // No new connection within the budget: the member is down, as the break said.
+        if (!waited_in_vain) last = status_error(status, what, member.endpoint, config_.tls.enabled);
         electing = electing || is_leaderless(status);
+        broke[index] = is_broken_connection(status) ? 1 : 0;
         move_on_from(index);
         break;
       }
+    }
+    const bool any_broke = std::find(broke.begin(), broke.end(), 1) != broke.end();
+    if (any_broke && reconnecting.empty() && Clock::now() < give_up) {
+      reconnecting = std::move(broke);
+      continue;
     }
     const auto delay = pause.next_delay();
     if (!electing || Clock::now() + delay >= give_up) throw *last;

@@ -122,5 +122,32 @@ TEST(EtcdFailure, WaiterWhoseMemberIsKilledIsStillGranted) {
   EXPECT_TRUE(no_warden_keys(cluster)) << "left:" << describe(warden_keys(cluster));
 }
 
+TEST(EtcdFailure, CallWhoseConnectionBreaksIsAskedAgainWhenTheMemberIsBack) {
+  // The only member freezes while a call is on its way, then dies and comes back: the
+  // connection under the call breaks ("Socket closed"). The call is asked again on a new
+  // connection, within op_timeout, instead of failing with unavailable.
+  EtcdCluster cluster(EtcdOptions{1, {}});
+  Client client = Client::open(cluster.uri(), with_ttl(10s, 30s));
+  client.lock("g", "warm").acquire(Mode::exclusive, Wait::none()).release();  // a session
+
+  cluster.pause(0);
+  auto attempt = std::async(std::launch::async, [&] {
+    // Waiting: a session that may have lapsed meanwhile is replaced within the wait.
+    return client.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(20s));
+  });
+  std::this_thread::sleep_for(300ms);
+  ASSERT_EQ(attempt.wait_for(0s), std::future_status::timeout)
+      << "the call did not reach the frozen member";
+  cluster.kill9(0);
+  cluster.start(0);
+
+  ASSERT_EQ(attempt.wait_for(30s), std::future_status::ready) << "the call hangs";
+  Lease lease = attempt.get();  // unavailable, if the broken call was given up
+  ASSERT_TRUE(lease) << "nobody else holds x";
+  EXPECT_EQ(lock_keys(cluster, "g", "x").size(), 1u) << "the call asked twice left two keys";
+  lease.release();
+  EXPECT_TRUE(no_warden_keys(cluster)) << "left:" << describe(warden_keys(cluster));
+}
+
 }  // namespace
 }  // namespace warden::testing
