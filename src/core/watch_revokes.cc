@@ -1,20 +1,10 @@
 #include "core/watch_revokes.h"
 
-#include <condition_variable>
 #include <vector>
 
+#include "core/stoppable_sleep.h"
+
 namespace warden::core {
-namespace {
-
-// Sleeps `d` unless `stop` is requested first.
-void sleep_for(std::chrono::milliseconds d, const std::stop_token& stop) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  cv.wait_for(lock, stop, d, [] { return false; });
-}
-
-}  // namespace
 
 WatchRevokes::WatchRevokes(std::shared_ptr<Engine> engine, Engine::RevokeSink on_revoke,
                            std::chrono::milliseconds retry)

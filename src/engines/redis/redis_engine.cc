@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/client_id.h"
+#include "core/stoppable_sleep.h"
 #include "engines/redis/lock_keys.h"
 #include "engines/redis/redis_config.h"
 #include "engines/redis/script_call.h"
@@ -526,12 +527,8 @@ class RedisEngine final : public core::Engine {
   // Waits `delay` (less if the deadline comes first, or a stop); false if the waiter
   // should give up: stopped, or its deadline passed.
   static bool pause_before_retry(const AcquireRequest& request, Clock::duration delay) {
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock lock(mu);
-    cv.wait_until(lock, request.stop, std::min(request.deadline, Clock::now() + delay),
-                  [] { return false; });
-    return !request.stop.stop_requested() && Clock::now() < request.deadline;
+    return core::sleep_until(std::min(request.deadline, Clock::now() + delay), request.stop) &&
+           Clock::now() < request.deadline;
   }
 
   // The sentinels moved the master. Replication is asynchronous, so a grant made just

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/stoppable_sleep.h"
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/errors.h"
 #include "engines/resp_client/stop_waker.h"
@@ -200,8 +201,6 @@ void MasterLocator::watch_loop(const std::stop_token& stop) {
   const StopWaker waker(stop);
   Backoff backoff(retry_);
   std::size_t next = 0;
-  std::mutex sleep_mu;
-  std::condition_variable_any sleep_cv;
   while (!stop.stop_requested()) {
     const auto& sentinel = options_.sentinels[next++ % options_.sentinels.size()];
     try {
@@ -238,8 +237,7 @@ void MasterLocator::watch_loop(const std::stop_token& stop) {
     } catch (const Error&) {
       // This sentinel is down or refused us: the next one, after a pause. Meanwhile the
       // data connections still find a moved master by their own failures.
-      std::unique_lock lock(sleep_mu);
-      sleep_cv.wait_for(lock, stop, backoff.next_delay(), [] { return false; });
+      core::sleep_for(backoff.next_delay(), stop);
     }
   }
 }

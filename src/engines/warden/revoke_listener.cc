@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/stoppable_sleep.h"
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/errors.h"
@@ -71,10 +72,7 @@ void RevokeListener::run(std::stop_token stop) {
     first_try_.notify_all();
     // Pushes may have been lost with the connection: every cached grant goes back.
     if (was_up) on_revoke_(core::Revoke{{}, 0, true});
-    std::mutex mu;
-    std::condition_variable_any sleep;
-    std::unique_lock lock(mu);
-    sleep.wait_for(lock, stop, backoff.next_delay(), [] { return false; });
+    core::sleep_for(backoff.next_delay(), stop);
   }
 }
 

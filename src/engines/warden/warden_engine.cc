@@ -1,12 +1,11 @@
 #include "engines/warden/warden_engine.h"
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/stoppable_sleep.h"
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/connector.h"
 #include "engines/resp_client/errors.h"
@@ -30,15 +29,6 @@ using resp_client::Backoff;
 using resp_client::Connector;
 using resp_client::Pipeline;
 using resp_client::Pool;
-
-// Sleeps until `until`; false if `stop` was requested first.
-bool sleep_until(Clock::time_point until, const std::stop_token& stop) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  cv.wait_until(lock, stop, until, [] { return false; });
-  return !stop.stop_requested();
-}
 
 class WardenEngine final : public core::Engine {
  public:
@@ -222,7 +212,7 @@ class WardenEngine final : public core::Engine {
       if (!call.command.waits) return std::nullopt;
       conn.reset();
       const auto retry_at = std::min(Clock::now() + embargo_backoff.next_delay(), deadline);
-      if (!sleep_until(retry_at, stop)) return std::nullopt;
+      if (!core::sleep_until(retry_at, stop)) return std::nullopt;
       if (Clock::now() >= deadline) return std::nullopt;
     }
   }
