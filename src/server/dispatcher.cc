@@ -1,7 +1,6 @@
 #include "server/dispatcher.h"
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,16 +114,6 @@ std::int64_t ms_between(Time from, Time to) {
 
 using Secret = std::array<unsigned char, 16>;
 constexpr char kHex[] = "0123456789abcdef";
-
-// A fresh owner secret. Drawn before anything changes, so a failing CSPRNG (it never
-// fails once seeded) refuses the ACQUIRE and leaves the table as it was.
-Secret new_secret() {
-  Secret s{};
-  if (RAND_bytes(s.data(), static_cast<int>(s.size())) != 1) {
-    throw Error(Errc::internal, "the system's random number generator failed");
-  }
-  return s;
-}
 
 // 32 lower-case hex characters, or INVALID. Only the form is checked here, before any
 // lookup, so the reply says nothing about the grant.
@@ -363,7 +352,7 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
         ok = table_.release(key, token, now);
         // Released, or expired while applying `now` (collect drops that one's secret).
         if (ok) {
-          secrets_.erase(id);
+          restored_secrets_.erase(id);
           cached_.erase(id);
           touched(key);
         }
@@ -601,20 +590,17 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   if (waits && table_.inspect(request.key).waiters.size() >= config_.limits.max_waiters_per_key) {
     throw Reject{"LIMIT", "too many waiters on this key"};
   }
-  const Secret secret = new_secret();
-
   const auto result = table_.acquire(request, now);
   collect(now);
   switch (result.status) {
     case table::AcquireStatus::granted:
       ++stats_.grants;
-      secrets_[result.grant.id] = secret;
       // Only a request that barged (UNFAIR) can be granted past a queue.
       if (cache_by) {
         cache_grant(result.grant, *cache_by,
                     !request.fair && !table_.inspect(request.key).waiters.empty());
       }
-      grant_reply(reply, result.grant.token, secret, now, now);
+      grant_reply(reply, result.grant.token, secret_of(result.grant), now, now);
       return Outcome::replied;
     case table::AcquireStatus::busy:
       revoke_holders(request.key);
@@ -625,7 +611,7 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
     case table::AcquireStatus::queued:
       revoke_holders(request.key);
       c.parked = result.id;
-      parked_[result.id] = Parked{conn, now, {secret}, cache_by};
+      parked_[result.id] = Parked{conn, now, cache_by};
       return Outcome::parked;
   }
   return Outcome::replied;
@@ -677,10 +663,6 @@ Dispatcher::Outcome Dispatcher::acquire_set(Connection& c, ConnId conn,
   if (new_keys > 0 && table_.stats().keys + new_keys > config_.limits.max_keys) {
     throw Reject{"LIMIT", "the server holds the maximum number of keys"};
   }
-  std::vector<Secret> secrets;
-  secrets.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) secrets.push_back(new_secret());
-
   const auto result = table_.acquire_set(request, now);
   collect(now);
   switch (result.status) {
@@ -688,8 +670,7 @@ Dispatcher::Outcome Dispatcher::acquire_set(Connection& c, ConnId conn,
       stats_.grants += n;
       resp::array(reply, static_cast<std::int64_t>(n));
       for (std::size_t i = 0; i < n; ++i) {
-        secrets_[result.grants[i].id] = secrets[i];
-        grant_reply(reply, result.grants[i].token, secrets[i], now, now);
+        grant_reply(reply, result.grants[i].token, secret_of(result.grants[i]), now, now);
       }
       return Outcome::replied;
     case table::AcquireStatus::busy:
@@ -701,7 +682,7 @@ Dispatcher::Outcome Dispatcher::acquire_set(Connection& c, ConnId conn,
     case table::AcquireStatus::queued:
       for (const auto& member : request.members) revoke_holders(member.key);
       c.parked = result.id;
-      parked_[result.id] = Parked{conn, now, std::move(secrets)};
+      parked_[result.id] = Parked{conn, now};
       return Outcome::parked;
   }
   return Outcome::replied;
@@ -726,12 +707,20 @@ void Dispatcher::survive(Time now, const std::function<void()>& call) {
 
 bool Dispatcher::owns(std::string_view key, std::uint64_t token, const Secret& secret) const {
   const auto grant = table_.find(key, token);
-  const auto it = grant ? secrets_.find(grant->id) : secrets_.end();
-  // Compared against a dummy when there is no grant, so both answers cost the same.
-  static constexpr Secret kNone{};
-  const Secret& expected = it != secrets_.end() ? it->second : kNone;
+  // Computed and compared when there is no grant too, so both answers cost the same.
+  const Secret expected =
+      grant ? secret_of(*grant) : owner_secrets_.of(key, token);
   const bool same = CRYPTO_memcmp(expected.data(), secret.data(), secret.size()) == 0;
-  return it != secrets_.end() && same;
+  return grant.has_value() && same;
+}
+
+Dispatcher::Secret Dispatcher::secret_of(const table::Grant& grant) const {
+  if (!restored_secrets_.empty()) {
+    if (const auto it = restored_secrets_.find(grant.id); it != restored_secrets_.end()) {
+      return it->second;
+    }
+  }
+  return owner_secrets_.of(grant.key, grant.token);
 }
 
 std::optional<Time> Dispatcher::next_wakeup() const {
@@ -751,7 +740,7 @@ void Dispatcher::collect(Time now) {
       }
       if (event.kind == table::Event::Kind::expired) {
         ++stats_.expirations;
-        secrets_.erase(event.grant.id);
+        restored_secrets_.erase(event.grant.id);
         cached_.erase(event.grant.id);
         continue;
       }
@@ -775,14 +764,13 @@ void Dispatcher::collect(Time now) {
       Wakeup w{p.conn, {}};
       if (event.kind == table::Event::Kind::granted) {
         ++stats_.grants;
-        secrets_[event.grant.id] = p.secrets.front();
-        grant_reply(w.reply, event.grant.token, p.secrets.front(), p.received, now);
+        grant_reply(w.reply, event.grant.token, secret_of(event.grant), p.received, now);
       } else if (event.kind == table::Event::Kind::set_granted) {
         stats_.grants += event.grants.size();
         resp::array(w.reply, static_cast<std::int64_t>(event.grants.size()));
         for (std::size_t i = 0; i < event.grants.size(); ++i) {
-          secrets_[event.grants[i].id] = p.secrets[i];
-          grant_reply(w.reply, event.grants[i].token, p.secrets[i], p.received, now);
+          grant_reply(w.reply, event.grants[i].token, secret_of(event.grants[i]), p.received,
+                      now);
         }
       } else {
         ++stats_.timeouts;

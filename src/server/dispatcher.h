@@ -7,11 +7,12 @@
 // like a Redis client blocked in BLPOP. Replies for parked requests that are resolved
 // later (granted, timed out) come back from take_wakeups().
 //
-// Owner secrets: every grant gets 128 random bits (the OS CSPRNG) that only its ACQUIRE
-// reply carries. RENEW and RELEASE must present them; a wrong secret is answered exactly
-// like a grant that is not held. The table knows grants by token, which is sequential and
-// public (sequencers, INSPECT), so the secret is what makes a grant its holder's alone.
-// Secrets live here, beside the table, and never appear in INSPECT, LIST, INFO or stats.
+// Owner secrets: every grant has 128 unguessable bits that only its ACQUIRE reply carries.
+// RENEW and RELEASE must present them; a wrong secret is answered exactly like a grant
+// that is not held. The table knows grants by token, which is sequential and public
+// (sequencers, INSPECT), so the secret is what makes a grant its holder's alone. Secrets
+// are computed from the grant with a key of this process's own (owner_secrets.h), so a
+// held lock stores none; they never appear in INSPECT, LIST, INFO or stats.
 //
 // Users (--users FILE, see users_file.h and rights.h): `AUTH user password` parks the
 // connection like a blocking ACQUIRE while the shell checks the password off the loop
@@ -45,6 +46,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "server/owner_secrets.h"
 #include "server/table_snapshot.h"
 #include "server/users_file.h"
 #include "table/lock_table.h"
@@ -185,14 +187,11 @@ class Dispatcher {
     ConnId conn;
     std::string user;  // "" when the name is unknown: the check is a decoy
   };
-  // 128 bits from the OS CSPRNG; sent as 32 lower-case hex characters.
-  using Secret = std::array<unsigned char, 16>;
+  // Sent as 32 lower-case hex characters.
+  using Secret = OwnerSecrets::Secret;
   struct Parked {
     ConnId conn;
     Time received;
-    // Drawn when the request arrived: the grant's, should it be granted (a set's: one per
-    // member, in member order).
-    std::vector<Secret> secrets;
     // ACQUIRE ... CACHE id: the listener the grant is to be cached by, if it still is one
     // when the grant is made.
     std::optional<ConnId> cache{};
@@ -214,6 +213,8 @@ class Dispatcher {
   // RENEW and RELEASE: does `secret` (as sent) belong to the grant (key, token)? false
   // for a grant that is not held and for a wrong secret alike, in constant time per byte.
   bool owns(std::string_view key, std::uint64_t token, const Secret& secret) const;
+  // The owner secret of a grant held: the one restored with it, or the one computed.
+  Secret secret_of(const table::Grant& grant) const;
   void info(Time now, std::string& reply) const;
   // WATCH key: the connection becomes a watcher of the key (see Connection::watching).
   void watch(Connection& c, ConnId conn, std::span<const std::string_view> args,
@@ -254,8 +255,10 @@ class Dispatcher {
   table::LockTable table_;
   std::unordered_map<ConnId, Connection> connections_;
   std::unordered_map<table::RequestId, Parked> parked_;
-  // The owner secret of every grant held, by grant id; dropped on release and expiry.
-  std::unordered_map<table::RequestId, Secret> secrets_;
+  OwnerSecrets owner_secrets_;
+  // The secrets of grants restored from a snapshot, which the previous process computed
+  // with its own key, by grant id; dropped on release and expiry.
+  std::unordered_map<table::RequestId, Secret> restored_secrets_;
   // The listener of every cached grant not yet revoked, by grant id; dropped on the
   // revoke's push, release and expiry, so it never outgrows the grants held.
   std::unordered_map<table::RequestId, ConnId> cached_;

@@ -42,9 +42,11 @@ TableSnapshot Dispatcher::snapshot(Time now) {
   for (const auto& summary : keys) {
     const table::KeyInfo info = table_.inspect(summary.key);
     for (const table::HolderInfo& h : info.holders) {
-      const auto secret = secrets_.find(h.id);
-      if (secret == secrets_.end()) continue;  // nobody could renew or release it
-      out.holders.push_back(SnapshotHolder{summary.key, h.mode, h.token, secret->second,
+      table::Grant grant;
+      grant.id = h.id;
+      grant.key = summary.key;
+      grant.token = h.token;
+      out.holders.push_back(SnapshotHolder{summary.key, h.mode, h.token, secret_of(grant),
                                            static_cast<std::uint64_t>(h.ttl.count()),
                                            static_cast<std::uint64_t>(h.lock_delay.count()),
                                            info.capacity, h.permits, h.value});
@@ -70,7 +72,7 @@ std::size_t Dispatcher::restore(const TableSnapshot& snapshot, Time now) {
     request.permits = h.permits;
     request.value = h.value;
     if (const auto grant = table_.restore(request, h.token, now)) {
-      secrets_[grant->id] = h.secret;
+      restored_secrets_[grant->id] = h.secret;
       ++restored;
     }
   }
