@@ -1,10 +1,11 @@
 // table/lock_table.cc — the lock table: per-key FIFO queues, leases and lock-delay.
 //
 // Layout
-//   keys       unordered_map key → KeyState. A KeyState keeps its holders and waiters in
-//              one vector: holders first (grant order), then waiters (queue order). Granting
-//              the head waiter is then a change in place, and a key with one holder keeps
-//              it inside the KeyState (inline_one_vector.h), with no allocation of its own.
+//   keys       key → KeyState (key_map.h: a hash map whose nodes carry the key's bytes).
+//              A KeyState keeps its holders and waiters in one vector: holders first
+//              (grant order), then waiters (queue order). Granting the head waiter is then
+//              a change in place, and a key with one holder keeps it inside the KeyState
+//              (inline_one_vector.h), with no allocation of its own.
 //   slots      slot number → map node. A key gets a slot for its lifetime, so timers can
 //              name it with 4 bytes and still be checked safely after the key is gone
 //              (a freed slot is null; a reused slot holds another key, which a stale timer
@@ -23,18 +24,18 @@
 //              next_wakeup() is exact.
 //
 // Memory per lock with one holder and no waiter (libstdc++, glibc malloc, 64-bit):
-//   map node (next pointer, key std::string, KeyState with its one Entry
-//   inline; hash not cached)                                               120 -> 128 B chunk
+//   map node: KeyState with its one Entry inline (80 B), next pointer, key
+//   length and the key's bytes (92 B + key; a key of up to 28 bytes)       128 B chunk
 //   bucket array at load factor <= 1                                         8..16 B
 //   slot pointer (vector, up to 2x capacity)                                 8..16 B
 //   timer entry (24 B) and the heap vector's spare capacity                  24..48 B
 //   stale timers (out-of-order renewals) until the next compaction           0..24 B
-// That is 32 B less than with the Entry in a std::vector's own 64-byte chunk (the node
-// was 96 B), measured through wardend as 251.8 -> 219.7 B per lock with 1,000,000 locks
-// and 26-byte keys (docs/performance.md); plus the key's own heap block when it is longer
-// than 15 bytes (the std::string inline buffer). A key that has had a waiter keeps its
-// requests on the heap, like a std::vector, until it is gone; each waiter adds an Entry
-// and a `waiting` node (~90 B).
+// Measured through wardend with 1,000,000 locks and 26-byte keys (docs/performance.md):
+// 168.5 B per lock, where a std::unordered_map<std::string, …> node with the requests in
+// a std::vector took 251.8 (a 96 B node, a 64 B chunk for the vector's one Entry and a
+// 48 B chunk for the key). A key that has had a waiter keeps its requests on the heap,
+// like a std::vector, until it is gone; each waiter adds an Entry and a `waiting` node
+// (~90 B).
 #include "table/lock_table.h"
 
 #include <algorithm>
@@ -44,6 +45,7 @@
 #include <utility>
 
 #include "table/inline_one_vector.h"
+#include "table/key_map.h"
 
 namespace warden::table {
 namespace {
@@ -61,13 +63,6 @@ Time add_saturating(Time t, milliseconds d) {
   if (t > Time::max() - step) return Time::max();
   return t + step;
 }
-
-struct KeyHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view key) const noexcept {
-    return std::hash<std::string_view>{}(key);
-  }
-};
 
 }  // namespace
 
@@ -101,8 +96,8 @@ struct LockTable::Impl {
     std::uint32_t held = 0;  // the permits of its holders
   };
 
-  using Keys = std::unordered_map<std::string, KeyState, KeyHash, std::equal_to<>>;
-  using Node = Keys::value_type;
+  using Keys = KeyMap<KeyState>;
+  using Node = Keys::Node;
 
   enum class TimerKind : std::uint8_t { lease, deadline, delay };
   struct Timer {
@@ -143,36 +138,30 @@ struct LockTable::Impl {
 
   // --- keys
 
-  Node* find_node(std::string_view key) {
-    auto it = keys.find(key);
-    return it == keys.end() ? nullptr : &*it;
-  }
-  const Node* find_node(std::string_view key) const {
-    auto it = keys.find(key);
-    return it == keys.end() ? nullptr : &*it;
-  }
+  Node* find_node(std::string_view key) { return keys.find(key); }
+  const Node* find_node(std::string_view key) const { return keys.find(key); }
 
   Node& create(std::string_view key) {
-    Node& node = *keys.try_emplace(std::string(key)).first;
+    Node& node = *keys.try_emplace(key).first;
     if (free_slots.empty()) {
-      node.second.slot = static_cast<std::uint32_t>(slots.size());
+      node.value.slot = static_cast<std::uint32_t>(slots.size());
       slots.push_back(&node);
     } else {
-      node.second.slot = free_slots.back();
+      node.value.slot = free_slots.back();
       free_slots.pop_back();
-      slots[node.second.slot] = &node;
+      slots[node.value.slot] = &node;
     }
     return node;
   }
 
   // Forgets the key if nothing refers to it any more.
   void settle(Node& node) {
-    KeyState& k = node.second;
+    KeyState& k = node.value;
     if (k.entries.empty() && k.delayed_until == kNoDelay) {
       semaphores.erase(k.slot);
       slots[k.slot] = nullptr;
       free_slots.push_back(k.slot);
-      keys.erase(keys.find(node.first));
+      keys.erase(&node);
       return;
     }
     // A queue that drained should not pin its peak capacity for the key's lifetime.
@@ -191,7 +180,7 @@ struct LockTable::Impl {
   bool matches(const Node* node, const Request& r) const {
     if (r.capacity > 0 && (r.permits == 0 || r.permits > r.capacity)) return false;
     if (node == nullptr) return true;
-    const Semaphore* sem = semaphore_of(node->second);
+    const Semaphore* sem = semaphore_of(node->value);
     return sem == nullptr ? r.capacity == 0 : r.capacity == sem->capacity;
   }
 
@@ -205,14 +194,15 @@ struct LockTable::Impl {
   // A new key for `r`, a semaphore's with its capacity.
   Node& create_for(const Request& r) {
     Node& node = create(r.key);
-    if (r.capacity > 0) semaphores.emplace(node.second.slot, Semaphore{r.capacity});
+    if (r.capacity > 0) semaphores.emplace(node.value.slot, Semaphore{r.capacity});
     return node;
   }
 
   static Mode mode_of(const Request& r) { return r.capacity > 0 ? Mode::shared : r.mode; }
 
   static Grant grant_of(const Node& node, const Entry& e) {
-    return Grant{e.id, node.first, e.mode, e.token, e.time, e.session, e.lock_delay, e.permits};
+    return Grant{
+        e.id, std::string(node.key()), e.mode, e.token, e.time, e.session, e.lock_delay, e.permits};
   }
 
   std::size_t find_holder(const KeyState& k, std::uint64_t token) const {
@@ -264,7 +254,7 @@ struct LockTable::Impl {
   // shared waiters behind it; an exclusive waiter stops the run, as does a semaphore's
   // waiter whose permits do not fit yet.
   void pump(Node& node, Time now) {
-    KeyState& k = node.second;
+    KeyState& k = node.value;
     if (k.delayed_until > now) return;
     while (k.holders < k.entries.size()) {
       Entry& head = k.entries[k.holders];
@@ -306,7 +296,7 @@ struct LockTable::Impl {
     const RequestId id = set->first;
     const std::vector<std::uint32_t>& members = set->second;
     for (std::uint32_t slot : members) {
-      const KeyState& k = slots[slot]->second;
+      const KeyState& k = slots[slot]->value;
       if (k.delayed_until > now || k.holders == k.entries.size()) return false;
       const Entry& head = k.entries[k.holders];
       if (head.id != id || !compatible(k, head.mode, 0)) return false;
@@ -318,7 +308,7 @@ struct LockTable::Impl {
     event.grants.reserve(members.size());
     for (std::size_t i = 0; i < members.size(); ++i) {
       Node& node = *slots[members[i]];
-      KeyState& k = node.second;
+      KeyState& k = node.value;
       Entry& member = k.entries[k.holders];
       member.id = ++last_id;  // each grant its own id; the set's id names the request
       make_holder(k, member, drawn[i], now);
@@ -337,7 +327,7 @@ struct LockTable::Impl {
   void remove_set(RequestId id) {
     auto set = sets.find(id);
     for (std::uint32_t slot : set->second) {
-      KeyState& k = slots[slot]->second;
+      KeyState& k = slots[slot]->value;
       std::size_t i = find_waiter(k, id);
       k.entries.erase(k.entries.begin() + static_cast<std::ptrdiff_t>(i));
       mark_dirty(slot);
@@ -358,7 +348,7 @@ struct LockTable::Impl {
       }
       Node* node = find_node(m.key);
       if (node != nullptr) {
-        const KeyState& k = node->second;
+        const KeyState& k = node->value;
         if (semaphore_of(k) != nullptr) return result;
         const bool queue_empty = k.entries.size() == k.holders;
         grant_now = grant_now && k.delayed_until <= now && compatible(k, m.mode, 0) &&
@@ -378,7 +368,7 @@ struct LockTable::Impl {
     member_slots.reserve(r.members.size());
     for (std::size_t i = 0; i < r.members.size(); ++i) {
       Node* node = nodes[i] != nullptr ? nodes[i] : &create(r.members[i].key);
-      KeyState& k = node->second;
+      KeyState& k = node->value;
       Entry e{result.id, r.session, 0, r.deadline, r.ttl, r.lock_delay, r.members[i].mode, 0};
       if (grant_now) {
         e.id = ++last_id;  // each grant its own id, as when a queued set is granted
@@ -408,7 +398,7 @@ struct LockTable::Impl {
       case TimerKind::lease: {
         const Node* node = slots[t.slot];
         if (node == nullptr) return false;
-        const KeyState& k = node->second;
+        const KeyState& k = node->value;
         std::size_t i = find_holder(k, t.ref);
         return i < k.entries.size() && k.entries[i].time == t.time;
       }
@@ -416,7 +406,7 @@ struct LockTable::Impl {
         return waiting.contains(t.ref);
       case TimerKind::delay: {
         const Node* node = slots[t.slot];
-        return node != nullptr && node->second.delayed_until == t.time;
+        return node != nullptr && node->value.delayed_until == t.time;
       }
     }
     return false;
@@ -450,7 +440,7 @@ struct LockTable::Impl {
       case TimerKind::lease: {
         Node* node = slots[t.slot];
         if (node == nullptr) return;
-        KeyState& k = node->second;
+        KeyState& k = node->value;
         std::size_t i = find_holder(k, t.ref);
         if (i == k.entries.size() || k.entries[i].time != t.time) return;
         const Entry e = k.entries[i];
@@ -471,28 +461,30 @@ struct LockTable::Impl {
         if (it == waiting.end()) return;
         if (!sets.empty() && sets.contains(t.ref)) {
           const Node& first = *slots[it->second];
-          const Entry& e = first.second.entries[find_waiter(first.second, t.ref)];
-          events.push_back(Event{Event::Kind::timed_out, Grant{e.id, first.first, e.mode, 0, Time{},
-                                                               e.session, e.lock_delay, 0}});
+          const Entry& e = first.value.entries[find_waiter(first.value, t.ref)];
+          events.push_back(
+              Event{Event::Kind::timed_out, Grant{e.id, std::string(first.key()), e.mode, 0, Time{},
+                                                  e.session, e.lock_delay, 0}});
           remove_set(t.ref);
           return;
         }
         Node* node = slots[it->second];
-        KeyState& k = node->second;
+        KeyState& k = node->value;
         std::size_t i = find_waiter(k, t.ref);
         const Entry& e = k.entries[i];
-        events.push_back(Event{Event::Kind::timed_out, Grant{e.id, node->first, e.mode, 0, Time{},
-                                                             e.session, e.lock_delay, e.permits}});
+        events.push_back(
+            Event{Event::Kind::timed_out, Grant{e.id, std::string(node->key()), e.mode, 0, Time{},
+                                                e.session, e.lock_delay, e.permits}});
         remove_waiter(k, i);
         mark_dirty(k.slot);
         return;
       }
       case TimerKind::delay: {
         Node* node = slots[t.slot];
-        if (node == nullptr || node->second.delayed_until != t.time) return;
-        node->second.delayed_until = kNoDelay;
+        if (node == nullptr || node->value.delayed_until != t.time) return;
+        node->value.delayed_until = kNoDelay;
         --delayed_keys;
-        mark_dirty(node->second.slot);
+        mark_dirty(node->value.slot);
         return;
       }
     }
@@ -538,7 +530,7 @@ struct LockTable::Impl {
     const Mode mode = mode_of(r);
     bool grant_now = true;
     if (node != nullptr) {
-      const KeyState& k = node->second;
+      const KeyState& k = node->value;
       bool queue_empty = k.entries.size() == k.holders;
       grant_now =
           k.delayed_until <= now && compatible(k, mode, r.permits) && (!r.fair || queue_empty);
@@ -548,7 +540,7 @@ struct LockTable::Impl {
 
     const std::uint64_t token = grant_now ? tokens->next() : 0;
     if (node == nullptr) node = &create_for(r);
-    KeyState& k = node->second;
+    KeyState& k = node->value;
     const Entry e{++last_id, r.session, 0, r.deadline, r.ttl, r.lock_delay, mode, r.permits};
     result.id = e.id;
     if (!r.value.empty()) values.emplace(e.id, r.value);
@@ -576,7 +568,7 @@ struct LockTable::Impl {
       return true;
     }
     Node* node = slots[it->second];
-    KeyState& k = node->second;
+    KeyState& k = node->value;
     remove_waiter(k, find_waiter(k, id));
     mark_dirty(k.slot);
     flush_dirty(now);
@@ -587,7 +579,7 @@ struct LockTable::Impl {
     // Sets first, each out of all its queues at once (in id order, for determinism).
     std::vector<RequestId> session_sets;
     for (const auto& [id, members] : sets) {
-      const KeyState& k = slots[members.front()]->second;
+      const KeyState& k = slots[members.front()]->value;
       if (k.entries[find_waiter(k, id)].session == session) session_sets.push_back(id);
     }
     std::sort(session_sets.begin(), session_sets.end());
@@ -603,7 +595,7 @@ struct LockTable::Impl {
     // (and the tokens they draw) do not depend on hash order.
     std::vector<std::pair<RequestId, std::uint32_t>> order;
     for (std::uint32_t slot : touched) {
-      KeyState& k = slots[slot]->second;
+      KeyState& k = slots[slot]->value;
       RequestId first = 0;
       auto waiters = k.entries.begin() + k.holders;
       auto gone = std::remove_if(waiters, k.entries.end(), [&](const Entry& e) {
@@ -627,7 +619,7 @@ struct LockTable::Impl {
   std::optional<Time> renew(std::string_view key, std::uint64_t token, milliseconds ttl, Time now) {
     Node* node = find_node(key);
     if (node == nullptr) return std::nullopt;
-    KeyState& k = node->second;
+    KeyState& k = node->value;
     std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return std::nullopt;
     Entry& e = k.entries[i];
@@ -648,14 +640,14 @@ struct LockTable::Impl {
     if (!matches(node, r)) return std::nullopt;
     const Mode mode = mode_of(r);
     if (node != nullptr) {
-      const KeyState& k = node->second;
+      const KeyState& k = node->value;
       if (!compatible(k, mode, r.permits) || find_holder(k, token) != k.entries.size()) {
         return std::nullopt;
       }
     } else {
       node = &create_for(r);
     }
-    KeyState& k = node->second;
+    KeyState& k = node->value;
     const Entry e{++last_id, r.session, 0, Time{}, r.ttl, r.lock_delay, mode, r.permits};
     if (!r.value.empty()) values.emplace(e.id, r.value);
     auto at = k.entries.insert(k.entries.begin() + k.holders, e);
@@ -667,7 +659,7 @@ struct LockTable::Impl {
     if (until <= now) return false;
     Node* node = find_node(key);
     if (node == nullptr) node = &create(key);
-    KeyState& k = node->second;
+    KeyState& k = node->value;
     if (until <= k.delayed_until) return true;
     if (k.delayed_until == kNoDelay) ++delayed_keys;
     k.delayed_until = until;
@@ -679,7 +671,7 @@ struct LockTable::Impl {
   bool set_value(std::string_view key, std::uint64_t token, std::string value) {
     Node* node = find_node(key);
     if (node == nullptr) return false;
-    const KeyState& k = node->second;
+    const KeyState& k = node->value;
     const std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return false;
     if (value.empty()) {
@@ -693,7 +685,7 @@ struct LockTable::Impl {
   bool release(std::string_view key, std::uint64_t token, Time now) {
     Node* node = find_node(key);
     if (node == nullptr) return false;
-    KeyState& k = node->second;
+    KeyState& k = node->value;
     std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return false;
     remove_holder(k, i);  // a release never starts a lock-delay
@@ -788,7 +780,7 @@ bool LockTable::holds(std::string_view key, std::uint64_t token) const {
 std::optional<Grant> LockTable::find(std::string_view key, std::uint64_t token) const {
   const Impl::Node* node = impl_->find_node(key);
   if (node == nullptr) return std::nullopt;
-  const Impl::KeyState& k = node->second;
+  const Impl::KeyState& k = node->value;
   std::size_t i = impl_->find_holder(k, token);
   if (i == k.entries.size()) return std::nullopt;
   return Impl::grant_of(*node, k.entries[i]);
@@ -798,7 +790,7 @@ KeyInfo LockTable::inspect(std::string_view key) const {
   KeyInfo info;
   const Impl::Node* node = impl_->find_node(key);
   if (node == nullptr) return info;
-  const Impl::KeyState& k = node->second;
+  const Impl::KeyState& k = node->value;
   info.holders.reserve(k.holders);
   info.waiters.reserve(k.entries.size() - k.holders);
   for (std::size_t i = 0; i < k.entries.size(); ++i) {
@@ -824,16 +816,19 @@ std::vector<KeySummary> LockTable::list(std::string_view prefix, std::string_vie
   if (limit == 0) return page;
   const auto by_key = [](const KeySummary& a, const KeySummary& b) { return a.key < b.key; };
   // A max-heap of the `limit` smallest matching keys seen so far.
-  for (const auto& [key, state] : impl_->keys) {
-    if (!key.starts_with(prefix) || std::string_view(key) <= after) continue;
-    if (page.size() == limit && !(key < page.front().key)) continue;
-    page.push_back(KeySummary{key, state.holders, state.entries.size() - state.holders});
+  impl_->keys.for_each([&](const Impl::Node& node) {
+    const std::string_view key = node.key();
+    const Impl::KeyState& state = node.value;
+    if (!key.starts_with(prefix) || key <= after) return;
+    if (page.size() == limit && !(key < page.front().key)) return;
+    page.push_back(
+        KeySummary{std::string(key), state.holders, state.entries.size() - state.holders});
     std::push_heap(page.begin(), page.end(), by_key);
     if (page.size() > limit) {
       std::pop_heap(page.begin(), page.end(), by_key);
       page.pop_back();
     }
-  }
+  });
   std::sort_heap(page.begin(), page.end(), by_key);
   return page;
 }
