@@ -196,6 +196,11 @@ class Engine {
   // nullptr for an engine that cannot watch (the default; capabilities().watch says).
   // Throws Error (unavailable, deadline_exceeded, permission_denied).
   virtual std::unique_ptr<KeyWatch> watch(const LockKey& /*key*/) { return nullptr; }
+  // Lock caching's watch (core/watch_revokes.h): signals when another client asks for
+  // `key` after this call returns, whether it then waits or gives up at once. A signal may
+  // be spurious (each costs a cached grant); one that broke is opened again. The default
+  // is watch(): any change of the lock's requests is another client's.
+  virtual std::unique_ptr<KeyWatch> watch_requests(const LockKey& key) { return watch(key); }
   // true iff the backend still holds the grant `sequencer` names.
   virtual bool check(const Sequencer& sequencer) = 0;
 

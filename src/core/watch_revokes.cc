@@ -57,7 +57,7 @@ void WatchRevokes::watch(const GrantRef& grant, const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     try {
       if (!watch) {
-        watch = engine_->watch(grant.key);
+        watch = engine_->watch_requests(grant.key);
         if (!watch) return;  // the engine cannot watch after all: nothing to revoke by
         // Requests that came before the watch began are seen by looking.
         const LockStatus status = engine_->inspect(grant.key);

@@ -1,5 +1,7 @@
 // core/watch_revokes.h — lock caching's revokes on an engine whose backend cannot push
-// them (etcd://, zk://), from what it can do: watch a lock's requests (Engine::watch).
+// them (etcd://, zk://, redis://), from what it can do: watch a lock's requests
+// (Engine::watch_requests; on redis://, the lock's channel, where a refused request
+// publishes that it asks).
 //
 // Each cacheable grant gets a watch on its lock and a thread that waits on it, from the
 // grant until it ends. The first thing the thread does is look (Engine::inspect) for a

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -79,6 +81,54 @@ class PublishedChanges final : public core::KeyWatch {
   std::unique_ptr<Subscriber::Watch> watch_;
 };
 
+// Lock caching's watch on redis:// (RedisEngine::watch_requests): a subscriber's watch
+// for '?', which a request refused while a caching holder holds publishes (lua/
+// lock_base.lua, caches). When the subscription is confirmed, or again after a reconnect,
+// a message published before may have been missed: the lock is looked at instead (a
+// waiter still queued asks; one that gave up at once no longer does). In a cluster, a
+// slot that moved leaves the watch on a node that hears nothing more: the watch then
+// says it is broken, and is made again on the slot's new master.
+class RequestsOfOthers final : public core::KeyWatch {
+ public:
+  RequestsOfOthers(std::unique_ptr<Subscriber::Watch> watch, std::function<bool()> someone_waits,
+                   std::function<bool()> moved)
+      : watch_(std::move(watch)),
+        someone_waits_(std::move(someone_waits)),
+        moved_(std::move(moved)) {}
+
+  // Throws Error when the lock cannot be looked at (the caller opens another watch).
+  bool wait(Clock::time_point until, const std::stop_token& stop) override {
+    while (!stop.stop_requested()) {
+      const auto slice = moved_ ? std::min(until, Clock::now() + kMovedCheck) : until;
+      switch (watch_->wait_why(slice, stop)) {
+        case Subscriber::Watch::Woken::by_message:
+          return true;
+        case Subscriber::Watch::Woken::to_look:
+          if (someone_waits_()) return true;
+          break;
+        case Subscriber::Watch::Woken::no:
+          break;
+      }
+      if (moved_ && moved_()) {
+        broken_ = true;
+        return false;
+      }
+      if (Clock::now() >= until) return false;
+    }
+    return false;
+  }
+  bool broken() const override { return broken_; }
+
+ private:
+  // How often a cluster's watch checks that its slot is still on the node it listens to.
+  static constexpr auto kMovedCheck = std::chrono::seconds(1);
+
+  std::unique_ptr<Subscriber::Watch> watch_;
+  const std::function<bool()> someone_waits_;
+  const std::function<bool()> moved_;  // empty off a cluster
+  bool broken_ = false;
+};
+
 class RedisEngine final : public core::Engine {
  public:
   explicit RedisEngine(RedisConfig config)
@@ -130,12 +180,15 @@ class RedisEngine final : public core::Engine {
     caps.check = true;
     caps.semaphore = true;  // shared grants that count permits (lua/lock.lua)
     caps.election = true;   // a campaign's value is the grant's 'v' (lua/lock_base.lua)
+    caps.cache = true;      // revokes by a '?' on the lock's channel (RequestsOfOthers)
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockKeys keys = LockKeys::of(request.key);
-    const std::string owner = client_id_ + '-' + std::to_string(++sequence_);
+    // A grant its client may cache is marked for the scripts (lua/lock_base.lua, caches).
+    const std::string owner =
+        client_id_ + '-' + std::to_string(++sequence_) + (request.options.cache ? "*" : "");
     // "x:LIVE:OWNER", "s:LIVE:OWNER", or a semaphore's "sPERMITS:LIVE:OWNER".
     const std::string entry =
         std::string(request.mode == Mode::exclusive ? "x" : "s") +
@@ -188,8 +241,8 @@ class RedisEngine final : public core::Engine {
         continue;
       }
       if (attempt.granted) {
-        GrantRef grant{request.key, request.mode, attempt.token, request.options.ttl, owner,
-                       request.permits};
+        GrantRef grant{request.key,         request.mode, attempt.token,
+                       request.options.ttl, owner,        request.permits};
         if (config_.connect.master) {
           std::lock_guard lock(held_mu_);
           held_.emplace(owner, grant);
@@ -321,8 +374,7 @@ class RedisEngine final : public core::Engine {
         runner(),
         {ScriptCall{&k_proclaim_script,
                     {keys.info},
-                    {std::to_string(grant.token), grant.owner, std::string(value),
-                     keys.channel}}},
+                    {std::to_string(grant.token), grant.owner, std::string(value), keys.channel}}},
         wait_command());
     return integer_of(result.replies.at(0), context("proclaim")) == 1;
   }
@@ -334,6 +386,25 @@ class RedisEngine final : public core::Engine {
   std::unique_ptr<core::KeyWatch> watch(const core::LockKey& key) override {
     const LockKeys keys = LockKeys::of(key);
     return std::make_unique<PublishedChanges>(subscriber(node_of(keys)).watch(keys.channel, "~"));
+  }
+
+  // Lock caching's revokes (core/watch_revokes.h): see RequestsOfOthers.
+  std::unique_ptr<core::KeyWatch> watch_requests(const core::LockKey& key) override {
+    const LockKeys keys = LockKeys::of(key);
+    const Endpoint node = node_of(keys);
+    std::function<bool()> moved;
+    if (router_) {
+      moved = [this, keys, node] {
+        try {
+          return node_of(keys) != node;
+        } catch (const Error&) {
+          return true;  // no master for the slot now: made again once there is one
+        }
+      };
+    }
+    return std::make_unique<RequestsOfOthers>(
+        subscriber(node).watch(keys.channel, "?"),
+        [this, key] { return !inspect(key).waiters.empty(); }, std::move(moved));
   }
 
   bool check(const Sequencer& sequencer) override {
@@ -382,24 +453,23 @@ class RedisEngine final : public core::Engine {
                     std::shared_ptr<ReleaseDone> done, bool by_sha) {
     std::vector<resp_client::Command> commands{resp_client::script_command(call, by_sha)};
     if (wait_command() != nullptr) commands.push_back(*wait_command());
-    target.post(std::move(commands), [this, &target, call = std::move(call),
-                                      owner = std::move(owner), done,
-                                      by_sha](resp_client::RoundResult& result,
-                                              std::exception_ptr error) mutable {
-      if (!error && by_sha && result.replies.at(0).error_code() == "NOSCRIPT") {
-        post_release(target, std::move(call), std::move(owner), std::move(done), false);
-        return;
-      }
-      if (!error) {
-        try {
-          integer_of(result.replies.at(0), context("release"));
-          forget_held(owner);
-        } catch (...) {
-          error = std::current_exception();
-        }
-      }
-      (*done)(error);
-    });
+    target.post(std::move(commands),
+                [this, &target, call = std::move(call), owner = std::move(owner), done, by_sha](
+                    resp_client::RoundResult& result, std::exception_ptr error) mutable {
+                  if (!error && by_sha && result.replies.at(0).error_code() == "NOSCRIPT") {
+                    post_release(target, std::move(call), std::move(owner), std::move(done), false);
+                    return;
+                  }
+                  if (!error) {
+                    try {
+                      integer_of(result.replies.at(0), context("release"));
+                      forget_held(owner);
+                    } catch (...) {
+                      error = std::current_exception();
+                    }
+                  }
+                  (*done)(error);
+                });
   }
 
   // A released grant no longer needs checking after a failover.

@@ -41,19 +41,23 @@ Subscriber::Watch::Watch(Subscriber* owner, std::string channel, std::string ent
 
 Subscriber::Watch::~Watch() { owner_->unwatch(this); }
 
-void Subscriber::Watch::wake() {
+void Subscriber::Watch::wake(bool by_message) {
   {
     std::lock_guard lock(mu_);
     ++wakes_;
+    if (by_message) ++messages_;
   }
   cv_.notify_all();
 }
 
-bool Subscriber::Watch::wait(Clock::time_point until, const std::stop_token& stop) {
+Subscriber::Watch::Woken Subscriber::Watch::wait_why(Clock::time_point until,
+                                                     const std::stop_token& stop) {
   std::unique_lock lock(mu_);
-  const bool woken = cv_.wait_until(lock, stop, until, [&] { return wakes_ != seen_; });
+  if (!cv_.wait_until(lock, stop, until, [&] { return wakes_ != seen_; })) return Woken::no;
+  const bool message = messages_ != seen_messages_;
   seen_ = wakes_;
-  return woken;
+  seen_messages_ = messages_;
+  return message ? Woken::by_message : Woken::to_look;
 }
 
 Subscriber::Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry,
@@ -203,13 +207,13 @@ void Subscriber::handle(const Reply& reply) {
     // Subscribed: what was published before was not seen, so each waiter looks once.
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;
-    for (Watch* watch : it->second) watch->wake();
+    for (Watch* watch : it->second) watch->wake(false);
   } else if (kind == "smessage") {
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     const std::string& payload = reply.elements[2].text;
     for (Watch* watch : it->second) {
-      if (names(payload, watch->entry_)) watch->wake();
+      if (names(payload, watch->entry_)) watch->wake(true);
     }
   }
 }

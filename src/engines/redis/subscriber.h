@@ -7,7 +7,8 @@
 // channel shares the lock's hash tag, so in a cluster it lives on the lock's node and
 // messages do not cross the cluster bus), and wakes a waiter when a message
 // names the waiter's entry (it was admitted; every waiter, fair or not, is served from
-// the queue, so no other message concerns it). It also wakes every
+// the queue, so no other message concerns it; election observers watch for '~', and
+// lock caching's revoke watches for '?', words no entry is). It also wakes every
 // waiter of a channel when its subscription is confirmed and after a reconnect:
 // messages published before that were not seen, so each waiter looks once.
 //
@@ -47,22 +48,31 @@ class Subscriber {
     ~Watch();
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
+    // Why a wait ended: a message named the watch's entry, or the subscription was
+    // (re)confirmed and messages published meanwhile may have been missed (look again).
+    enum class Woken { no, by_message, to_look };
     // Blocks until a wake-up that came after the previous wait() returned (or after
-    // the watch began), until `until`, or until `stop`. true if woken.
-    bool wait(Clock::time_point until, const std::stop_token& stop);
+    // the watch began), until `until`, or until `stop`. A message counts before a look.
+    Woken wait_why(Clock::time_point until, const std::stop_token& stop);
+    // The same, true for either kind of wake-up.
+    bool wait(Clock::time_point until, const std::stop_token& stop) {
+      return wait_why(until, stop) != Woken::no;
+    }
 
    private:
     friend class Subscriber;
     Watch(Subscriber* owner, std::string channel, std::string entry);
-    void wake();
+    void wake(bool by_message);
 
     Subscriber* owner_;
     const std::string channel_;
     const std::string entry_;
     std::mutex mu_;
     std::condition_variable_any cv_;
-    std::uint64_t wakes_ = 0;  // guarded by mu_
-    std::uint64_t seen_ = 0;   // guarded by mu_
+    std::uint64_t wakes_ = 0;          // guarded by mu_
+    std::uint64_t messages_ = 0;       // guarded by mu_: the wakes_ that were messages
+    std::uint64_t seen_ = 0;           // guarded by mu_
+    std::uint64_t seen_messages_ = 0;  // guarded by mu_
   };
 
   // `tls`: the TLS context of the engine's Connector (nullptr for plain TCP), so the

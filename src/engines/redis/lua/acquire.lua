@@ -68,6 +68,9 @@ if not fresh then
   -- is refused as it stands: nothing to queue or tidy, and the holder keeps its cheap
   -- form.
   if not wait and form == 'string' then
+    if caches(string.match(redis.call('GET', k.i), '^%d+ (.*)$')) then
+      redis.call('SPUBLISH', channel, '?')
+    end
     return {0, math.max(1, redis.call('PTTL', k.i))}
   end
 end
@@ -133,6 +136,7 @@ for _, e in ipairs(admitted) do
   end
 end
 housekeep(k, now)
+ask_cached_back(k, channel)
 
 local next_change = math.huge
 local function consider(key)

@@ -201,6 +201,27 @@ local function announce(channel)
   redis.call('SPUBLISH', channel, '~')
 end
 
+-- Asks the holders that cache their grants (lock_base.lua, caches) to give them back:
+-- a request was refused while they hold. One message for all of them.
+local function ask_cached_back(k, channel)
+  local exclusive = redis.call('HGET', k.i, 'x')
+  if exclusive then
+    local _, _, _, owner = parse_exclusive(exclusive)
+    if caches(owner) then redis.call('SPUBLISH', channel, '?') end
+    return
+  end
+  for _, t in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do
+    local info = redis.call('HGET', k.i, 't:' .. t)
+    if info then
+      local _, owner = parse_shared(info)
+      if caches(owner) then
+        redis.call('SPUBLISH', channel, '?')
+        return
+      end
+    end
+  end
+end
+
 -- Deletes the lock's keys once nothing is left in them: no holder, waiter or
 -- admission, no lock_delay running. (Until then every write that adds to a key also
 -- extends its expiry past what it added, so a lock whose clients all vanished leaves

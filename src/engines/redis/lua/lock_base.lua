@@ -65,6 +65,14 @@ local function parse_exclusive(value)
   return t, tonumber(deadline), tonumber(lock_delay), owner
 end
 
+-- A holder whose client keeps the grant cached after its release (LockOptions::cache)
+-- has an owner ending in '*'. A request such a holder stands in the way of publishes
+-- '?' on the lock's channel; the holder's client watches for it and gives the grant
+-- back (a revoke, core/watch_revokes.h). Nobody else ever hears a '?'.
+local function caches(owner)
+  return string.sub(owner, -1) == '*'
+end
+
 
 -- If :i is the string form (see above), rewrites it as the hash it stands for: the same
 -- holder, its lease ending when the string would have expired, no lock_delay. A hash or
