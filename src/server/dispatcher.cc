@@ -112,7 +112,7 @@ std::int64_t ms_between(Time from, Time to) {
   return std::chrono::duration_cast<milliseconds>(to - from).count();
 }
 
-using Secret = std::array<unsigned char, 16>;
+using Secret = OwnerSecrets::Secret;
 constexpr char kHex[] = "0123456789abcdef";
 
 // 32 lower-case hex characters, or INVALID. Only the form is checked here, before any

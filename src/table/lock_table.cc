@@ -13,6 +13,8 @@
 //   waiting    queued request id → slot, for cancel() and waiter deadlines. Waiters only.
 //   semaphores slot → capacity and permits held, for the keys that are semaphores only,
 //              so that a lock pays nothing for them.
+//   delays     slot → end of the lock-delay running on that key, for those keys only
+//              (looked up only while there is one).
 //   sets       queued set request id → its member keys' slots, in member order. A set's
 //              members are waiters of one id in each of those keys (`waiting` maps the id
 //              to the first member's slot); a lock pays one empty() check for them.
@@ -24,14 +26,17 @@
 //              next_wakeup() is exact.
 //
 // Memory per lock with one holder and no waiter (libstdc++, glibc malloc, 64-bit):
-//   map node: KeyState with its one Entry inline (80 B), next pointer, key
-//   length and the key's bytes (92 B + key; a key of up to 28 bytes)       128 B chunk
+//   map node: KeyState with its one Entry inline (64 B), next pointer, key
+//   length and the key's bytes (76 B + key; a key of up to 28 bytes)       112 B chunk
 //   bucket array at load factor <= 1                                         8..16 B
 //   slot pointer (vector, up to 2x capacity)                                 8..16 B
 //   timer entry (24 B) and the heap vector's spare capacity                  24..48 B
 //   stale timers (out-of-order renewals) until the next compaction           0..24 B
+// The Entry keeps its ttl and lock-delay in 4 bytes each (Ms32), and a running
+// lock-delay's end lives in `delays`, not in every KeyState: together 16 bytes, which
+// take the node from a 128-byte chunk down to a 112-byte one.
 // Measured through wardend with 1,000,000 locks and 26-byte keys (docs/performance.md):
-// 168.5 B per lock, where a std::unordered_map<std::string, …> node with the requests in
+// 152.6 B per lock, where a std::unordered_map<std::string, …> node with the requests in
 // a std::vector took 251.8 (a 96 B node, a 64 B chunk for the vector's one Entry and a
 // 48 B chunk for the key). A key that has had a waiter keeps its requests on the heap,
 // like a std::vector, until it is gone; each waiter adds an Entry and a `waiting` node
@@ -64,6 +69,26 @@ Time add_saturating(Time t, milliseconds d) {
   return t + step;
 }
 
+// A duration of whole milliseconds in 4 bytes, for the per-request fields: up to 49.7
+// days, far beyond any ttl (7 days) or lock-delay (1 hour) a request can carry over the
+// protocol. A longer one is kept as milliseconds::max() ("forever", see add_saturating),
+// and one below zero as zero, which add_saturating treats alike.
+class Ms32 {
+ public:
+  Ms32(milliseconds d)  // NOLINT(google-explicit-constructor): stands in for milliseconds
+      : ms_(d.count() <= 0          ? 0
+            : d.count() >= kForever ? kForever
+                                    : static_cast<std::uint32_t>(d.count())) {}
+  operator milliseconds() const {  // NOLINT(google-explicit-constructor)
+    return ms_ == kForever ? milliseconds::max() : milliseconds(ms_);
+  }
+  bool positive() const { return ms_ > 0; }
+
+ private:
+  static constexpr std::uint32_t kForever = 0xffffffffU;
+  std::uint32_t ms_;
+};
+
 }  // namespace
 
 struct LockTable::Impl {
@@ -74,8 +99,8 @@ struct LockTable::Impl {
     std::uint64_t session;
     std::uint64_t token;  // once held
     Time time;            // lease expiry once held; deadline while waiting
-    milliseconds ttl;     // lease length to give when granted
-    milliseconds lock_delay;
+    Ms32 ttl;             // lease length to give when granted
+    Ms32 lock_delay;
     Mode mode;
     std::uint32_t permits;  // of a semaphore; 0 on a lock
   };
@@ -84,12 +109,12 @@ struct LockTable::Impl {
     InlineOneVector<Entry> entries;  // [0, holders): holders; then waiters, head first
     std::uint32_t holders = 0;
     std::uint32_t slot = 0;
-    Time delayed_until = kNoDelay;
+    // A running lock-delay's end is kept in Impl::delays: few keys have one.
   };
 
   // The per-lock memory budget (see the top of this file) rests on these sizes.
-  static_assert(sizeof(void*) != 8 || sizeof(Entry) <= 56);
-  static_assert(sizeof(void*) != 8 || sizeof(KeyState) <= 80);
+  static_assert(sizeof(void*) != 8 || sizeof(Entry) <= 48);
+  static_assert(sizeof(void*) != 8 || sizeof(KeyState) <= 64);
 
   struct Semaphore {
     std::uint32_t capacity;
@@ -132,7 +157,7 @@ struct LockTable::Impl {
   std::vector<Event> events;
   std::vector<std::uint32_t> dirty;  // keys whose queue may have become grantable
   std::size_t holder_count = 0;
-  std::size_t delayed_keys = 0;  // keys with a running lock-delay
+  std::unordered_map<std::uint32_t, Time> delays;  // slot -> end of its running lock-delay
   RequestId last_id = 0;
   Time latest = Time::min();
 
@@ -154,10 +179,18 @@ struct LockTable::Impl {
     return node;
   }
 
+  // The end of the lock-delay running on `k`, or kNoDelay. A lookup only while some
+  // key has one.
+  Time delayed_until(const KeyState& k) const {
+    if (delays.empty()) return kNoDelay;
+    const auto it = delays.find(k.slot);
+    return it == delays.end() ? kNoDelay : it->second;
+  }
+
   // Forgets the key if nothing refers to it any more.
   void settle(Node& node) {
     KeyState& k = node.value;
-    if (k.entries.empty() && k.delayed_until == kNoDelay) {
+    if (k.entries.empty() && delayed_until(k) == kNoDelay) {
       semaphores.erase(k.slot);
       slots[k.slot] = nullptr;
       free_slots.push_back(k.slot);
@@ -255,7 +288,7 @@ struct LockTable::Impl {
   // waiter whose permits do not fit yet.
   void pump(Node& node, Time now) {
     KeyState& k = node.value;
-    if (k.delayed_until > now) return;
+    if (delayed_until(k) > now) return;
     while (k.holders < k.entries.size()) {
       Entry& head = k.entries[k.holders];
       if (!sets.empty()) {
@@ -297,7 +330,7 @@ struct LockTable::Impl {
     const std::vector<std::uint32_t>& members = set->second;
     for (std::uint32_t slot : members) {
       const KeyState& k = slots[slot]->value;
-      if (k.delayed_until > now || k.holders == k.entries.size()) return false;
+      if (delayed_until(k) > now || k.holders == k.entries.size()) return false;
       const Entry& head = k.entries[k.holders];
       if (head.id != id || !compatible(k, head.mode, 0)) return false;
     }
@@ -351,7 +384,7 @@ struct LockTable::Impl {
         const KeyState& k = node->value;
         if (semaphore_of(k) != nullptr) return result;
         const bool queue_empty = k.entries.size() == k.holders;
-        grant_now = grant_now && k.delayed_until <= now && compatible(k, m.mode, 0) &&
+        grant_now = grant_now && delayed_until(k) <= now && compatible(k, m.mode, 0) &&
                     (!r.fair || queue_empty);
       }
       nodes.push_back(node);
@@ -406,7 +439,7 @@ struct LockTable::Impl {
         return waiting.contains(t.ref);
       case TimerKind::delay: {
         const Node* node = slots[t.slot];
-        return node != nullptr && node->value.delayed_until == t.time;
+        return node != nullptr && delayed_until(node->value) == t.time;
       }
     }
     return false;
@@ -418,7 +451,7 @@ struct LockTable::Impl {
     // At most one live timer per holder, waiter and delayed key; more than twice that
     // means mostly stale entries (released leases, renewals, granted waiters). The
     // compaction costs O(n log n) once per n pushes, so O(log n) per push overall.
-    if (timers.size() > 2 * (holder_count + waiting.size() + delayed_keys) + 16) compact();
+    if (timers.size() > 2 * (holder_count + waiting.size() + delays.size()) + 16) compact();
   }
 
   void compact() {
@@ -448,9 +481,8 @@ struct LockTable::Impl {
         remove_holder(k, i);
         // Measured from the expiry, not from `now`: a late advance() must not lengthen it.
         Time end = add_saturating(e.time, e.lock_delay);
-        if (e.lock_delay > milliseconds::zero() && end > now && end > k.delayed_until) {
-          if (k.delayed_until == kNoDelay) ++delayed_keys;
-          k.delayed_until = end;
+        if (e.lock_delay.positive() && end > now && end > delayed_until(k)) {
+          delays[k.slot] = end;
           if (end != Time::max()) push_timer({end, e.token, k.slot, TimerKind::delay});
         }
         mark_dirty(k.slot);
@@ -481,9 +513,8 @@ struct LockTable::Impl {
       }
       case TimerKind::delay: {
         Node* node = slots[t.slot];
-        if (node == nullptr || node->value.delayed_until != t.time) return;
-        node->value.delayed_until = kNoDelay;
-        --delayed_keys;
+        if (node == nullptr || delayed_until(node->value) != t.time) return;
+        delays.erase(node->value.slot);
         mark_dirty(node->value.slot);
         return;
       }
@@ -533,7 +564,7 @@ struct LockTable::Impl {
       const KeyState& k = node->value;
       bool queue_empty = k.entries.size() == k.holders;
       grant_now =
-          k.delayed_until <= now && compatible(k, mode, r.permits) && (!r.fair || queue_empty);
+          delayed_until(k) <= now && compatible(k, mode, r.permits) && (!r.fair || queue_empty);
     }
     AcquireResult result{AcquireStatus::busy, 0, Grant{}};
     if (!grant_now && r.deadline <= now) return result;
@@ -660,9 +691,8 @@ struct LockTable::Impl {
     Node* node = find_node(key);
     if (node == nullptr) node = &create(key);
     KeyState& k = node->value;
-    if (until <= k.delayed_until) return true;
-    if (k.delayed_until == kNoDelay) ++delayed_keys;
-    k.delayed_until = until;
+    if (until <= delayed_until(k)) return true;
+    delays[k.slot] = until;
     // token 0: no grant caused it; a delay timer is matched by key slot and time alone.
     if (until != Time::max()) push_timer({until, 0, k.slot, TimerKind::delay});
     return true;
@@ -805,7 +835,7 @@ KeyInfo LockTable::inspect(std::string_view key) const {
       info.waiters.push_back(WaiterInfo{e.id, e.mode, e.time, e.session, e.permits});
     }
   }
-  if (k.delayed_until != kNoDelay) info.delayed_until = k.delayed_until;
+  if (const Time end = impl_->delayed_until(k); end != kNoDelay) info.delayed_until = end;
   if (const Impl::Semaphore* sem = impl_->semaphore_of(k)) info.capacity = sem->capacity;
   return info;
 }

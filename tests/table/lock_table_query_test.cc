@@ -142,6 +142,22 @@ TEST_F(LockTableTest, HugeLeasesAndDelaysSaturateInsteadOfWrapping) {
   EXPECT_EQ(table_.inspect("d").delayed_until, Time::max());
 }
 
+// A request keeps its ttl and lock-delay in 4 bytes each: every length the protocol can
+// carry (a week, an hour) to the millisecond; one beyond 49.7 days counts as forever.
+TEST_F(LockTableTest, LeasesAndDelaysUpTo49DaysAreExactAndLongerOnesAreForever) {
+  constexpr std::int64_t kWeek = 7LL * 24 * 3600 * 1000;
+  grant(R::exclusive("week").ttl(kWeek).lock_delay(3600 * 1000));
+  const KeyInfo week = table_.inspect("week");
+  ASSERT_EQ(week.holders.size(), 1u);
+  EXPECT_EQ(week.holders[0].ttl, milliseconds(kWeek));
+  EXPECT_EQ(week.holders[0].lock_delay, milliseconds(3600 * 1000));
+  EXPECT_EQ(week.holders[0].expires, at(kWeek));
+
+  Grant longer = grant(R::exclusive("long").ttl(60LL * 24 * 3600 * 1000));
+  EXPECT_EQ(longer.expires, Time::max());
+  EXPECT_EQ(table_.inspect("long").holders[0].ttl, milliseconds::max());
+}
+
 TEST_F(LockTableTest, StaleTimersFromChurnDoNotDisturbLiveOnes) {
   // Many short-held grants with long leases leave stale timers behind; the live lease
   // below must still expire exactly on time and the table must end empty.
