@@ -24,7 +24,8 @@
 #     (warden:// against redis:// is the ratio of their cycles/s in these runs);
 #   - warden:// with lock caching (--cache), 1 and 8 clients, uncontended, against the raw
 #     Redis lock; the hand-off from a cached lock beside the uncached one (1000 samples);
-#     etcd:// and zk:// cached, 1 client, against their raw locks, and the same hand-offs;
+#     etcd://, zk:// and redis:// cached, 1 client, against their raw locks, and the same
+#     hand-offs;
 #   - 1,000,000 held locks on a fresh wardend (bytes per lock);
 #   - 10,000 idle connections on a fresh wardend;
 #   - wardens:// (TLS) against warden:// (plain) on one wardend with both listeners, 1 and
@@ -239,6 +240,8 @@ if [[ $sets == *" cache "* ]]; then
   start_zookeeper zk-cache
   cached_runs "$zk_url"
   stop_last
+  # redis:// learns of requests from a '?' a refused request publishes.
+  cached_runs "$redis"
 fi
 
 # Capacity checks, each on a fresh server so that nothing earlier skews its memory.
