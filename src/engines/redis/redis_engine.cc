@@ -83,10 +83,11 @@ class PublishedChanges final : public core::KeyWatch {
 
 // Lock caching's watch on redis:// (RedisEngine::watch_requests): a subscriber's watch
 // for '?', which a request refused while a caching holder holds publishes (lua/
-// lock_base.lua, caches). When the subscription is confirmed, or again after a reconnect,
-// a message published before may have been missed: the lock is looked at instead (a
-// waiter still queued asks; one that gave up at once no longer does). In a cluster, a
-// slot that moved leaves the watch on a node that hears nothing more: the watch then
+// lock_base.lua, caches). A '?' published while the subscription is not in place is not
+// heard, so the watch looks at the lock instead (a waiter still queued asks; a try that
+// has already gone no longer does): when the subscription is confirmed, and every
+// kRecheck while it is not (its connection is down, or Redis refuses it). In a cluster,
+// a slot that moved leaves the watch on a node that hears nothing more: the watch then
 // says it is broken, and is made again on the slot's new master.
 class RequestsOfOthers final : public core::KeyWatch {
  public:
@@ -99,7 +100,8 @@ class RequestsOfOthers final : public core::KeyWatch {
   // Throws Error when the lock cannot be looked at (the caller opens another watch).
   bool wait(Clock::time_point until, const std::stop_token& stop) override {
     while (!stop.stop_requested()) {
-      const auto slice = moved_ ? std::min(until, Clock::now() + kMovedCheck) : until;
+      const bool unheard = !watch_->subscribed();
+      const auto slice = moved_ || unheard ? std::min(until, Clock::now() + kRecheck) : until;
       switch (watch_->wait_why(slice, stop)) {
         case Subscriber::Watch::Woken::by_message:
           return true;
@@ -107,6 +109,7 @@ class RequestsOfOthers final : public core::KeyWatch {
           if (someone_waits_()) return true;
           break;
         case Subscriber::Watch::Woken::no:
+          if (unheard && !stop.stop_requested() && someone_waits_()) return true;
           break;
       }
       if (moved_ && moved_()) {
@@ -120,8 +123,9 @@ class RequestsOfOthers final : public core::KeyWatch {
   bool broken() const override { return broken_; }
 
  private:
-  // How often a cluster's watch checks that its slot is still on the node it listens to.
-  static constexpr auto kMovedCheck = std::chrono::seconds(1);
+  // How often a watch that cannot hear looks at its lock, and a cluster's watch checks
+  // that its slot is still on the node it listens to.
+  static constexpr auto kRecheck = std::chrono::seconds(1);
 
   std::unique_ptr<Subscriber::Watch> watch_;
   const std::function<bool()> someone_waits_;

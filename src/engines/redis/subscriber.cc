@@ -50,6 +50,16 @@ void Subscriber::Watch::wake(bool by_message) {
   cv_.notify_all();
 }
 
+void Subscriber::Watch::set_subscribed(bool subscribed) {
+  std::lock_guard lock(mu_);
+  subscribed_ = subscribed;
+}
+
+bool Subscriber::Watch::subscribed() const {
+  std::lock_guard lock(mu_);
+  return subscribed_;
+}
+
 Subscriber::Watch::Woken Subscriber::Watch::wait_why(Clock::time_point until,
                                                      const std::stop_token& stop) {
   std::unique_lock lock(mu_);
@@ -85,6 +95,8 @@ std::unique_ptr<Subscriber::Watch> Subscriber::watch(const std::string& channel,
     auto [it, fresh] = channels_.try_emplace(channel);
     it->second.push_back(watch.get());
     if (fresh) orders_.push_back(Order{true, channel});
+    // Joining a subscription already in place: nothing will confirm it again.
+    if (confirmed_.contains(channel)) watch->set_subscribed(true);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   notify_thread();
@@ -100,6 +112,7 @@ void Subscriber::unwatch(Watch* watch) {
     watches.erase(std::remove(watches.begin(), watches.end(), watch), watches.end());
     if (!watches.empty()) return;
     channels_.erase(it);
+    confirmed_.erase(watch->channel_);
     orders_.push_back(Order{false, watch->channel_});
   }
   notify_thread();
@@ -137,7 +150,10 @@ void Subscriber::run() {
       anyone = !channels_.empty();
     }
     // Behind Sentinel, a connection to a master that moved hears nothing of the new one.
-    if (conn && !resp_client::still_current(*conn, options_)) conn.reset();
+    if (conn && !resp_client::still_current(*conn, options_)) {
+      conn.reset();
+      lose_subscriptions();
+    }
     if (!conn) {
       // Nobody waits: no connection; sleep until an order comes.
       if (!anyone) {
@@ -164,6 +180,7 @@ void Subscriber::run() {
       // Whatever was published until the reconnect is lost: each waiter looks again
       // when its channel's subscription is confirmed, and polls until then.
       conn.reset();
+      lose_subscriptions();
     }
   }
 }
@@ -193,6 +210,14 @@ void Subscriber::exchange(Connection& conn, std::vector<Order> orders) {
   while (auto more = conn.poll_reply(Clock::now())) handle(*more);
 }
 
+void Subscriber::lose_subscriptions() {
+  std::lock_guard lock(mu_);
+  confirmed_.clear();
+  for (const auto& [name, watches] : channels_) {
+    for (Watch* watch : watches) watch->set_subscribed(false);
+  }
+}
+
 void Subscriber::handle(const Reply& reply) {
   if (!reply.is_array() || reply.elements.size() < 3) return;
   const std::string& kind = reply.elements[0].text;
@@ -207,7 +232,11 @@ void Subscriber::handle(const Reply& reply) {
     // Subscribed: what was published before was not seen, so each waiter looks once.
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;
-    for (Watch* watch : it->second) watch->wake(false);
+    confirmed_.insert(channel);
+    for (Watch* watch : it->second) {
+      watch->set_subscribed(true);
+      watch->wake(false);
+    }
   } else if (kind == "smessage") {
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -58,17 +59,22 @@ class Subscriber {
     bool wait(Clock::time_point until, const std::stop_token& stop) {
       return wait_why(until, stop) != Woken::no;
     }
+    // Whether the subscription is in place now (confirmed, and its connection not lost
+    // since): a message published now reaches the watch.
+    bool subscribed() const;
 
    private:
     friend class Subscriber;
     Watch(Subscriber* owner, std::string channel, std::string entry);
     void wake(bool by_message);
+    void set_subscribed(bool subscribed);
 
     Subscriber* owner_;
     const std::string channel_;
     const std::string entry_;
-    std::mutex mu_;
+    mutable std::mutex mu_;
     std::condition_variable_any cv_;
+    bool subscribed_ = false;          // guarded by mu_
     std::uint64_t wakes_ = 0;          // guarded by mu_
     std::uint64_t messages_ = 0;       // guarded by mu_: the wakes_ that were messages
     std::uint64_t seen_ = 0;           // guarded by mu_
@@ -99,6 +105,8 @@ class Subscriber {
   // arrives within one read slice. Throws Error when the connection fails.
   void exchange(resp_client::Connection& conn, std::vector<Order> orders);
   void handle(const resp_client::Reply& reply);
+  // The connection is gone: no channel is subscribed until confirmed again.
+  void lose_subscriptions();
   void notify_thread();
   // Sleeps up to `delay`, less if notified; clears the notification.
   void sleep_for_notification(Clock::duration delay);
@@ -113,6 +121,7 @@ class Subscriber {
   // acknowledged, per channel; orders for the thread; whether the Subscriber is ending.
   std::map<std::string, std::vector<Watch*>> channels_;
   std::map<std::string, int> unacknowledged_;
+  std::set<std::string> confirmed_;  // channels subscribed on the current connection
   std::vector<Order> orders_;
   bool stopping_ = false;
   std::thread thread_;  // started by the first watch

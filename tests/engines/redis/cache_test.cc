@@ -13,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "compose/engine_registry.h"
 #include "core/uri.h"
@@ -42,12 +43,17 @@ std::uint64_t counter(const Client& client, const std::string& name) {
   return std::stoull(text.substr(at + prefix.size()));
 }
 
+// The number after "FIELD" in Redis' INFO SECTION (0 if absent).
+std::uint64_t info_number(RedisProbe& probe, const std::string& section, const std::string& field) {
+  const std::string info = probe.command({"INFO", section});
+  const auto at = info.find(field);
+  if (at == std::string::npos) return 0;
+  return std::stoull(info.substr(at + field.size()));
+}
+
 // How many SPUBLISH calls Redis has run since it started, scripts' included.
 std::uint64_t publishes(RedisProbe& probe) {
-  const std::string stats = probe.command({"INFO", "commandstats"});
-  const auto at = stats.find("cmdstat_spublish:calls=");
-  if (at == std::string::npos) return 0;
-  return std::stoull(stats.substr(at + std::string("cmdstat_spublish:calls=").size()));
+  return info_number(probe, "commandstats", "cmdstat_spublish:calls=");
 }
 
 // Whether the lock's :i holds the string form's "TOKEN OWNER" (lua/lock_base.lua).
@@ -208,6 +214,30 @@ TEST(RedisCache, ARevokeToADeadClientIsSettledByTheLease) {
   Client waiter = Client::open(server.uri(), quick_options());
   Lease lease = waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
   EXPECT_TRUE(lease) << "the dead client's cached lease never ended";
+}
+
+// Redis refuses every new connection (maxclients), so the caching client's subscriber,
+// which opens with its first watch, never subscribes and no '?' reaches it: its watch
+// looks at the lock every second instead, and a waiter is still let in.
+TEST(RedisCache, AHolderWhoseSubscriberCannotConnectStillGivesTheLockBack) {
+  RedisServer server;
+  RedisProbe probe(server);
+  const std::string uri = uri_with(server, "pool=1");
+  Client a = Client::open(uri, caching_client());  // its one pipeline connects at open
+  Client b = Client::open(uri, quick_options());
+  const std::uint64_t connected = info_number(probe, "clients", "connected_clients:");
+  ASSERT_EQ(probe.command({"CONFIG", "SET", "maxclients", std::to_string(connected)}), "OK");
+
+  { Lease lease = a.lock("g", "x", cached()).acquire(Mode::exclusive, Wait::none()); }
+  // The watch's first look (right after its subscriber's first try) finds nobody yet:
+  // b comes later, so only a later look can see it.
+  ASSERT_TRUE(eventually([&] { return info_number(probe, "stats", "rejected_connections:") > 0; }))
+      << "a's subscriber never tried to connect";
+  std::this_thread::sleep_for(200ms);
+  Lease theirs = b.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(20s));
+  EXPECT_TRUE(theirs) << "the cached lock was not given back";
+  EXPECT_EQ(counter(a, "warden_cache_revokes_total"), 1u);
+  EXPECT_EQ(subscribers(probe, "g", "x"), 0) << "a subscriber got in after all";
 }
 
 // The revoke watch itself (RedisEngine::watch_requests). A '?' published before its
