@@ -5,9 +5,6 @@
 // it, gives the lock back (lua/lock_base.lua, caches; core/watch_revokes.h). Against a
 // real redis-server; what Redis holds and publishes is read behind the clients' back.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <future>
@@ -18,6 +15,7 @@
 #include "compose/engine_registry.h"
 #include "core/uri.h"
 #include "engines/redis/test_util.h"
+#include "support/caching_child.h"
 
 namespace warden::testing {
 namespace {
@@ -85,14 +83,15 @@ TEST(RedisCache, AReleasedLockStaysGrantedOnRedisMarkedAsCached) {
   EXPECT_EQ(probe.command({"GET", lock_tag("g", "x") + ":i"}), held);
 }
 
-// The string form's refusal of a try (no queue to join) publishes the '?' too.
-TEST(RedisCache, ATryByAnotherClientAsksForTheLockBack) {
+// a caches ("g", "x") with `options`, in the string form or not as `string_form` says;
+// b's first try fails, and asks for the lock back, so one of b's next tries succeeds.
+void expect_a_try_to_ask_the_lock_back(const LockOptions& options, bool string_form) {
   RedisServer server;
   RedisProbe probe(server);
   Client a = Client::open(server.uri(), caching_client());
   Client b = Client::open(server.uri(), quick_options());
-  { Lease lease = a.lock("g", "x", cached()).acquire(Mode::exclusive, Wait::none()); }
-  ASSERT_TRUE(in_string_form(probe, "x"));
+  { Lease lease = a.lock("g", "x", options).acquire(Mode::exclusive, Wait::none()); }
+  ASSERT_EQ(in_string_form(probe, "x"), string_form);
   Lease first = b.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   EXPECT_FALSE(first) << "the cached lock is still a's when b first tries";
   EXPECT_TRUE(eventually([&] {
@@ -102,22 +101,17 @@ TEST(RedisCache, ATryByAnotherClientAsksForTheLockBack) {
   EXPECT_EQ(counter(a, "warden_cache_revokes_total"), 1u);
 }
 
+// The string form's refusal of a try (no queue to join) publishes the '?'.
+TEST(RedisCache, ATryByAnotherClientAsksForTheLockBack) {
+  expect_a_try_to_ask_the_lock_back(cached(), /*string_form=*/true);
+}
+
 // With a lock_delay the holder lives in the hash form, where the refusal is the shared
 // part's (lua/lock.lua, ask_cached_back).
 TEST(RedisCache, ATryAsksForALockWithALockDelayBackToo) {
-  RedisServer server;
-  RedisProbe probe(server);
-  Client a = Client::open(server.uri(), caching_client());
-  Client b = Client::open(server.uri(), quick_options());
   LockOptions delayed = cached();
   delayed.lock_delay = 100ms;
-  { Lease lease = a.lock("g", "x", delayed).acquire(Mode::exclusive, Wait::none()); }
-  ASSERT_FALSE(in_string_form(probe, "x"));
-  EXPECT_TRUE(eventually([&] {
-    Lease lease = b.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-    return static_cast<bool>(lease);
-  }));
-  EXPECT_EQ(counter(a, "warden_cache_revokes_total"), 1u);
+  expect_a_try_to_ask_the_lock_back(delayed, /*string_form=*/false);
 }
 
 TEST(RedisCache, ARevokeWhileAThreadHoldsTheLockIsServedAfterThatThreadUnlocks) {
@@ -185,31 +179,10 @@ TEST(RedisCache, ARefusedRequestPublishesNothingWhenNoHolderCaches) {
 TEST(RedisCache, ARevokeToADeadClientIsSettledByTheLease) {
   RedisServer server;
   RedisProbe probe(server);
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(ready[0]);
-    try {
-      Client client = Client::open(server.uri(), caching_client());
-      {
-        Lease lease = client.lock("g", "x", cached(1000ms)).acquire(Mode::exclusive, Wait::none());
-      }
-      const char byte = 1;
-      if (write(ready[1], &byte, 1) != 1) _exit(2);
-      pause();
-    } catch (...) {
-    }
-    _exit(1);
-  }
-  close(ready[1]);
-  char byte = 0;
-  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the child did not cache the lock";
-  close(ready[0]);
+  const pid_t child = fork_caching_holder(server.uri(), "g", "x", 1000ms);
+  ASSERT_GT(child, 0) << "the child did not cache the lock";
   ASSERT_TRUE(in_string_form(probe, "x")) << "cached: still granted on Redis";
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  kill_and_reap(child);
 
   Client waiter = Client::open(server.uri(), quick_options());
   Lease lease = waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));

@@ -3,9 +3,6 @@
 // asks for it, it stays unused for cache_idle, the cache is full, or the client closes.
 // Against a real wardend; what the server holds is read behind the clients' back.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <future>
@@ -13,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/caching_child.h"
 #include "support/server_process.h"
 #include "support/waiting.h"
 #include "support/wardend_probe.h"
@@ -108,7 +106,7 @@ TEST(WardenCache, ARevokeWhileAThreadHoldsTheLockIsServedAfterThatThreadUnlocks)
   Client b = Client::open(server.uri(), quick_options());
   Lock mine = a.lock("g", "x", cached());
   { Lease warm = mine.acquire(Mode::exclusive, Wait::none()); }  // now cached
-  Lease held = mine.acquire(Mode::exclusive, Wait::none());     // a hit, held by this thread
+  Lease held = mine.acquire(Mode::exclusive, Wait::none());      // a hit, held by this thread
   ASSERT_TRUE(held);
   const std::uint64_t token = held.token();
 
@@ -205,29 +203,10 @@ TEST(WardenCache, ACachedSharedGrantDoesNotServeAnExclusiveRequest) {
 // The holder caches the lock and dies: nobody answers the revoke, so the lease settles it.
 TEST(WardenCache, ARevokeToADeadClientIsSettledByTheLease) {
   Wardend server;
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(ready[0]);
-    try {
-      Client client = Client::open(server.uri(), caching_client());
-      { Lease lease = client.lock("g", "x", cached(1000ms)).acquire(Mode::exclusive, Wait::none()); }
-      const char byte = 1;
-      if (write(ready[1], &byte, 1) != 1) _exit(2);
-      pause();
-    } catch (...) {
-    }
-    _exit(1);
-  }
-  close(ready[1]);
-  char byte = 0;
-  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the child did not cache the lock";
-  close(ready[0]);
+  const pid_t child = fork_caching_holder(server.uri(), "g", "x", 1000ms);
+  ASSERT_GT(child, 0) << "the child did not cache the lock";
   ASSERT_EQ(holders(server, "g/x").size(), 1u);
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  kill_and_reap(child);
 
   Client waiter = Client::open(server.uri(), quick_options());
   Lease lease = waiter.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(10s));
