@@ -50,6 +50,10 @@ if fresh and mode == 'x' then
     fields[#fields + 1] = 'v'
     fields[#fields + 1] = value
   end
+  if caches(owner) then
+    fields[#fields + 1] = 'c'
+    fields[#fields + 1] = '1'
+  end
   redis.call('HSET', k.i, unpack(fields))
   redis.call('PEXPIRE', k.i, fmt(ttl + lock_delay + 1000))
   if value ~= '' then redis.call('SPUBLISH', channel, '~') end  -- see announce() in lock.lua

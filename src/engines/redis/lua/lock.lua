@@ -151,6 +151,10 @@ local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh, permit
   local token = math.max(last + 1, now_us)
   local t = fmt(token)
   local fields = {'last', t}
+  if caches(owner) then
+    fields[#fields + 1] = 'c'
+    fields[#fields + 1] = '1'
+  end
   if lock_delay > largest_delay then
     fields[#fields + 1] = 'ld'
     fields[#fields + 1] = fmt(lock_delay)
@@ -202,8 +206,10 @@ local function announce(channel)
 end
 
 -- Asks the holders that cache their grants (lock_base.lua, caches) to give them back:
--- a request was refused while they hold. One message for all of them.
+-- a request was refused while they hold. One message for all of them. A lock that never
+-- had such a holder (no field c) is not searched.
 local function ask_cached_back(k, channel)
+  if redis.call('HEXISTS', k.i, 'c') == 0 then return end
   local exclusive = redis.call('HGET', k.i, 'x')
   if exclusive then
     local _, _, _, owner = parse_exclusive(exclusive)

@@ -12,6 +12,8 @@
 --                    o:OWNER  the token a shared holder OWNER holds
 --                    delay    no grant before this time (ms): a lock_delay at work
 --                    ld       the largest lock_delay of the holders (key expiry)
+--                    c        "1" once a holder that caches its grant was granted here
+--                             (see caches below); gone with the hash
 --   :h  sorted set   shared holder token -> lease deadline (ms)
 --   :q  list         the FIFO queue of waiters, fair or not, as entries
 --                    "MODE:LIVE_MS:OWNER"
@@ -68,7 +70,9 @@ end
 -- A holder whose client keeps the grant cached after its release (LockOptions::cache)
 -- has an owner ending in '*'. A request such a holder stands in the way of publishes
 -- '?' on the lock's channel; the holder's client watches for it and gives the grant
--- back (a revoke, core/watch_revokes.h). Nobody else ever hears a '?'.
+-- back (a revoke, core/watch_revokes.h). Nobody else ever hears a '?'. The hash form
+-- marks a lock that has had such a holder with the field c, so a lock whose holders
+-- never cache (a semaphore's, say) is not searched for one on every refusal.
 local function caches(owner)
   return string.sub(owner, -1) == '*'
 end
@@ -84,5 +88,6 @@ local function as_hash(k, now)
   local ms = redis.call('PTTL', k.i)
   redis.call('DEL', k.i)
   redis.call('HSET', k.i, 'last', t, 'x', exclusive_value(t, now + ms, 0, owner))
+  if caches(owner) then redis.call('HSET', k.i, 'c', '1') end
   redis.call('PEXPIRE', k.i, fmt(ms + 1000))
 end
