@@ -8,6 +8,10 @@ LockKeys LockKeys::of(const std::string& group, const std::string& name) {
                   prefix + ":w", prefix + ":p", prefix + ":c"};
 }
 
+std::string LockKeys::wake_list(const std::string& entry) const {
+  return info.substr(0, info.size() - 1) + "k:" + entry;  // ":i" -> ":k:ENTRY"
+}
+
 LockKeys LockKeys::of(const core::LockKey& key) { return of(key.group, key.name); }
 
 }  // namespace warden::engines::redis

@@ -21,6 +21,10 @@ struct LockKeys {
   std::string pending;  // :p
   std::string channel;  // :c, the pub/sub channel of wake-ups
 
+  // :k:ENTRY, the list a release pushes to when it admits the queued `entry`
+  // (wait_lines.h). lua/lock.lua's wake_list names it the same way.
+  std::string wake_list(const std::string& entry) const;
+
   static LockKeys of(const core::LockKey& key);
   static LockKeys of(const std::string& group, const std::string& name);
 };

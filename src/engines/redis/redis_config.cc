@@ -91,6 +91,13 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     } else if (key == "pool") {
       config.pool_size = static_cast<std::size_t>(
           parse_number(value, 1, static_cast<std::int64_t>(kMaxPoolSize), "pool"));
+    } else if (cluster && key == "wait_lines") {
+      invalid(
+          "wait_lines is not offered on redis+cluster:// (a cluster's waiters wait on "
+          "their lock's master's subscriber)");
+    } else if (key == "wait_lines") {
+      config.wait_lines = static_cast<std::size_t>(
+          parse_number(value, 0, static_cast<std::int64_t>(kMaxWaitLines), "wait_lines"));
     } else if (cluster && (key == "min_replicas" || key == "replica_timeout_ms")) {
       invalid(key +
               " is not offered on redis+cluster:// (WAIT would have to follow each "

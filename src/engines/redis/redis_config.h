@@ -20,6 +20,12 @@
 //   DB              SELECT DB on every connection, 0..15 by default Redis config
 //   pool=N          N pipelined connections for lock calls (per master, in a
 //                   cluster), 1..64, default 2
+//   wait_lines=N    at most N of a Client's waiters at a time each block on a connection
+//                   of their own, which makes a hand-off one round trip
+//                   (wait_lines.h); the others wait on the Client's subscriber.
+//                   0..256, default 32; 0: every waiter waits on the subscriber. Not on
+//                   redis+cluster://, whose waiters all wait on their lock's master's
+//                   subscriber
 //   waiter_ttl_ms=M how long a waiter stays queued without refreshing its place, 100 ..
 //                   600000, default 3000: a waiter whose process died is evicted after
 //                   at most M ms; live waiters refresh every M/3
@@ -47,6 +53,8 @@ inline constexpr std::uint16_t kDefaultPort = 6379;
 inline constexpr std::uint16_t kDefaultSentinelPort = 26379;
 inline constexpr std::size_t kDefaultPoolSize = 2;
 inline constexpr std::size_t kMaxPoolSize = 64;
+inline constexpr std::size_t kDefaultWaitLines = 32;
+inline constexpr std::size_t kMaxWaitLines = 256;
 inline constexpr std::chrono::milliseconds kDefaultWaiterTtl{3'000};
 inline constexpr std::chrono::milliseconds kMinWaiterTtl{100};
 inline constexpr std::chrono::milliseconds kMaxWaiterTtl{600'000};
@@ -58,6 +66,7 @@ struct RedisConfig {
   // redis+cluster://: the nodes to learn the cluster from (connect.host/port unused).
   std::vector<resp_client::Endpoint> cluster_seeds;
   std::size_t pool_size = kDefaultPoolSize;
+  std::size_t wait_lines = kDefaultWaitLines;  // 0 in a cluster
   std::chrono::milliseconds waiter_ttl = kDefaultWaiterTtl;
   int min_replicas = 0;
   std::chrono::milliseconds replica_timeout{500};

@@ -23,6 +23,7 @@
 #include "engines/redis/script_replies.h"
 #include "engines/redis/scripts.h"
 #include "engines/redis/subscriber.h"
+#include "engines/redis/wait_lines.h"
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/cluster_router.h"
 #include "engines/resp_client/cluster_slots.h"
@@ -139,6 +140,10 @@ class RedisEngine final : public core::Engine {
       : config_(std::move(config)),
         router_(cluster_router(config_)),
         connector_(router_ ? nullptr : std::make_shared<Connector>(config_.connect, config_.retry)),
+        wait_lines_(
+            connector_ && config_.wait_lines > 0
+                ? std::make_unique<WaitLines>(connector_, config_.wait_lines, config_.op_timeout)
+                : nullptr),
         client_id_(core::random_client_id()),
         wait_(config_.min_replicas == 0
                   ? resp_client::Command{}
@@ -210,25 +215,47 @@ class RedisEngine final : public core::Engine {
 
     std::unique_ptr<Subscriber::Watch> watch;
     Endpoint watched_node;
+    // A waiter's own connection (wait_lines.h), when one can be had: the waiting is then
+    // done inside the next attempt (`blocked`), until `until`.
+    std::unique_ptr<WaitLines::Line> line;
+    const LineReturn line_return{wait_lines_.get(), line};
+    bool blocked = false;
+    Clock::time_point until;
     Backoff poll(config_.poll);
     while (true) {
       Clock::time_point sent;
       Attempt attempt;
       std::optional<std::int64_t> acknowledged;  // replicas, with min_replicas
       try {
-        auto result = run_scripts(runner(), {call}, wait_command());
+        auto result = blocked
+                          ? wait_then_run(*line, keys.wake_list(entry), until, call, request.stop)
+                          : run_scripts(runner(), {call}, wait_command());
         sent = result.sent;
         attempt = attempt_of(result.replies.at(0), context("acquire"));
         if (wait_command() != nullptr) acknowledged = replicas_of(result.replies.back());
       } catch (const Error& e) {
         // The script may have run (and granted, or queued us) with only its reply lost.
         withdraw(keys, entry);
+        const bool transient = e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded;
+        if (blocked) {
+          // The waiter's own line failed (closed by Redis, say): not used again. The
+          // waiter asks again at once on the shared pipeline, at the queue's tail, and
+          // that attempt says whether Redis itself can be reached.
+          line.reset();
+          blocked = false;
+          if (transient) continue;
+        }
         // Behind Sentinel a master that is gone is replaced within seconds: a waiter
         // asks again (queueing again at the new master) until its own deadline.
-        const bool transient = e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded;
         if (!follows_failover() || !waits || !transient) throw;
         if (!pause_before_retry(request, poll.next_delay())) return std::nullopt;
         continue;
+      }
+      // Stopped while blocked: the attempt behind the wait ran anyway, and whatever it did
+      // (a grant too) is taken back.
+      if (blocked && request.stop.stop_requested()) {
+        withdraw(keys, entry);
+        return std::nullopt;
       }
       if (attempt.granted && acknowledged && *acknowledged < config_.min_replicas) {
         // A grant a failover could lose: given back, and the acquire fails (or asks
@@ -241,6 +268,7 @@ class RedisEngine final : public core::Engine {
                                                std::to_string(config_.replica_timeout.count()) +
                                                " ms; released");
         if (!waits) throw why;
+        blocked = false;
         if (!pause_before_retry(request, poll.next_delay())) throw why;
         continue;
       }
@@ -254,6 +282,18 @@ class RedisEngine final : public core::Engine {
         return Granted{std::move(grant), sent + request.options.ttl};
       }
       if (!waits) return std::nullopt;
+      if (blocked && Clock::now() >= request.deadline) {
+        withdraw(keys, entry);
+        return std::nullopt;
+      }
+      const auto now = Clock::now();
+      until = std::min(request.deadline, now + poll.next_delay());
+      if (attempt.retry_ms >= 0) {
+        until = std::min(until, now + std::chrono::milliseconds(attempt.retry_ms + 1));
+      }
+      if (!line && wait_lines_) line = wait_lines_->take();
+      blocked = line != nullptr;
+      if (blocked) continue;  // the next attempt waits first
       // Subscribing only now keeps the uncontended path at one round trip; a message
       // published before the subscription took effect is made up for by the wake-up
       // that confirms it (the waiter looks once more).
@@ -269,15 +309,10 @@ class RedisEngine final : public core::Engine {
       } catch (const Error&) {
         watch.reset();  // no master for the slot now: polling alone, until there is one
       }
-      const auto now = Clock::now();
-      auto until = std::min(request.deadline, now + poll.next_delay());
-      if (attempt.retry_ms >= 0) {
-        until = std::min(until, now + std::chrono::milliseconds(attempt.retry_ms + 1));
-      }
       if (watch) {
         watch->wait(until, request.stop);
       } else {
-        pause_before_retry(request, until - now);
+        pause_before_retry(request, until - Clock::now());
       }
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) {
         withdraw(keys, entry);
@@ -476,6 +511,26 @@ class RedisEngine final : public core::Engine {
                 });
   }
 
+  // Hands a waiter's line back to the pool when acquire() returns or throws.
+  struct LineReturn {
+    WaitLines* lines;
+    std::unique_ptr<WaitLines::Line>& line;
+    ~LineReturn() {
+      if (lines != nullptr && line) lines->give_back(std::move(line));
+    }
+  };
+
+  // One attempt after waiting on the waiter's own line (wait_lines.h). A script Redis
+  // does not know (after a restart) is run again, loaded, by run_scripts.
+  resp_client::RoundResult wait_then_run(WaitLines::Line& line, const std::string& wake_list,
+                                         Clock::time_point until, const ScriptCall& call,
+                                         const std::stop_token& stop) {
+    auto result =
+        wait_lines_->wait_then_run(line, wake_list, until, call, wait_command(), runner(), stop);
+    if (result.replies.at(0).error_code() != "NOSCRIPT") return result;
+    return run_scripts(runner(), {call}, wait_command());
+  }
+
   // A released grant no longer needs checking after a failover.
   void forget_held(const std::string& owner) {
     if (!config_.connect.master) return;
@@ -660,6 +715,9 @@ class RedisEngine final : public core::Engine {
   const std::shared_ptr<Connector> connector_;
   std::vector<std::unique_ptr<Pipeline>> pipelines_;
   std::atomic<std::size_t> next_pipeline_{0};
+  // Waiters' own connections (the URI's wait_lines); null with wait_lines=0 and in a
+  // cluster, where a waiter waits on its lock's master's subscriber.
+  const std::unique_ptr<WaitLines> wait_lines_;
   std::mutex subscribers_mu_;
   // Per master in a cluster; the one server's under the empty Endpoint otherwise.
   std::map<Endpoint, std::unique_ptr<Subscriber>> subscribers_;  // guarded by subscribers_mu_

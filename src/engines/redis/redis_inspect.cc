@@ -1,8 +1,8 @@
 // redis://'s status: the form of a lock's :i key (TYPE), then one MULTI of plain reads of
-// its keys (lua/lock_base.lua has the data model) with Redis' TIME inside it, interpreted here as the scripts would on their
-// next call — a lease or a liveness that ran out counts as gone, an expired holder's
-// lock-delay as running — without writing anything. A group is listed by SCAN over the
-// group's keys, then the same reads per lock, pipelined.
+// its keys (lua/lock_base.lua has the data model) with Redis' TIME inside it, interpreted here as
+// the scripts would on their next call — a lease or a liveness that ran out counts as gone, an
+// expired holder's lock-delay as running — without writing anything. A group is listed by SCAN over
+// the group's keys, then the same reads per lock, pipelined.
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -151,8 +151,7 @@ LockStatus interpret_string(const Reply& exec, const core::LockKey& key,
 }
 
 // EXEC's reply of the hash form's reads, as the scripts would see the lock now.
-LockStatus interpret_hash(const Reply& exec, const core::LockKey& key,
-                          const std::string& context) {
+LockStatus interpret_hash(const Reply& exec, const core::LockKey& key, const std::string& context) {
   const std::int64_t now = checked_exec(exec, kHashReads, context);
   const Reader r(exec, context);
 

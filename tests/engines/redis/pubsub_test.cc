@@ -1,6 +1,7 @@
 // redis:// when pub/sub messages are lost: a waiter that misses the "look now" message
 // still gets the lock, because it also polls (ClientOptions::retry, capped at a third
-// of waiter_ttl_ms) and resubscribes.
+// of waiter_ttl_ms) and resubscribes. The waiters wait on the subscriber (wait_lines=0),
+// not on connections of their own (wait_line_test.cc).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -33,7 +34,7 @@ TEST(RedisPubSub, WaiterWhoseSubscriptionWasDroppedIsStillGranted) {
   RedisServer server;
   RedisProbe probe(server);
   Client holder = Client::open(server.uri());
-  Client waiter = Client::open(server.uri(), polling_every_100ms());
+  Client waiter = Client::open(uri_with(server, "wait_lines=0"), polling_every_100ms());
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
   auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kDeadline));
@@ -53,7 +54,7 @@ TEST(RedisPubSub, WithPubSubDownThroughoutPollingAloneGrants) {
   RedisServer server;
   RedisProbe probe(server);
   Client holder = Client::open(server.uri());
-  Client waiter = Client::open(server.uri(), polling_every_100ms());
+  Client waiter = Client::open(uri_with(server, "wait_lines=0"), polling_every_100ms());
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
   auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kDeadline));

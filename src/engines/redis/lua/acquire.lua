@@ -98,6 +98,7 @@ local function granted(was_waiting)
   if was_waiting then
     redis.call('ZREM', k.p, entry)
     redis.call('ZREM', k.w, entry)
+    redis.call('DEL', wake_list(k, entry))  -- a push its BLPOP did not take
   end
   local token = grant(k, now, now_us, mode, ttl, lock_delay, owner, false, permits, capacity,
                      value)

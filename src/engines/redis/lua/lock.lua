@@ -190,11 +190,23 @@ local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh, permit
   return token
 end
 
--- Tells the admitted waiters, by name, to pick their grants up. Every waiter, fair or
--- not, is in the queue and is served from it, so nobody needs a message that names
--- no one.
-local function publish(channel, admitted)
-  if #admitted > 0 then redis.call('SPUBLISH', channel, table.concat(admitted, ' ')) end
+-- The list the waiter of `entry` blocks on (lock_base.lua; LockKeys::wake_list).
+local function wake_list(k, entry)
+  return string.sub(k.i, 1, -2) .. 'k:' .. entry
+end
+
+-- Tells the admitted waiters to pick their grants up: a push to each one's wake list
+-- (a waiter blocked on its own connection), and one message naming them all (a waiter
+-- on the subscriber). Every waiter, fair or not, is in the queue and is served from
+-- it, so nobody needs a message that names no one.
+local function publish(k, channel, admitted)
+  if #admitted == 0 then return end
+  for _, entry in ipairs(admitted) do
+    local list = wake_list(k, entry)
+    redis.call('LPUSH', list, '1')
+    redis.call('PEXPIRE', list, fmt(tonumber(string.match(entry, '^%a%d*:(%d+):')) + 1000))
+  end
+  redis.call('SPUBLISH', channel, table.concat(admitted, ' '))
 end
 
 -- Tells an election's observers (Election::observe) that its leader changed: a grant,
@@ -249,6 +261,6 @@ local function settle(k, now, channel, except)
   for _, entry in ipairs(admitted) do
     if entry ~= except then others[#others + 1] = entry end
   end
-  publish(channel, others)
+  publish(k, channel, others)
   return admitted
 end

@@ -19,6 +19,9 @@
 --                    "MODE:LIVE_MS:OWNER"
 --   :w  sorted set   entry -> liveness deadline of every queued waiter
 --   :p  sorted set   entry -> pick-up deadline of admitted waiters (pending grants)
+--   :k:ENTRY  list   pushed to when ENTRY is admitted: its waiter blocks on it with
+--                    BLPOP (wait_lines.h); gone when popped, picked up or withdrawn,
+--                    and expires with the pick-up deadline otherwise
 --
 -- The string form: while an exclusive holder without a lock_delay is all there is in a
 -- lock, :i is instead a plain string "TOKEN OWNER" that expires with the lease. It is the

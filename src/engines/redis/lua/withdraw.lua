@@ -1,5 +1,5 @@
 -- withdraw.lua — a waiter gives up (timed out, cancelled, or unsure whether its last
--- attempt was answered): its queue entry, liveness and admission go, and so does a
+-- attempt was answered): its queue entry, liveness, admission and wake list go, and so does a
 -- grant made for it whose reply never reached it.
 -- KEYS: h i q w p of the lock
 -- ARGV: channel, entry
@@ -16,6 +16,7 @@ evict_waiters(k, now)
 redis.call('LREM', k.q, 1, entry)
 redis.call('ZREM', k.w, entry)
 redis.call('ZREM', k.p, entry)
+redis.call('DEL', wake_list(k, entry))
 local dropped = 0
 local exclusive = redis.call('HGET', k.i, 'x')
 if exclusive then
