@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/info_fields.h"
 #include "warden/election.h"
 #include "warden/error.h"
 
@@ -87,20 +88,9 @@ std::string inspect_reply(const std::vector<HolderRow>& holders,
 
 // INFO's bulk string as key → value.
 std::map<std::string, std::string> info_fields(const std::string& reply) {
-  std::map<std::string, std::string> fields;
   const auto header_end = reply.find("\r\n");
-  if (!reply.starts_with("$") || header_end == std::string::npos) return fields;
-  const std::string text = reply.substr(header_end + 2);
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const auto eol = text.find("\r\n", pos);
-    if (eol == std::string::npos) break;
-    const std::string line = text.substr(pos, eol - pos);
-    pos = eol + 2;
-    const auto colon = line.find(':');
-    if (colon != std::string::npos) fields[line.substr(0, colon)] = line.substr(colon + 1);
-  }
-  return fields;
+  if (!reply.starts_with("$") || header_end == std::string::npos) return {};
+  return testing::info_fields(reply.substr(header_end + 2));
 }
 
 // A GrantGuard whose embargo and durability the test controls; it records every hold.
@@ -1010,14 +1000,13 @@ TEST_F(DispatcherTest, ACampaignsValueIsShownWithItsGrantAndProclaimReplacesIt) 
   h_.park(2, {"ACQUIRE", "g/e", "x", "1000", "FOREVER", "VALUE", "node-b"}, at(0));
   const std::string rows = "*1\r\n*3\r\n$9\r\nexclusive\r\n:1\r\n:900\r\n";
   const std::string waiters = "$7\r\nwaiters\r\n*1\r\n*2\r\n$9\r\nexclusive\r\n:-1\r\n";
-  EXPECT_EQ(h_.inspect("g/e", at(100)),
-            "*8\r\n$7\r\nholders\r\n" + rows + waiters +
-                "$10\r\ndelayed_ms\r\n:0\r\n$6\r\nvalues\r\n*1\r\n" + bulk("node-a"));
+  EXPECT_EQ(h_.inspect("g/e", at(100)), "*8\r\n$7\r\nholders\r\n" + rows + waiters +
+                                            "$10\r\ndelayed_ms\r\n:0\r\n$6\r\nvalues\r\n*1\r\n" +
+                                            bulk("node-a"));
   EXPECT_EQ(call(3, {"PROCLAIM", "g/e", "1", kOwner, "node-a:8080"}, at(100)), kOne);
-  EXPECT_EQ(h_.inspect("g/e", at(100)),
-            "*8\r\n$7\r\nholders\r\n" + rows + waiters +
-                "$10\r\ndelayed_ms\r\n:0\r\n$6\r\nvalues\r\n*1\r\n" +
-                bulk("node-a:8080"));
+  EXPECT_EQ(h_.inspect("g/e", at(100)), "*8\r\n$7\r\nholders\r\n" + rows + waiters +
+                                            "$10\r\ndelayed_ms\r\n:0\r\n$6\r\nvalues\r\n*1\r\n" +
+                                            bulk("node-a:8080"));
   // The waiter's value comes with its grant.
   EXPECT_EQ(call(1, {"RELEASE", "g/e", "1", kOwner}, at(200)), kOne);
   EXPECT_EQ(h_.wakeups(), (Wakeups{{2, grant(2, 200'000)}}));
@@ -1050,13 +1039,13 @@ TEST_F(DispatcherTest, AValueOnAnythingButAnExclusiveLockOrTooLongIsInvalid) {
            {"ACQUIRE", "g/e", "s", "1000", "VALUE", "v"},
            {"ACQUIRE", "g/e", "s", "1000", "PERMITS", "1", "2", "VALUE", "v"},
            {"ACQUIRE", "g/e", "x", "1000", "VALUE", too_long}}) {
-    EXPECT_TRUE(call(1, args, at(0)).starts_with("-INVALID "))
-        << args[4];
+    EXPECT_TRUE(call(1, args, at(0)).starts_with("-INVALID ")) << args[4];
   }
   EXPECT_TRUE(h_.d.table().empty());
-  EXPECT_EQ(call(1, {"ACQUIRE", "g/e", "x", "1000", "VALUE", std::string(kMaxLeaderValueBytes, 'v')},
-                 at(0)),
-            grant(1));
+  EXPECT_EQ(
+      call(1, {"ACQUIRE", "g/e", "x", "1000", "VALUE", std::string(kMaxLeaderValueBytes, 'v')},
+           at(0)),
+      grant(1));
   EXPECT_TRUE(call(1, {"PROCLAIM", "g/e", "1", kOwner, too_long}, at(1)).starts_with("-INVALID "));
   EXPECT_TRUE(call(1, {"PROCLAIM", "g/e", "1", kOwner}, at(1)).starts_with("-ERR "));
 }

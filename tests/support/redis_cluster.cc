@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/info_fields.h"
 #include "support/redis_server.h"
 
 namespace warden::testing {
@@ -69,19 +70,6 @@ ReplyPtr run_once(std::uint16_t port, const std::vector<std::string>& args) {
 }
 
 std::string text_of(const redisReply* r) { return reply_text(r); }
-
-// The "field:value" lines of an INFO-style reply (CLUSTER INFO, INFO replication).
-std::map<std::string, std::string> info_fields(const std::string& text) {
-  std::map<std::string, std::string> fields;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (const auto colon = line.find(':'); colon != std::string::npos) {
-      fields[line.substr(0, colon)] = line.substr(colon + 1);
-    }
-  }
-  return fields;
-}
 
 // The port of a CLUSTER SLOTS node entry [host, port, id, ...].
 std::uint16_t node_port(const redisReply* node) {

@@ -243,6 +243,7 @@ class RedisEngine final : public core::Engine {
           // that attempt says whether Redis itself can be reached.
           line.reset();
           blocked = false;
+          if (request.stop.stop_requested()) return std::nullopt;
           if (transient) continue;
         }
         // Behind Sentinel a master that is gone is replaced within seconds: a waiter

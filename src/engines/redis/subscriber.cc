@@ -50,14 +50,9 @@ void Subscriber::Watch::wake(bool by_message) {
   cv_.notify_all();
 }
 
-void Subscriber::Watch::set_subscribed(bool subscribed) {
-  std::lock_guard lock(mu_);
-  subscribed_ = subscribed;
-}
-
 bool Subscriber::Watch::subscribed() const {
-  std::lock_guard lock(mu_);
-  return subscribed_;
+  std::lock_guard lock(owner_->mu_);
+  return owner_->confirmed_.contains(channel_);
 }
 
 Subscriber::Watch::Woken Subscriber::Watch::wait_why(Clock::time_point until,
@@ -95,8 +90,6 @@ std::unique_ptr<Subscriber::Watch> Subscriber::watch(const std::string& channel,
     auto [it, fresh] = channels_.try_emplace(channel);
     it->second.push_back(watch.get());
     if (fresh) orders_.push_back(Order{true, channel});
-    // Joining a subscription already in place: nothing will confirm it again.
-    if (confirmed_.contains(channel)) watch->set_subscribed(true);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   notify_thread();
@@ -213,9 +206,6 @@ void Subscriber::exchange(Connection& conn, std::vector<Order> orders) {
 void Subscriber::lose_subscriptions() {
   std::lock_guard lock(mu_);
   confirmed_.clear();
-  for (const auto& [name, watches] : channels_) {
-    for (Watch* watch : watches) watch->set_subscribed(false);
-  }
 }
 
 void Subscriber::handle(const Reply& reply) {
@@ -233,10 +223,7 @@ void Subscriber::handle(const Reply& reply) {
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     confirmed_.insert(channel);
-    for (Watch* watch : it->second) {
-      watch->set_subscribed(true);
-      watch->wake(false);
-    }
+    for (Watch* watch : it->second) watch->wake(false);
   } else if (kind == "smessage") {
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;

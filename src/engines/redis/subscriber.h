@@ -67,14 +67,12 @@ class Subscriber {
     friend class Subscriber;
     Watch(Subscriber* owner, std::string channel, std::string entry);
     void wake(bool by_message);
-    void set_subscribed(bool subscribed);
 
     Subscriber* owner_;
     const std::string channel_;
     const std::string entry_;
     mutable std::mutex mu_;
     std::condition_variable_any cv_;
-    bool subscribed_ = false;          // guarded by mu_
     std::uint64_t wakes_ = 0;          // guarded by mu_
     std::uint64_t messages_ = 0;       // guarded by mu_: the wakes_ that were messages
     std::uint64_t seen_ = 0;           // guarded by mu_
@@ -121,7 +119,8 @@ class Subscriber {
   // acknowledged, per channel; orders for the thread; whether the Subscriber is ending.
   std::map<std::string, std::vector<Watch*>> channels_;
   std::map<std::string, int> unacknowledged_;
-  std::set<std::string> confirmed_;  // channels subscribed on the current connection
+  // Channels subscribed on the current connection (Watch::subscribed asks here).
+  std::set<std::string> confirmed_;
   std::vector<Order> orders_;
   bool stopping_ = false;
   std::thread thread_;  // started by the first watch

@@ -156,8 +156,14 @@ resp_client::RoundResult WaitLines::wait_then_run(Line& line, const std::string&
       pushed = true;
     }
   }
-  // The BLPOP's own reply (an element, nil at the timeout, or an error such as
-  // UNBLOCKED when the master became a replica) says nothing the attempt does not.
+  // The BLPOP's own reply, an element or nil at the timeout, says nothing the attempt
+  // does not. An error (UNBLOCKED when the master became a replica; WRONGTYPE if
+  // something else wrote the key) fails the line: BLPOP would answer at once every time,
+  // and the caller's withdraw deletes the key.
+  if (replies.front().is_error()) {
+    throw Error(Errc::unavailable,
+                "waiting on " + conn.endpoint() + ": BLPOP answered " + replies.front().text);
+  }
   replies.erase(replies.begin());
   result.replies = std::move(replies);
   return result;

@@ -73,8 +73,9 @@ class WaitLines {
   // `then`, WAIT, after it) on Redis at once. A stop pushes to the list itself (through
   // `runner`) so the wait ends within a round trip. Returns the replies of `attempt` and
   // `then`, with `sent` when the attempt's request was written (no later than the
-  // script ran). Throws Error when the line fails or Redis does not answer in time:
-  // the line must not be given back then, and the attempt may or may not have run.
+  // script ran). Throws Error when the line fails, Redis does not answer in time, or
+  // the BLPOP is refused: the line must not be given back then, and the attempt may or
+  // may not have run.
   resp_client::RoundResult wait_then_run(Line& line, const std::string& wake_list,
                                          Clock::time_point until,
                                          const resp_client::ScriptCall& attempt,

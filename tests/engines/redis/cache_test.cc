@@ -16,6 +16,7 @@
 #include "core/uri.h"
 #include "engines/redis/test_util.h"
 #include "support/caching_child.h"
+#include "support/info_fields.h"
 
 namespace warden::testing {
 namespace {
@@ -41,17 +42,20 @@ std::uint64_t counter(const Client& client, const std::string& name) {
   return std::stoull(text.substr(at + prefix.size()));
 }
 
-// The number after "FIELD" in Redis' INFO SECTION (0 if absent).
+// FIELD of Redis' INFO SECTION as a number (0 if absent).
 std::uint64_t info_number(RedisProbe& probe, const std::string& section, const std::string& field) {
-  const std::string info = probe.command({"INFO", section});
-  const auto at = info.find(field);
-  if (at == std::string::npos) return 0;
-  return std::stoull(info.substr(at + field.size()));
+  const auto fields = info_fields(probe.command({"INFO", section}));
+  const auto it = fields.find(field);
+  return it == fields.end() ? 0 : std::stoull(it->second);
 }
 
 // How many SPUBLISH calls Redis has run since it started, scripts' included.
 std::uint64_t publishes(RedisProbe& probe) {
-  return info_number(probe, "commandstats", "cmdstat_spublish:calls=");
+  // "cmdstat_spublish:calls=N,usec=…"
+  const auto fields = info_fields(probe.command({"INFO", "commandstats"}));
+  const auto it = fields.find("cmdstat_spublish");
+  if (it == fields.end()) return 0;
+  return std::stoull(it->second.substr(it->second.find('=') + 1));
 }
 
 // Whether the lock's :i holds the string form's "TOKEN OWNER" (lua/lock_base.lua).
@@ -198,13 +202,13 @@ TEST(RedisCache, AHolderWhoseSubscriberCannotConnectStillGivesTheLockBack) {
   const std::string uri = uri_with(server, "pool=1");
   Client a = Client::open(uri, caching_client());  // its one pipeline connects at open
   Client b = Client::open(uri, quick_options());
-  const std::uint64_t connected = info_number(probe, "clients", "connected_clients:");
+  const std::uint64_t connected = info_number(probe, "clients", "connected_clients");
   ASSERT_EQ(probe.command({"CONFIG", "SET", "maxclients", std::to_string(connected)}), "OK");
 
   { Lease lease = a.lock("g", "x", cached()).acquire(Mode::exclusive, Wait::none()); }
   // The watch's first look (right after its subscriber's first try) finds nobody yet:
   // b comes later, so only a later look can see it.
-  ASSERT_TRUE(eventually([&] { return info_number(probe, "stats", "rejected_connections:") > 0; }))
+  ASSERT_TRUE(eventually([&] { return info_number(probe, "stats", "rejected_connections") > 0; }))
       << "a's subscriber never tried to connect";
   std::this_thread::sleep_for(200ms);
   Lease theirs = b.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(20s));
