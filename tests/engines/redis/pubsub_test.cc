@@ -21,20 +21,11 @@ namespace {
 // by luck at the end of its wait.
 constexpr auto kDeadline = 30s;
 
-ClientOptions polling_every_100ms() {
-  ClientOptions options;
-  options.retry.kind = RetryPolicy::Kind::constant;
-  options.retry.initial = 100ms;
-  options.retry.max = 100ms;
-  options.retry.jitter = 0;
-  return options;
-}
-
 TEST(RedisPubSub, WaiterWhoseSubscriptionWasDroppedIsStillGranted) {
   RedisServer server;
   RedisProbe probe(server);
   Client holder = Client::open(server.uri());
-  Client waiter = Client::open(uri_with(server, "wait_lines=0"), polling_every_100ms());
+  Client waiter = Client::open(uri_with(server, "wait_lines=0"), polling_every(100ms));
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
   auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kDeadline));
@@ -54,7 +45,7 @@ TEST(RedisPubSub, WithPubSubDownThroughoutPollingAloneGrants) {
   RedisServer server;
   RedisProbe probe(server);
   Client holder = Client::open(server.uri());
-  Client waiter = Client::open(uri_with(server, "wait_lines=0"), polling_every_100ms());
+  Client waiter = Client::open(uri_with(server, "wait_lines=0"), polling_every(100ms));
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
   auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kDeadline));

@@ -47,6 +47,17 @@ inline std::string lock_child_path() { return WARDEN_REDIS_LOCK_CHILD_PATH; }
 // machine: it tells a hang from an answer, never a fast answer from a slow one.
 inline constexpr Clock::duration kNoHang = 30s;
 
+// ClientOptions whose waiters poll every `interval` exactly (constant, no jitter; the
+// engine still caps it at a third of waiter_ttl_ms).
+inline ClientOptions polling_every(std::chrono::milliseconds interval) {
+  ClientOptions options;
+  options.retry.kind = RetryPolicy::Kind::constant;
+  options.retry.initial = interval;
+  options.retry.max = interval;
+  options.retry.jitter = 0;
+  return options;
+}
+
 // `server`'s URI with query parameters appended ("waiter_ttl_ms=1000").
 inline std::string uri_with(const RedisServer& server, const std::string& query) {
   return server.uri() + "?" + query;

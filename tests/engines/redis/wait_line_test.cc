@@ -35,24 +35,33 @@ std::string client_id(const std::string& line) {
   return line.substr(at + 3, line.find(' ', at) - at - 3);
 }
 
-// Waiters poll once a second at most (a third of waiter_ttl_ms=3000), and a wait that
-// ends sooner than that was ended by a push or a stop, not by its BLPOP's timeout.
-ClientOptions polling_every_second() {
-  ClientOptions options;
-  options.retry.kind = RetryPolicy::Kind::constant;
-  options.retry.initial = 1s;
-  options.retry.max = 1s;
-  options.retry.jitter = 0;
-  return options;
-}
+// A redis-server, its probe, and a client that holds ("g", "x"). Waiters poll once a
+// second at most (polling_every(1s), also capped at a third of waiter_ttl_ms=3000), so
+// a wait that ends sooner was ended by a push or a stop, not by its BLPOP's timeout.
+class RedisWaitLine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+    ASSERT_TRUE(held);
+  }
 
-TEST(RedisWaitLine, AQueuedWaiterBlocksOnItsOwnListAndIsHandedTheLockThere) {
+  // Gives the held lock up and expects `waiting` to be granted; returns its lease.
+  Lease release_and_expect_granted(std::future<Lease>& waiting) {
+    held.release();
+    EXPECT_EQ(waiting.wait_for(kNoHang), std::future_status::ready);
+    Lease got = waiting.get();
+    EXPECT_TRUE(got) << "the waiter was not handed the lock";
+    return got;
+  }
+
   RedisServer server;
-  RedisProbe probe(server);
+  RedisProbe probe{server};
   Client holder = Client::open(server.uri());
-  Client waiter = Client::open(server.uri(), polling_every_second());
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
+  Lease held;
+};
+
+TEST_F(RedisWaitLine, AQueuedWaiterBlocksOnItsOwnListAndIsHandedTheLockThere) {
+  Client waiter = Client::open(server.uri(), polling_every(1s));
   auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kNoHang));
   ASSERT_EQ(queued(probe, "g", "x"), 1);
   ASSERT_TRUE(eventually([&] { return blocked_clients(probe).size() == 1; }))
@@ -62,26 +71,18 @@ TEST(RedisWaitLine, AQueuedWaiterBlocksOnItsOwnListAndIsHandedTheLockThere) {
   EXPECT_EQ(subscribers(probe, "g", "x"), 0) << "a waiter with a line of its own subscribed";
 
   const std::uint64_t before = held.token();
-  held.release();
-  ASSERT_EQ(waiting.wait_for(kNoHang), std::future_status::ready);
-  Lease got = waiting.get();
-  ASSERT_TRUE(got) << "the waiter was not handed the lock";
+  Lease got = release_and_expect_granted(waiting);
   EXPECT_GT(got.token(), before);
   got.release();
   // The wake list went with the push its BLPOP took; nothing else is left.
   EXPECT_TRUE(no_warden_keys(probe)) << "left:" << describe(probe.warden_keys());
 }
 
-TEST(RedisWaitLine, ACancelledBlockedWaiterEndsItsWaitAndLeavesNothing) {
-  RedisServer server;
-  RedisProbe probe(server);
-  Client holder = Client::open(server.uri());
+TEST_F(RedisWaitLine, ACancelledBlockedWaiterEndsItsWaitAndLeavesNothing) {
   // A wait of up to 30 s per BLPOP: only the stop's own push can end it in time.
-  ClientOptions slow_polls = polling_every_second();
+  ClientOptions slow_polls = polling_every(1s);
   slow_polls.retry.initial = slow_polls.retry.max = 30s;
   Client waiter = Client::open(uri_with(server, "waiter_ttl_ms=100000"), slow_polls);
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
   std::stop_source stop;
   auto waiting =
       acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::forever(), stop.get_token());
@@ -99,18 +100,11 @@ TEST(RedisWaitLine, ACancelledBlockedWaiterEndsItsWaitAndLeavesNothing) {
   ASSERT_TRUE(held);
   auto next = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kNoHang));
   ASSERT_TRUE(eventually([&] { return blocked_clients(probe).size() == 1; }));
-  held.release();
-  ASSERT_EQ(next.wait_for(kNoHang), std::future_status::ready);
-  EXPECT_TRUE(next.get());
+  release_and_expect_granted(next);
 }
 
-TEST(RedisWaitLine, AWaiterWhoseLineIsKilledQueuesAgainAndIsStillGranted) {
-  RedisServer server;
-  RedisProbe probe(server);
-  Client holder = Client::open(server.uri());
-  Client waiter = Client::open(server.uri(), polling_every_second());
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
+TEST_F(RedisWaitLine, AWaiterWhoseLineIsKilledQueuesAgainAndIsStillGranted) {
+  Client waiter = Client::open(server.uri(), polling_every(1s));
   auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kNoHang));
   ASSERT_TRUE(eventually([&] { return blocked_clients(probe).size() == 1; }));
   const std::string killed = client_id(blocked_clients(probe).at(0));
@@ -121,19 +115,12 @@ TEST(RedisWaitLine, AWaiterWhoseLineIsKilledQueuesAgainAndIsStillGranted) {
     return now.size() == 1 && client_id(now[0]) != killed;
   })) << "the waiter did not wait again on a new line";
   EXPECT_EQ(queued(probe, "g", "x"), 1);
-  held.release();
-  ASSERT_EQ(waiting.wait_for(kNoHang), std::future_status::ready);
-  EXPECT_TRUE(waiting.get()) << "a waiter whose line was killed was not granted";
+  release_and_expect_granted(waiting).release();
   EXPECT_TRUE(no_warden_keys(probe)) << "left:" << describe(probe.warden_keys());
 }
 
-TEST(RedisWaitLine, WaitersBeyondTheLinesWaitOnTheSubscriberAndAllAreGrantedInOrder) {
-  RedisServer server;
-  RedisProbe probe(server);
-  Client holder = Client::open(server.uri());
-  Client waiter = Client::open(uri_with(server, "wait_lines=1"), polling_every_second());
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
+TEST_F(RedisWaitLine, WaitersBeyondTheLinesWaitOnTheSubscriberAndAllAreGrantedInOrder) {
+  Client waiter = Client::open(uri_with(server, "wait_lines=1"), polling_every(1s));
   std::vector<std::future<Lease>> waiting;
   for (long long n = 1; n <= 3; ++n) {
     waiting.push_back(
@@ -157,34 +144,21 @@ TEST(RedisWaitLine, WaitersBeyondTheLinesWaitOnTheSubscriberAndAllAreGrantedInOr
   EXPECT_TRUE(no_warden_keys(probe)) << "left:" << describe(probe.warden_keys());
 }
 
-TEST(RedisWaitLine, WithNoLinesEveryWaiterWaitsOnTheSubscriber) {
-  RedisServer server;
-  RedisProbe probe(server);
-  Client holder = Client::open(server.uri());
+TEST_F(RedisWaitLine, WithNoLinesEveryWaiterWaitsOnTheSubscriber) {
   Client waiter = Client::open(uri_with(server, "wait_lines=0"));
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
   auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kNoHang));
   ASSERT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 1; }));
   EXPECT_TRUE(blocked_clients(probe).empty());
-  held.release();
-  ASSERT_EQ(waiting.wait_for(kNoHang), std::future_status::ready);
-  EXPECT_TRUE(waiting.get());
+  release_and_expect_granted(waiting);
 }
 
-TEST(RedisWaitLine, TheListOfAWaiterOnTheSubscriberGoesWithItsPickUp) {
-  RedisServer server;
-  RedisProbe probe(server);
-  Client holder = Client::open(server.uri());
+TEST_F(RedisWaitLine, TheListOfAWaiterOnTheSubscriberGoesWithItsPickUp) {
   // On the subscriber, so nobody pops the list the release pushes to.
   Client waiter = Client::open(uri_with(server, "wait_lines=0"));
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
   const std::vector<std::string> entries = [&] {
     auto waiting = acquire_queued(waiter, probe, "x", Mode::exclusive, Wait::up_to(kNoHang));
     auto queue = queue_of(probe, "g", "x");
-    held.release();
-    EXPECT_TRUE(waiting.get());
+    release_and_expect_granted(waiting).release();
     return queue;
   }();
   ASSERT_EQ(entries.size(), 1u);
