@@ -294,7 +294,13 @@ class RedisEngine final : public core::Engine {
       }
       if (!line && wait_lines_) line = wait_lines_->take();
       blocked = line != nullptr;
-      if (blocked) continue;  // the next attempt waits first
+      if (blocked) {
+        // A grant from behind the wait counts its lease from when the wait was sent (no
+        // later than the script ran): so the wait is kept short beside the lease, which
+        // then looks at most a tenth shorter here than it is on Redis.
+        until = std::min(until, now + request.options.ttl / 10);
+        continue;  // the next attempt waits first
+      }
       // Subscribing only now keeps the uncontended path at one round trip; a message
       // published before the subscription took effect is made up for by the wake-up
       // that confirms it (the waiter looks once more).

@@ -8,6 +8,7 @@
 #include <future>
 #include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engines/redis/test_util.h"
@@ -76,6 +77,25 @@ TEST_F(RedisWaitLine, AQueuedWaiterBlocksOnItsOwnListAndIsHandedTheLockThere) {
   got.release();
   // The wake list went with the push its BLPOP took; nothing else is left.
   EXPECT_TRUE(no_warden_keys(probe)) << "left:" << describe(probe.warden_keys());
+}
+
+TEST_F(RedisWaitLine, AGrantAfterAWaitLongerThanItsLeaseIsNotCountedLost) {
+  // Polls at most every 33 s; the lease is 1 s, and the holder keeps the lock 3 s. The
+  // grant comes from behind a wait, and its lease must be counted from when that wait
+  // ended, not when it began.
+  ClientOptions slow_polls = polling_every(40s);
+  Client waiter = Client::open(uri_with(server, "waiter_ttl_ms=100000"), slow_polls);
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter.lock("g", "x", ttl(1s)).acquire(Mode::exclusive, Wait::up_to(kNoHang));
+  });
+  ASSERT_TRUE(eventually([&] { return blocked_clients(probe).size() == 1; }));
+  std::this_thread::sleep_for(3s);
+  Lease got = release_and_expect_granted(waiting);
+  ASSERT_TRUE(got);
+  std::this_thread::sleep_for(1500ms);  // the watchdog renews the 1 s lease meanwhile
+  EXPECT_FALSE(got.lost()) << "a fresh grant was reported lost";
+  EXPECT_FALSE(holder.lock("g", "x").acquire(Mode::exclusive, Wait::none()))
+      << "the lease ran out on Redis";
 }
 
 TEST_F(RedisWaitLine, ACancelledBlockedWaiterEndsItsWaitAndLeavesNothing) {
