@@ -224,6 +224,15 @@ void Subscriber::handle(const Reply& reply) {
     if (it == channels_.end()) return;
     confirmed_.insert(channel);
     for (Watch* watch : it->second) watch->wake(false);
+  } else if (kind == "sunsubscribe") {
+    // Not asked for (this Subscriber unsubscribes only channels nobody watches, and a
+    // channel watched again has its SSUBSCRIBE pending): Redis 7 says so when the
+    // channel's slot left this node. Nothing more is heard here, so each watch looks, as
+    // after a reconnect, and finds the lock where it is now.
+    const auto it = channels_.find(channel);
+    if (it == channels_.end() || unacknowledged_.contains(channel)) return;
+    confirmed_.erase(channel);
+    for (Watch* watch : it->second) watch->wake(false);
   } else if (kind == "smessage") {
     const auto it = channels_.find(channel);
     if (it == channels_.end()) return;

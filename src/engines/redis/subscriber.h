@@ -9,8 +9,10 @@
 // names the waiter's entry (it was admitted; every waiter, fair or not, is served from
 // the queue, so no other message concerns it; election observers watch for '~', and
 // lock caching's revoke watches for '?', words no entry is). It also wakes every
-// waiter of a channel when its subscription is confirmed and after a reconnect:
-// messages published before that were not seen, so each waiter looks once.
+// waiter of a channel when its subscription is confirmed, after a reconnect, and when
+// Redis ends the subscription itself (an unasked SUNSUBSCRIBE: the slot moved to another
+// node): messages published before that, or since, were not seen, so each waiter looks
+// once.
 //
 // Messages can be lost (a killed connection, a Redis restart, a slot that moved to
 // another node); waiters therefore also

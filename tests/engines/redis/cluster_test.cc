@@ -3,7 +3,8 @@
 // a lock keeps working while its slot is moved to another master (MOVED) and while the
 // move is half done (TRYAGAIN / ASK, waited out); a master killed and replaced by its
 // replica stalls only its own slots, while the other masters' grants are renewed on;
-// waiters hear wake-ups on their lock's master (sharded pub/sub). Bad input (a node not
+// waiters hear wake-ups on their lock's master (sharded pub/sub), and so does a cached
+// lock's revoke watch, also after its slot moved. Bad input (a node not
 // in cluster mode, every node down, a database, min_replicas) is a clear error.
 #include <gtest/gtest.h>
 
@@ -164,6 +165,36 @@ TEST_F(RedisClusterShared, ASlotMovedWhileItsLockIsHeldAndAwaitedKeepsBoth) {
   ASSERT_TRUE(next);
   EXPECT_TRUE(has_grant(cluster, to, "m"));
   EXPECT_FALSE(has_grant(cluster, from, "m"));
+}
+
+TEST_F(RedisClusterShared, ACachedLockWhoseSlotMovedIsStillGivenBackToAWaiter) {
+  RedisClusterGroup& cluster = *cluster_;
+  ClientOptions caching = quick_options(2000ms);
+  caching.cache_idle = std::chrono::hours(1);  // only a revoke gives the lock back in time
+  Client holder_client = Client::open(cluster.uri(), caching);
+  Client waiter_client = Client::open(cluster.uri());
+  // A 60 s lease: renewed every 20 s, so no renewal in this test meets the move for it.
+  LockOptions cached = ttl(60s);
+  cached.cache = true;
+  { Lease lease = holder_client.lock("g", "cm", cached).acquire(Mode::exclusive, Wait::none()); }
+  const int slot = slot_of(cluster, "cm");
+  const std::uint16_t from = cluster.master_port_for_slot(slot);
+  const std::uint16_t to = other_master(cluster, from);
+  ASSERT_TRUE(has_grant(cluster, from, "cm")) << "the released lock was not kept cached";
+  const std::string channel = lock_tag("g", "cm") + ":c";
+  ASSERT_TRUE(eventually([&] {
+    return cluster.command(from, {"PUBSUB", "SHARDCHANNELS"}).find(channel) != std::string::npos;
+  })) << "the holder's revoke watch never listened on the lock's master";
+  // The holder's revoke watch listens on `from`, which hears nothing of `to`'s requests:
+  // it has to notice the move (Redis unsubscribes it) and look at the lock on `to`.
+  cluster.migrate_slot(slot, to);
+  ASSERT_TRUE(has_grant(cluster, to, "cm"));
+  Lease next = waiter_client.lock("g", "cm").acquire(Mode::exclusive, Wait::up_to(10s));
+  ASSERT_TRUE(next) << "the cached lock was not given back after its slot moved";
+  EXPECT_TRUE(has_grant(cluster, to, "cm"));
+  const std::string metrics = holder_client.metrics_text();
+  EXPECT_NE(metrics.find("warden_cache_revokes_total{group=\"g\"} 1"), std::string::npos)
+      << metrics;
 }
 
 TEST_F(RedisClusterShared, CallsInAHalfMovedSlotWaitForTheMoveAndOtherSlotsDoNot) {
