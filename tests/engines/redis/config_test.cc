@@ -1,5 +1,5 @@
-// redis:// and redis+sentinel:// URIs: what each part means, and a clear invalid_argument
-// for what is wrong, before anything is connected.
+// redis://, redis+sentinel:// and redis+cluster:// URIs: what each part means, and a clear
+// invalid_argument for what is wrong, before anything is connected.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -72,6 +72,17 @@ TEST(RedisConfig, MinReplicasIsCheckedAndItsTimeoutNeedsIt) {
   EXPECT_NE(error_of("redis://h?replica_timeout_ms=100").find("needs min_replicas"),
             std::string::npos);
   EXPECT_NE(error_of("redis://h?min_replicas=1&replica_timeout_ms=0").find("replica_timeout_ms"),
+            std::string::npos);
+}
+
+TEST(RedisConfig, WaitLinesAreBoundedAndNotOfferedOnACluster) {
+  EXPECT_EQ(parse("redis://h").wait_lines, kDefaultWaitLines);
+  EXPECT_EQ(parse("redis://h?wait_lines=0").wait_lines, 0u);
+  EXPECT_EQ(parse("redis+sentinel://s1/m?wait_lines=256").wait_lines, 256u);
+  EXPECT_NE(error_of("redis://h?wait_lines=257").find("wait_lines"), std::string::npos);
+  EXPECT_NE(error_of("redis://h?wait_lines=-1").find("wait_lines"), std::string::npos);
+  EXPECT_NE(error_of("redis://h?wait_lines=x").find("wait_lines"), std::string::npos);
+  EXPECT_NE(error_of("redis+cluster://h1,h2?wait_lines=4").find("not offered on redis+cluster"),
             std::string::npos);
 }
 
