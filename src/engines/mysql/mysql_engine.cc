@@ -102,7 +102,7 @@ class MysqlEngine final : public core::Engine {
     caps.durable_tokens = true;  // make_durable, before the grant is told
     caps.check = true;
     caps.semaphore = true;  // slot locks behind a FIFO turnstile (acquire_permits)
-    caps.election = true;  // the value in warden_leaders, written with the grant
+    caps.election = true;   // the value in warden_leaders, written with the grant
     return caps;
   }
 
@@ -397,10 +397,13 @@ class MysqlEngine final : public core::Engine {
         sets = connection->query(sql, reply_by, "acquire " + request.key.joined(), request.stop,
                                  [&] { kill_query(session); });
       } catch (const Error&) {
+        if (request.stop.stop_requested()) {
+          withdraw(std::move(connection));
+          return std::nullopt;
+        }
         const bool stale = reused && !connection->usable();
         pool_.discard(std::move(connection));  // whatever it held ends with it
-        if (request.stop.stop_requested()) return std::nullopt;
-        if (stale) continue;  // an idle session the server had closed: once more
+        if (stale) continue;                   // an idle session the server had closed: once more
         throw;
       }
       connection->set_wait_timeout(idle);
@@ -411,13 +414,32 @@ class MysqlEngine final : public core::Engine {
         throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
       }
       if (!*got || request.stop.stop_requested()) {
-        // Killed (NULL), or cancelled just as it was granted: the session ends, and with
-        // it anything it may hold.
-        pool_.discard(std::move(connection));
+        // Killed (NULL), or cancelled just as it was granted.
+        withdraw(std::move(connection));
         return std::nullopt;
       }
       return Attempt{std::move(connection), *got, send};
     }
+  }
+
+  // Ends a cancelled wait's claims before the caller hears of the cancel: what the
+  // session holds (a semaphore's turnstile and the slots it took, a grant that came with
+  // the stop) is released on it, and its reply means the killed statement has ended on
+  // the server too, so status no longer shows it waiting. Closing the session alone
+  // would leave both to the server, which tears a closed session down when it gets to
+  // it. A session that cannot say so is closed.
+  void withdraw(std::unique_ptr<Connection> connection) {
+    if (connection->usable()) {
+      try {
+        connection->query("DO RELEASE_ALL_LOCKS()", Clock::now() + pool_.config().op_timeout,
+                          "withdraw a cancelled wait");
+        give_back(std::move(connection));
+        return;
+      } catch (const Error&) {
+        // Closed below: whatever it holds ends with it.
+      }
+    }
+    pool_.discard(std::move(connection));
   }
 
   // Makes `token`, just drawn on attempt's session, a grant of this client.

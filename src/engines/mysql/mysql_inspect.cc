@@ -36,25 +36,29 @@ std::uint64_t number(const Field& field) {
 
 // SQL for: the lock's name, the session holding it, its holders row's token, the session
 // holding that token's lock, the sequence's stored bound (above every token handed
-// out), how many sessions wait for the lock or its permits, and its id; then its
-// leaders row's token, the session holding that token's lock, and the row's value; the
-// semaphore's stored N and the session holding its turnstile; the session holding the
-// holder's leader mark (an election's leader holds its own).
+// out), how many sessions wait for the lock, and its id; then its leaders row's token,
+// the session holding that token's lock, and the row's value; the semaphore's stored N
+// and the session holding its turnstile; the session holding the holder's leader mark
+// (an election's leader holds its own); how many sessions wait for its permits.
+//
+// The two kinds of waiters are counted apart: status lists a semaphore's waiters from a
+// later read (add_semaphore), and a wait that ends between the two reads must not be
+// left over from the first as a lock's waiter.
 std::string columns(const std::string& prefix) {
   const std::string lock = "CONCAT('" + prefix + "', l.id)";
   return "l.name, IS_USED_LOCK(" + lock + "), h.token, IS_USED_LOCK(CONCAT(" + lock +
          ", '/', h.token)), (SELECT next_not_cached_value FROM warden_tokens), "
-         "(SELECT COUNT(*) FROM information_schema.PROCESSLIST p WHERE (p.STATE = 'User lock' "
+         "(SELECT COUNT(*) FROM information_schema.PROCESSLIST p WHERE p.STATE = 'User lock' "
          "AND LOCATE(CONCAT('warden_grant(''', " +
-         lock +
-         ", ''','), p.INFO) > 0) OR (p.COMMAND = 'Query' AND "
-         "LOCATE(CONCAT('warden_take(''', " +
-         lock + ", ''','), p.INFO) > 0)), l.id, w.token, IS_USED_LOCK(CONCAT(" + lock +
+         lock + ", ''','), p.INFO) > 0), l.id, w.token, IS_USED_LOCK(CONCAT(" + lock +
          ", '/', w.token)), w.value, s.capacity, IS_USED_LOCK(CONCAT(" + lock +
-         ", '/t')), IS_USED_LOCK(CONCAT(" + lock + ", '/e', IS_USED_LOCK(" + lock + ")))";
+         ", '/t')), IS_USED_LOCK(CONCAT(" + lock + ", '/e', IS_USED_LOCK(" + lock +
+         "))), (SELECT COUNT(*) FROM information_schema.PROCESSLIST p WHERE p.COMMAND = "
+         "'Query' AND LOCATE(CONCAT('warden_take(''', " +
+         lock + ", ''','), p.INFO) > 0)";
 }
 
-constexpr std::size_t kColumns = 13;
+constexpr std::size_t kColumns = 14;
 
 std::string from() {
   return " FROM warden_locks l LEFT JOIN warden_holders h ON h.id = l.id LEFT JOIN "
@@ -204,14 +208,11 @@ LockStatus inspect_on(Pool& pool, const core::LockKey& key) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(attempt + 1, 10)));
   }
   const std::string lock = config.lock_prefix() + row[6].value_or("");
-  std::size_t plain_waiters = static_cast<std::size_t>(number(row[5]));
+  const auto plain_waiters = static_cast<std::size_t>(number(row[5]));
   if (row[1]) status.holders.push_back(std::move(shown));
   if (row[10]) {
-    const std::size_t before = status.waiters.size();
     add_semaphore(pool, lock, static_cast<std::uint32_t>(number(row[10])), row[11], number(row[4]),
                   status);
-    const std::size_t semaphore_waiters = status.waiters.size() - before;
-    plain_waiters -= std::min(plain_waiters, semaphore_waiters);
   }
   for (std::size_t i = 0; i < plain_waiters; ++i) {
     status.waiters.push_back(WaiterStatus{Mode::exclusive, std::nullopt});
@@ -237,7 +238,7 @@ std::vector<LockSummary> list_on(Pool& pool, std::string_view group) {
       if (row.size() != kColumns || !row[0])
         throw Error(Errc::internal, "mysql: unexpected list row");
       const std::size_t holders = row[1] ? 1 : 0;
-      const auto waiters = static_cast<std::size_t>(number(row[5]));
+      const auto waiters = static_cast<std::size_t>(number(row[5]) + number(row[13]));
       if (holders + waiters > 0) out.push_back(LockSummary{*row[0], holders, waiters});
       after = *row[0];
     }
