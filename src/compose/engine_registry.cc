@@ -21,6 +21,9 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& given, const ClientOp
   if (uri.scheme == "mem") return engines::mem::open(uri, options);
   if (uri.scheme == "warden") return engines::wardend::open(uri, options);
   if (uri.scheme == "redis" || uri.scheme == "redis+sentinel" || uri.scheme == "redis+cluster") {
+    // layout=simple is the classic one-key lock: Redlock's algorithm on one master.
+    const auto config = engines::redis::parse_config(uri, options);
+    if (config.simple_lock_key) return engines::redlock::open_simple(config, options);
     return engines::redis::open(uri, options);
   }
   if (uri.scheme == "redlock") return engines::redlock::open(uri, options);

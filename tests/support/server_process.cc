@@ -105,8 +105,7 @@ void ServerProcess::start() {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   std::vector<char*> args;
   for (auto& a : argv_) args.push_back(a.data());
@@ -146,6 +145,20 @@ int ServerProcess::stop(int sig, std::chrono::milliseconds timeout) {
       waitpid(pid_, &status, 0);
       break;
     }
+    std::this_thread::sleep_for(5ms);
+  }
+  pid_ = -1;
+  return shell_status(status);
+}
+
+int ServerProcess::wait_exit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (true) {
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || r < 0) break;
+    if (std::chrono::steady_clock::now() >= deadline) return -1;
     std::this_thread::sleep_for(5ms);
   }
   pid_ = -1;

@@ -61,6 +61,9 @@ class ServerProcess {
   int stop(int sig, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // kill -9 and reap.
   void kill9() { stop(9); }
+  // Waits up to `timeout` for the process to end by itself and reaps it: its shell-style
+  // status, or -1 if it was not running or still runs (it is then left running).
+  int wait_exit(std::chrono::milliseconds timeout);
   // Waits until `text` appears in the log (false after `timeout` or if the process ends).
   bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout);
   std::string log_text() const;

@@ -107,12 +107,37 @@ RedisConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
     } else if (key == "replica_timeout_ms") {
       config.replica_timeout =
           std::chrono::milliseconds(parse_number(value, 1, 60'000, "replica_timeout_ms"));
+    } else if (key == "layout") {
+      if (value != "simple" && value != "queue") {
+        invalid("layout='" + value + "' is not 'queue' (warden's own, the default) or 'simple'");
+      }
+    } else if (key == "lock_key") {
+      if (value.empty()) invalid("empty lock_key");
     } else if (key == "waiter_ttl_ms") {
       config.waiter_ttl = std::chrono::milliseconds(
           parse_number(value, kMinWaiterTtl.count(), kMaxWaiterTtl.count(), "waiter_ttl_ms"));
     } else {
       invalid("unknown parameter '" + key + "'");
     }
+  }
+  const auto layout = uri.query.find("layout");
+  if (layout != uri.query.end() && layout->second == "simple") {
+    if (sentinel || cluster) {
+      throw Error(Errc::unsupported,
+                  "redis:// URI: layout=simple is offered on redis:// (one server) only, not on " +
+                      uri.scheme + "://");
+    }
+    for (const char* queue_only :
+         {"wait_lines", "waiter_ttl_ms", "min_replicas", "replica_timeout_ms"}) {
+      if (uri.query.count(queue_only)) {
+        invalid(std::string(queue_only) +
+                " is about warden's queue, which layout=simple does not have");
+      }
+    }
+    const auto key = uri.query.find("lock_key");
+    config.simple_lock_key = key == uri.query.end() ? std::string("{group}:{name}") : key->second;
+  } else if (uri.query.count("lock_key")) {
+    invalid("lock_key needs layout=simple");
   }
   config.connect.host = uri.hosts[0].host;
   config.connect.port = uri.hosts[0].port.value_or(kDefaultPort);

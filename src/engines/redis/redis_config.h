@@ -33,12 +33,21 @@
 //                   round trip; a grant fewer than N replicas acknowledged in time is
 //                   released again (1..16; default 0: no WAIT)
 //   replica_timeout_ms=M  WAIT's timeout, 1..60000, default 500
+//   layout=simple   the classic one-key lock that redis-py's Lock and most SET NX PX
+//                   locks use: exclusive, non-fair, the lock (G, N) on the key G:N,
+//                   served by the redlock engine with this server as its only master
+//                   (engines/redlock/lock_keys.h). redis:// only; not with wait_lines,
+//                   waiter_ttl_ms, min_replicas or replica_timeout_ms, which are about
+//                   warden's queue. layout=queue, the default, is warden's own
+//   lock_key=T      with layout=simple: the lock's key, T with {group} and {name}
+//                   replaced; default {group}:{name}
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/uri.h"
@@ -75,6 +84,8 @@ struct RedisConfig {
   // waiter_ttl / 3 so a waiter refreshes its place in time).
   RetryPolicy retry;
   RetryPolicy poll;
+  // layout=simple: the template of the lock's key (lock_key=, or "{group}:{name}").
+  std::optional<std::string> simple_lock_key;
 };
 
 // Validates `uri` (scheme "redis") and combines it with `options`. Throws

@@ -87,4 +87,16 @@ RedlockConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   return config;
 }
 
+RedlockConfig single_master_config(const redis::RedisConfig& redis, const ClientOptions& options) {
+  RedlockConfig config;
+  config.masters.push_back(redis.connect);
+  config.node_timeout = options.op_timeout;
+  config.pool_size = redis.pool_size;
+  config.op_timeout = options.op_timeout;
+  config.reconnect = options.retry;
+  config.naming = KeyNaming::simple(redis.simple_lock_key.value_or(""));
+  config.label = "redis (layout=simple)";
+  return config;
+}
+
 }  // namespace warden::engines::redlock

@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "core/uri.h"
+#include "engines/redis/redis_config.h"
+#include "engines/redlock/lock_keys.h"
 #include "engines/resp_client/connection.h"
 #include "warden/options.h"
 
@@ -43,6 +45,8 @@ struct RedlockConfig {
   std::size_t pool_size = 16;
   std::chrono::milliseconds op_timeout{5'000};
   RetryPolicy reconnect;  // back-off of a master that refused a connection
+  KeyNaming naming = KeyNaming::tagged();
+  std::string label = "redlock";  // what error messages call the engine
 
   // Masters that must agree: N/2 + 1.
   std::size_t quorum() const { return masters.size() / 2 + 1; }
@@ -51,5 +55,10 @@ struct RedlockConfig {
 // Validates `uri` (scheme "redlock") and combines it with `options`. Throws
 // Error(invalid_argument) saying what is wrong; nothing is connected.
 RedlockConfig parse_config(const core::Uri& uri, const ClientOptions& options);
+
+// redis://HOST…?layout=simple: the one server as the only master (a quorum of one), its
+// keys named by the URI's lock_key template. A round is bounded by op_timeout (and a
+// tenth of the TTL), as redis:// bounds a call.
+RedlockConfig single_master_config(const redis::RedisConfig& redis, const ClientOptions& options);
 
 }  // namespace warden::engines::redlock

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/client_id.h"
+#include "engines/redlock/lock_keys.h"
 #include "engines/redlock/masters.h"
 #include "engines/redlock/quorum.h"
 #include "engines/redlock/redlock_config.h"
@@ -46,23 +47,6 @@ using std::chrono::milliseconds;
 // Leases per renew.lua call: a watchdog round holding more sends several calls, all in
 // one round, so no single script runs long enough to stall a master.
 constexpr std::size_t kRenewChunk = 256;
-
-// The keys of one lock on every master (lua/owner.lua). They share the hash tag
-// {warden:GROUP/NAME} with the redis:// engine's keys of the same lock, and differ from
-// them in their suffixes.
-struct Keys {
-  std::string tag;    // {warden:GROUP/NAME}
-  std::string lock;   // :rl
-  std::string fence;  // :rf
-
-  // :rx:OWNER, the mark of an attempt withdrawn before its vote arrived.
-  std::string withdrawn(const std::string& owner) const { return tag + ":rx:" + owner; }
-
-  static Keys of(const std::string& group, const std::string& name) {
-    std::string tag = "{warden:" + group + '/' + name + '}';
-    return Keys{tag, tag + ":rl", tag + ":rf"};
-  }
-};
 
 // A grant's identity in GrantRef::owner: "OWNER|MASK", the value its key holds and, in
 // hex, the masters that may hold it (those that voted yes, and those whose answer was
@@ -120,7 +104,7 @@ class RedlockEngine final : public core::Engine {
       if (error.code() == Errc::permission_denied) throw error;
     }
     if (answered < quorum(masters_.size())) {
-      throw Error(Errc::unavailable, "redlock: " + too_few(answered, legs));
+      throw Error(Errc::unavailable, config_.label + ": " + too_few(answered, legs));
     }
   }
 
@@ -139,7 +123,7 @@ class RedlockEngine final : public core::Engine {
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    const Keys keys = Keys::of(request.key.group, request.key.name);
+    const LockKeys keys = config_.naming.of(request.key.group, request.key.name);
     const bool waits = request.deadline > Clock::now();
     int retries = 0;     // a try's attempts after the first
     int collisions = 0;  // split votes in a row
@@ -152,14 +136,16 @@ class RedlockEngine final : public core::Engine {
       // attempts on split votes or unreachable masters. A wait rides all of that out
       // until its deadline, as masters restart and come back.
       if (!waits && (attempt.verdict == AcquireVerdict::held || retries++ >= config_.retry_count)) {
-        if (unreachable) throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
+        if (unreachable)
+          throw Error(Errc::unavailable, config_.label + " acquire: " + attempt.problem);
         return std::nullopt;
       }
       const auto wake = Clock::now() + pause(collisions);
       pause_until(waits ? std::min(wake, request.deadline) : wake, request.stop);
       if (request.stop.stop_requested()) return std::nullopt;
       if (waits && Clock::now() >= request.deadline) {
-        if (unreachable) throw Error(Errc::unavailable, "redlock acquire: " + attempt.problem);
+        if (unreachable)
+          throw Error(Errc::unavailable, config_.label + " acquire: " + attempt.problem);
         return std::nullopt;
       }
     }
@@ -174,7 +160,7 @@ class RedlockEngine final : public core::Engine {
       for (std::size_t i = first; i < std::min(grants.size(), first + kRenewChunk); ++i) {
         const GrantRef& grant = grants[i];
         shortest = std::min(shortest, grant.ttl);
-        Keys keys = Keys::of(grant.key.group, grant.key.name);
+        LockKeys keys = config_.naming.of(grant.key.group, grant.key.name);
         call.keys.push_back(std::move(keys.lock));
         call.keys.push_back(std::move(keys.fence));
         call.args.push_back(parse_identity(grant.owner).owner);
@@ -198,7 +184,8 @@ class RedlockEngine final : public core::Engine {
     const std::vector<Tally> tallies = renew_tallies(legs, grants.size());
     std::size_t answered = 0;
     for (const Leg& leg : legs) answered += leg.ok() ? 1 : 0;
-    if (answered == 0) throw Error(Errc::unavailable, "redlock renew: " + too_few(0, legs));
+    if (answered == 0)
+      throw Error(Errc::unavailable, config_.label + " renew: " + too_few(0, legs));
 
     std::vector<Renewed> out;
     out.reserve(grants.size());
@@ -224,7 +211,7 @@ class RedlockEngine final : public core::Engine {
   }
 
   void release(const GrantRef& grant) override {
-    const Keys keys = Keys::of(grant.key.group, grant.key.name);
+    const LockKeys keys = config_.naming.of(grant.key.group, grant.key.name);
     const GrantIdentity id = parse_identity(grant.owner);
     const std::size_t n = masters_.size();
     std::vector<std::vector<ScriptCall>> calls(n);
@@ -244,14 +231,14 @@ class RedlockEngine final : public core::Engine {
     };
     const auto legs = masters_.run(calls, round_timeout(config_.node_timeout, grant.ttl), released);
     if (!released(legs)) {
-      throw Error(Errc::unavailable,
-                  "redlock release: " + too_few(tally_of(legs).answered() + (n - asked), legs));
+      throw Error(Errc::unavailable, config_.label + " release: " +
+                                         too_few(tally_of(legs).answered() + (n - asked), legs));
     }
   }
 
   bool check(const Sequencer& sequencer) override {
     if (sequencer.mode != Mode::exclusive) return false;
-    const Keys keys = Keys::of(sequencer.group, sequencer.name);
+    const LockKeys keys = config_.naming.of(sequencer.group, sequencer.name);
     const auto legs = masters_.run_everywhere(
         ScriptCall{&k_check_script, {keys.lock}, {std::to_string(sequencer.token)}},
         config_.node_timeout, [this](std::span<const Leg> so_far) {
@@ -263,7 +250,8 @@ class RedlockEngine final : public core::Engine {
     const std::size_t q = quorum(masters_.size());
     if (tally.yes >= q) return true;
     if (tally.yes + tally.no < q) {
-      throw Error(Errc::unavailable, "redlock check: " + too_few(tally.yes + tally.no, legs));
+      throw Error(Errc::unavailable,
+                  config_.label + " check: " + too_few(tally.yes + tally.no, legs));
     }
     return false;
   }
@@ -271,11 +259,11 @@ class RedlockEngine final : public core::Engine {
   // A status read is no lease's business: it may take longer than a vote (at least 1 s
   // per round), so a loaded master still answers it.
   LockStatus inspect(const core::LockKey& key) override {
-    return inspect_on(masters_, key, status_timeout());
+    return inspect_on(masters_, config_.naming, key, status_timeout());
   }
 
   std::vector<LockSummary> list(std::string_view group) override {
-    return list_on(masters_, group, status_timeout());
+    return list_on(masters_, config_.naming, group, status_timeout());
   }
 
  private:
@@ -348,7 +336,7 @@ class RedlockEngine final : public core::Engine {
 
   // One attempt: votes, then (with a quorum) the token, within the lease's validity.
   // A failed attempt leaves no key behind on any master that answered.
-  Attempt try_once(const AcquireRequest& request, const Keys& keys) {
+  Attempt try_once(const AcquireRequest& request, const LockKeys& keys) {
     const milliseconds ttl = request.options.ttl;
     const milliseconds timeout = round_timeout(config_.node_timeout, ttl);
     const std::string owner = client_id_ + '-' + std::to_string(++sequence_);
@@ -478,6 +466,13 @@ class RedlockEngine final : public core::Engine {
 
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
   auto engine = std::make_unique<RedlockEngine>(parse_config(uri, options));
+  engine->connect();
+  return engine;
+}
+
+std::unique_ptr<core::Engine> open_simple(const redis::RedisConfig& redis,
+                                          const ClientOptions& options) {
+  auto engine = std::make_unique<RedlockEngine>(single_master_config(redis, options));
   engine->connect();
   return engine;
 }

@@ -24,6 +24,7 @@
 
 #include "core/engine.h"
 #include "core/uri.h"
+#include "engines/redis/redis_config.h"
 #include "warden/options.h"
 
 namespace warden::engines::redlock {
@@ -31,5 +32,10 @@ namespace warden::engines::redlock {
 // Throws Error(invalid_argument) for a bad URI; unavailable if fewer than a quorum of
 // masters answer PING; permission_denied if a master refuses the credentials.
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options);
+
+// redis://…?layout=simple (docs/engines/redis.md, Layout simple): the classic one-key
+// lock on one server, which redis-py's Lock and other SET NX PX locks share.
+std::unique_ptr<core::Engine> open_simple(const redis::RedisConfig& redis,
+                                          const ClientOptions& options);
 
 }  // namespace warden::engines::redlock

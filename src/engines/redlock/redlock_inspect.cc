@@ -30,8 +30,6 @@ using std::chrono::milliseconds;
 constexpr const char* kScanCount = "1000";
 constexpr int kMaxScanPages = 100'000;
 
-std::string tag_prefix(std::string_view group) { return "{warden:" + std::string(group) + '/'; }
-
 std::optional<std::uint64_t> number(std::string_view text) {
   std::uint64_t n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
@@ -61,7 +59,11 @@ std::optional<View> view_of(const Leg& leg) {
 }
 
 // The masters' answers as a lock's status: the value a quorum holds, if it has its token.
-LockStatus status_of(const core::LockKey& key, const std::vector<Leg>& legs, std::size_t masters) {
+// With `foreign_holders` (the simple naming, whose key other clients' locks use too), a
+// value without one is a holder as well, with token 0: another client's SET NX lock, or
+// a warden acquire between its SET and its token.
+LockStatus status_of(const core::LockKey& key, const std::vector<Leg>& legs, std::size_t masters,
+                     bool foreign_holders) {
   LockStatus status;
   status.group = key.group;
   status.name = key.name;
@@ -77,12 +79,13 @@ LockStatus status_of(const core::LockKey& key, const std::vector<Leg>& legs, std
   for (const auto& [value, pttls] : holders) {
     if (pttls.size() < quorum(masters)) continue;
     const auto colon = value.rfind(':');
-    if (colon == std::string::npos) continue;  // acquire under way: no token yet
-    const auto token = number(std::string_view(value).substr(colon + 1));
-    if (!token) continue;
+    const auto token = colon == std::string::npos
+                           ? std::nullopt
+                           : number(std::string_view(value).substr(colon + 1));
+    if (!token && !foreign_holders) continue;  // acquire under way: no token yet
     HolderStatus holder;
     holder.mode = Mode::exclusive;
-    holder.token = *token;
+    holder.token = token.value_or(0);
     holder.ttl_left =
         milliseconds(std::max<std::int64_t>(0, *std::min_element(pttls.begin(), pttls.end())));
     status.holders.push_back(holder);
@@ -91,10 +94,9 @@ LockStatus status_of(const core::LockKey& key, const std::vector<Leg>& legs, std
 }
 
 // Every lock name of `group` with a grant key on some answering master.
-std::set<std::string> names_on(Masters& masters, std::string_view group, milliseconds timeout) {
-  const std::string prefix = tag_prefix(group);
-  const std::string suffix = "}:rl";
-  const std::string pattern = resp_client::glob_escaped(prefix) + "*" + suffix;
+std::set<std::string> names_on(Masters& masters, const KeyNaming& naming, std::string_view group,
+                               milliseconds timeout) {
+  const std::string pattern = naming.scan_pattern(group);
   std::set<std::string> names;
   std::vector<std::string> cursor(masters.size(), "0");
   std::vector<bool> scanning(masters.size(), true);
@@ -122,12 +124,7 @@ std::set<std::string> names_on(Masters& masters, std::string_view group, millise
       }
       const auto& elements = leg.replies.front().elements;
       for (std::size_t k = 1; k < elements.size(); ++k) {
-        const std::string& text = elements[k].text;
-        if (text.size() <= prefix.size() + suffix.size() || !text.starts_with(prefix) ||
-            !text.ends_with(suffix)) {
-          continue;
-        }
-        names.insert(text.substr(prefix.size(), text.size() - prefix.size() - suffix.size()));
+        if (auto name = naming.name_in(elements[k].text, group)) names.insert(std::move(*name));
       }
       cursor[i] = elements.front().text;
       if (cursor[i] == "0") {
@@ -144,16 +141,19 @@ std::set<std::string> names_on(Masters& masters, std::string_view group, millise
 
 }  // namespace
 
-LockStatus inspect_on(Masters& masters, const core::LockKey& key, milliseconds timeout) {
-  const std::string lock_key = tag_prefix(key.group) + key.name + "}:rl";
+LockStatus inspect_on(Masters& masters, const KeyNaming& naming, const core::LockKey& key,
+                      milliseconds timeout) {
+  const std::string lock_key = naming.of(key.group, key.name).lock;
   const auto legs = masters.run_everywhere(ScriptCall{&k_inspect_script, {lock_key}, {}}, timeout);
-  return status_of(key, legs, masters.size());
+  return status_of(key, legs, masters.size(), naming.is_simple());
 }
 
-std::vector<LockSummary> list_on(Masters& masters, std::string_view group, milliseconds timeout) {
+std::vector<LockSummary> list_on(Masters& masters, const KeyNaming& naming, std::string_view group,
+                                 milliseconds timeout) {
   std::vector<LockSummary> out;
-  for (const std::string& name : names_on(masters, group, timeout)) {
-    const LockStatus status = inspect_on(masters, core::LockKey{std::string(group), name}, timeout);
+  for (const std::string& name : names_on(masters, naming, group, timeout)) {
+    const LockStatus status =
+        inspect_on(masters, naming, core::LockKey{std::string(group), name}, timeout);
     if (status.holders.empty()) continue;  // a minority's leftover: not held
     out.push_back(LockSummary{name, status.holders.size(), 0});
   }
