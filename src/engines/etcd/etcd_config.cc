@@ -11,7 +11,7 @@ namespace {
   throw Error(Errc::invalid_argument,
               "etcd:// URI: " + why +
                   " (expected etcd://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/PREFIX]"
-                  "[?tls=1&ca=FILE&cert=FILE&key=FILE])");
+                  "[?layout=warden|concurrency&tls=1&ca=FILE&cert=FILE&key=FILE])");
 }
 
 }  // namespace
@@ -20,7 +20,9 @@ EtcdConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   if (uri.scheme != "etcd") invalid("scheme is '" + uri.scheme + "'");
   if (uri.hosts.empty()) invalid("no host");
   for (const auto& [key, value] : uri.query) {
-    if (!core::is_tls_parameter(key)) invalid("unknown parameter '" + key + "'");
+    if (key != "layout" && !core::is_tls_parameter(key)) {
+      invalid("unknown parameter '" + key + "'");
+    }
   }
   if (uri.user.has_value() != uri.password.has_value()) {
     invalid("a user needs a password and a password needs a user");
@@ -30,6 +32,17 @@ EtcdConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   }
 
   EtcdConfig config;
+  if (const auto layout = uri.query.find("layout"); layout != uri.query.end()) {
+    if (layout->second == "concurrency") {
+      config.layout = Layout::concurrency;
+      // etcdctl lock G/N names the lock "G/N": with no path there is no prefix.
+      config.prefix.clear();
+    } else if (layout->second != "warden") {
+      invalid("layout '" + layout->second +
+              "' is neither 'warden' (warden's own keys) nor 'concurrency' (etcd's "
+              "concurrency.Mutex and etcdctl lock)");
+    }
+  }
   config.tls = core::parse_tls_options(uri, "etcd");
   if (config.tls.insecure) {
     // Debian 12's gRPC (1.51) skips certificate checks only through its experimental

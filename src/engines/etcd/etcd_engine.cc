@@ -44,12 +44,12 @@ std::string owner_of(std::int64_t lease, const std::string& key) {
 
 struct Owner {
   std::int64_t lease = 0;
-  std::string key;   // LockKeys::request(mode, "CLIENT-SLOT")
-  std::string lock;  // LockKeys::lock of the key
-  std::uint32_t slot = 0;
+  std::string key;         // LockKeys::request(mode, "CLIENT-SLOT"), or lease_request(lease)
+  std::string lock;        // LockKeys::lock of the key
+  std::uint32_t slot = 0;  // layout=warden only
 };
 
-Owner parse_owner(const std::string& owner) {
+Owner parse_owner(const std::string& owner, Layout layout) {
   const auto space = owner.find(' ');
   Owner out;
   if (space == std::string::npos ||
@@ -57,6 +57,15 @@ Owner parse_owner(const std::string& owner) {
     throw Error(Errc::not_owner, "not a grant of an etcd:// client: '" + owner + "'");
   }
   out.key = owner.substr(space + 1);
+  if (layout == Layout::concurrency) {
+    // "…/NAME/" + hex(lease): the key must be the one named after the lease.
+    const auto id = out.key.rfind('/');
+    if (id == std::string::npos || out.key.substr(id + 1) != lease_hex(out.lease)) {
+      throw Error(Errc::not_owner, "not a grant of an etcd:// client: '" + owner + "'");
+    }
+    out.lock = out.key.substr(0, id + 1);
+    return out;
+  }
   const auto id = out.key.rfind('/');
   const auto dash = out.key.rfind('-');
   if (id == std::string::npos || id < 2 || dash == std::string::npos || dash < id ||
@@ -114,35 +123,48 @@ class EtcdEngine final : public core::Engine {
   void ping() { rpc_->ping(); }
 
   Capabilities capabilities() const override {
+    // layout=concurrency is etcd's Mutex: exclusive locks only (see lock_keys.h).
+    const bool warden_layout = config_.layout == Layout::warden;
     Capabilities caps;
-    caps.shared = true;
+    caps.shared = warden_layout;
     caps.fair = true;
     caps.non_fair = false;    // the revision queue has no place for barging
     caps.lock_delay = false;  // see docs/engines/etcd.md
     caps.fencing = true;
     caps.durable_tokens = true;  // revisions survive restarts and leader changes
     caps.check = true;
-    caps.semaphore = true;  // a queue of permits requests (permit_queue.h)
-    caps.election = true;   // a candidate's value rides in its key's value (request_value.h)
-    caps.watch = true;      // an etcd watch over the lock's keys (key_watch.h)
-    caps.cache = true;      // revokes by that watch (core/watch_revokes.h)
+    caps.semaphore = warden_layout;  // a queue of permits requests (permit_queue.h)
+    caps.election = warden_layout;   // a candidate's value rides in its key's value
+    caps.watch = true;               // an etcd watch over the lock's keys (key_watch.h)
+    caps.cache = true;               // revokes by that watch (core/watch_revokes.h)
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    const LockKeys keys = LockKeys::of(config_.prefix, request.key.group, request.key.name);
+    const LockKeys keys = lock_keys(request.key.group, request.key.name);
+    const bool concurrency = config_.layout == Layout::concurrency;
+    if (concurrency && (request.mode != Mode::exclusive || request.capacity > 0)) {
+      // The core refuses these by the capabilities already; this is for any other caller.
+      throw Error(Errc::unsupported,
+                  "etcd:// layout=concurrency holds exclusive locks only (etcd's "
+                  "concurrency.Mutex has no shared mode, semaphores or elections); use "
+                  "layout=warden");
+    }
     const std::string& blockers = keys.blockers(request.mode);
     // A request whose session turns out to be gone queues again on a new one; a few
     // times in a row means something else is wrong.
     for (int attempt = 0;; ++attempt) {
-      const auto session = sessions_.begin(request.options.ttl);
-      const std::uint32_t slot = slots_.take(keys.lock);
+      // layout=concurrency names the key after the lease: a lease of its own per request,
+      // or two requests of this Client on one lock would be one key.
+      const auto session = sessions_.begin(request.options.ttl, concurrency);
+      const std::uint32_t slot = concurrency ? 0 : slots_.take(keys.lock);
       const std::string id = client_id_ + '-' + std::to_string(slot);
-      const std::string key =
-          request.capacity > 0 ? keys.permits_request(id) : keys.request(request.mode, id);
+      const std::string key = concurrency            ? keys.lease_request(session->lease)
+                              : request.capacity > 0 ? keys.permits_request(id)
+                                                     : keys.request(request.mode, id);
       // Ends the request without a grant; the slot is reused once the key is gone.
       const auto withdraw = [&](const std::string& what) {
-        if (sessions_.withdrawn(session, what)) slots_.give_back(keys.lock, slot);
+        if (sessions_.withdrawn(session, what) && !concurrency) slots_.give_back(keys.lock, slot);
       };
       Created created;
       try {
@@ -204,7 +226,7 @@ class EtcdEngine final : public core::Engine {
       TxnRequest request;
       std::vector<Owner> owners;
       for (std::size_t i = first; i < last; ++i) {
-        owners.push_back(parse_owner(grants[i].owner));
+        owners.push_back(parse_owner(grants[i].owner, config_.layout));
         add_key_read(request, owners.back().key, true);
       }
       // Short enough to fail over from a frozen member before the leases could lapse.
@@ -242,16 +264,17 @@ class EtcdEngine final : public core::Engine {
   }
 
   void release(const GrantRef& grant) override {
-    const Owner owner = parse_owner(grant.owner);
+    const Owner owner = parse_owner(grant.owner, config_.layout);
     // Only a grant this client made, on one of its own sessions, is released: the key,
     // the token and the lease id are all readable by anyone who can range the prefix, so
-    // another client that builds our GrantRef must not delete our key.
-    if (!owner.key.ends_with(client_id_ + '-' + std::to_string(owner.slot))) return;
+    // another client that builds our GrantRef must not delete our key. (layout=concurrency
+    // keys carry no client id: the lease, which must be one of ours, says it.)
+    if (!own_key(owner)) return;
     // A session this client no longer has ended with its lease, and the key with it:
     // nothing to delete.
     if (!sessions_.expires(owner.lease)) {
       sessions_.released(owner.lease, owner.key);
-      slots_.give_back(owner.lock, owner.slot);
+      give_back(owner);
       return;
     }
     // Guarded by our create_revision and our lease: a key of the same name created since
@@ -261,17 +284,20 @@ class EtcdEngine final : public core::Engine {
     add_owner_guard(request, owner, grant.token);
     request.add_success()->mutable_request_delete_range()->set_key(owner.key);
     rpc_->txn(request);
-    sessions_.released(owner.lease, owner.key);
-    slots_.give_back(owner.lock, owner.slot);
+    sessions_.released(owner.lease, owner.key);  // an own lease is revoked too
+    give_back(owner);
   }
 
   // One Txn guarded like release's delete: the key must still be the grant's (its
   // create_revision) on the grant's lease. The put names that lease again, since a put
   // without one would detach the key from its session and it would outlive the Client.
   bool proclaim(const GrantRef& grant, std::string_view value) override {
-    const Owner owner = parse_owner(grant.owner);
+    if (config_.layout == Layout::concurrency) {
+      throw Error(Errc::unsupported, "etcd:// layout=concurrency has no elections");
+    }
+    const Owner owner = parse_owner(grant.owner, config_.layout);
     // Only a grant this client made, on a session it still has (see release).
-    if (!owner.key.ends_with(client_id_ + '-' + std::to_string(owner.slot))) return false;
+    if (!own_key(owner)) return false;
     if (!sessions_.expires(owner.lease)) return false;
     TxnRequest request;
     add_owner_guard(request, owner, grant.token);
@@ -289,7 +315,7 @@ class EtcdEngine final : public core::Engine {
   void settle_releases() override { background_.settle(); }
 
   bool check(const Sequencer& sequencer) override {
-    const LockKeys keys = LockKeys::of(config_.prefix, sequencer.group, sequencer.name);
+    const LockKeys keys = lock_keys(sequencer.group, sequencer.name);
     RangeRequest request;
     request.set_key(keys.lock);
     request.set_range_end(prefix_end(keys.lock));
@@ -300,6 +326,8 @@ class EtcdEngine final : public core::Engine {
     request.set_limit(1);
     const auto response = rpc_->range(request);
     if (response.kvs_size() != 1) return false;
+    // Every request of layout=concurrency is exclusive.
+    if (keys.layout == Layout::concurrency) return sequencer.mode == Mode::exclusive;
     // An exclusive grant is a w/ key; a shared one an s/ key, or a semaphore's p/ key.
     const std::string_view kind =
         std::string_view(response.kvs(0).key()).substr(keys.lock.size(), 2);
@@ -307,18 +335,35 @@ class EtcdEngine final : public core::Engine {
   }
 
   std::unique_ptr<core::KeyWatch> watch(const core::LockKey& key) override {
-    return open_key_watch(rpc_, config_.prefix, key);
+    return open_key_watch(rpc_, lock_keys(key.group, key.name));
   }
 
   LockStatus inspect(const core::LockKey& key) override {
-    return inspect_on(*rpc_, config_.prefix, key);
+    return inspect_on(*rpc_, lock_keys(key.group, key.name), key);
   }
 
   std::vector<LockSummary> list(std::string_view group) override {
-    return list_on(*rpc_, config_.prefix, group);
+    return list_on(*rpc_, config_.prefix, config_.layout, group);
   }
 
  private:
+  LockKeys lock_keys(const std::string& group, const std::string& name) const {
+    return LockKeys::of(config_.prefix, group, name, config_.layout);
+  }
+
+  // Whether `owner` names a key this Client could have made: its client id and slot
+  // (layout=warden), or a lease of one of its live sessions (layout=concurrency: another
+  // client's lease is not among them, and parse_owner has checked the key's name; a
+  // lease this Client lost took the key with it).
+  bool own_key(const Owner& owner) const {
+    if (config_.layout == Layout::concurrency) return sessions_.expires(owner.lease).has_value();
+    return owner.key.ends_with(client_id_ + '-' + std::to_string(owner.slot));
+  }
+
+  void give_back(const Owner& owner) {
+    if (config_.layout == Layout::warden) slots_.give_back(owner.lock, owner.slot);
+  }
+
   struct Created {
     std::int64_t revision = 0;  // the key's create_revision: the token if granted
     bool free = false;          // nothing earlier blocks it: granted at once
@@ -330,17 +375,24 @@ class EtcdEngine final : public core::Engine {
   // there refuses it (permit_queue.h): Error(invalid_argument), the caller withdraws.
   // The key carries the candidate's `value` of an election from its first revision on, so
   // no reader sees a leader without it.
+  //
+  // layout=concurrency writes what etcd's Mutex writes: an empty value, and no look for a
+  // semaphore (there are none in that layout; any key under the lock is a request).
   Created create(const std::string& key, const LockKeys& keys, const std::string& blockers,
                  const Session& session, Mode mode, std::string_view value) {
+    const bool warden_layout = keys.layout == Layout::warden;
     TxnRequest request;
-    put_if_absent(request, key, request_value(mode, client_id_, value), session.lease);
+    put_if_absent(request, key, warden_layout ? request_value(mode, client_id_, value) : "",
+                  session.lease);
     add_blocker_read(request, blockers, 0);
-    add_blocker_read(request, keys.lock + "p/", 0);
+    if (warden_layout) add_blocker_read(request, keys.lock + "p/", 0);
     add_key_read(request, key, false);
     const TxnResponse response = rpc_->txn(request);
     if (response.succeeded()) {
       const std::int64_t revision = response.header().revision();
-      if (range_at(response, 2, "create").kvs_size() > 0) throw semaphore_mismatch(keys);
+      if (warden_layout && range_at(response, 2, "create").kvs_size() > 0) {
+        throw semaphore_mismatch(keys);
+      }
       // The read sees the Txn's own put, or not (either way nothing older is first).
       const auto& first = range_at(response, 1, "create");
       const bool free = first.kvs_size() == 0 || first.kvs(0).create_revision() == revision;

@@ -16,6 +16,10 @@
 // Txn guarded like release's delete, on the same lease.
 //
 // FIFO by construction: non-fair (barging) and lock-delay are refused as unsupported.
+//
+// ?layout=concurrency keeps the same queue in the keys of etcd's own concurrency.Mutex
+// (lock_keys.h): one key per request named after a lease of its own, value empty,
+// exclusive only, so warden and `etcdctl lock` exclude each other.
 #pragma once
 
 #include <memory>
@@ -35,10 +39,14 @@ std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& op
 
 class EtcdRpc;
 
+struct LockKeys;
+enum class Layout;
+
 // etcd_inspect.cc: one lock's status from one range over its keys (holders and waiters
 // by the engine's own rule, tokens = create_revision, no ttl_left), and a group's locks
 // from a keys-only range over the group, paged. Write nothing. Throw like EtcdRpc.
-LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockKey& key);
-std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, std::string_view group);
+LockStatus inspect_on(EtcdRpc& rpc, const LockKeys& keys, const core::LockKey& key);
+std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, Layout layout,
+                                 std::string_view group);
 
 }  // namespace warden::engines::etcd

@@ -5,8 +5,11 @@
 // wait, in create_revision order. A group is a range over its prefix, page by page at one
 // revision, so the pages are one snapshot. Values are read too: a permits request's says
 // how many, a lock request's may carry an election candidate's value (request_value.h).
+// With layout=concurrency every key under a lock is an exclusive request, whoever wrote
+// it (etcd's Mutex reads it so), and the lock's name is the key up to its last '/'.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,9 +28,7 @@ using etcdserverpb::RangeRequest;
 // Keys per page of a group's listing.
 constexpr std::int64_t kPage = 1000;
 
-bool by_revision(const QueuedRequest& a, const QueuedRequest& b) {
-  return a.revision < b.revision;
-}
+bool by_revision(const QueuedRequest& a, const QueuedRequest& b) { return a.revision < b.revision; }
 
 // lock_keys.cc escapes '%' and '/' in names; this undoes it ("%25" -> '%', "%2F" -> '/').
 std::string unescaped(std::string_view text) {
@@ -48,8 +49,18 @@ std::string unescaped(std::string_view text) {
 
 }  // namespace
 
-LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockKey& key) {
-  const LockKeys keys = LockKeys::of(prefix, key.group, key.name);
+// One request of a lock, from its key's text after the lock's prefix and its value.
+std::optional<QueuedRequest> request_of(Layout layout, std::string_view rest,
+                                        std::string_view value, std::int64_t revision) {
+  if (layout == Layout::concurrency) {
+    QueuedRequest r;
+    r.revision = revision;
+    return r;
+  }
+  return parse_request(rest, value, revision);
+}
+
+LockStatus inspect_on(EtcdRpc& rpc, const LockKeys& keys, const core::LockKey& key) {
   RangeRequest request;
   request.set_key(keys.lock);
   request.set_range_end(prefix_end(keys.lock));
@@ -59,8 +70,8 @@ LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockK
 
   std::vector<QueuedRequest> queue;
   for (const auto& kv : response.kvs()) {
-    if (auto r = parse_request(std::string_view(kv.key()).substr(keys.lock.size()), kv.value(),
-                               kv.create_revision())) {
+    if (auto r = request_of(keys.layout, std::string_view(kv.key()).substr(keys.lock.size()),
+                            kv.value(), kv.create_revision())) {
       queue.push_back(*r);
     }
   }
@@ -88,8 +99,9 @@ LockStatus inspect_on(EtcdRpc& rpc, const std::string& prefix, const core::LockK
   return s;
 }
 
-std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, std::string_view group) {
-  const std::string scope = prefix + '/' + std::string(group) + '/';
+std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, Layout layout,
+                                 std::string_view group) {
+  const std::string scope = group_scope(prefix, std::string(group));
   const std::string end = prefix_end(scope);
   // Per escaped name, its requests (a name's keys are contiguous, but pages are not).
   std::map<std::string, std::vector<QueuedRequest>> locks;
@@ -105,9 +117,11 @@ std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, std::s
     if (revision == 0) revision = response.header().revision();
     for (const auto& kv : response.kvs()) {
       const std::string_view rest = std::string_view(kv.key()).substr(scope.size());
-      const auto slash = rest.find('/');
+      // warden's names are escaped (no '/'); etcd's lock names may hold '/' (the
+      // request is then the last segment).
+      const auto slash = layout == Layout::concurrency ? rest.rfind('/') : rest.find('/');
       if (slash == std::string_view::npos) continue;
-      if (auto r = parse_request(rest.substr(slash + 1), kv.value(), kv.create_revision())) {
+      if (auto r = request_of(layout, rest.substr(slash + 1), kv.value(), kv.create_revision())) {
         locks[std::string(rest.substr(0, slash))].push_back(*r);
       }
     }
@@ -118,7 +132,8 @@ std::vector<LockSummary> list_on(EtcdRpc& rpc, const std::string& prefix, std::s
   for (auto& [escaped, queue] : locks) {
     std::sort(queue.begin(), queue.end(), by_revision);
     const std::size_t held = holding(queue);
-    out.push_back(LockSummary{unescaped(escaped), held, queue.size() - held});
+    out.push_back(LockSummary{layout == Layout::concurrency ? escaped : unescaped(escaped), held,
+                              queue.size() - held});
   }
   // Escaping changes the order ("%2F" sorts before 'a', '/' does not): sort the names.
   std::sort(out.begin(), out.end(),

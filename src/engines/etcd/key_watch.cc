@@ -43,10 +43,7 @@ class EtcdKeyWatch final : public core::KeyWatch {
 
 }  // namespace
 
-std::unique_ptr<core::KeyWatch> open_key_watch(std::shared_ptr<EtcdRpc> rpc,
-                                               const std::string& prefix,
-                                               const core::LockKey& key) {
-  const LockKeys keys = LockKeys::of(prefix, key.group, key.name);
+std::unique_ptr<core::KeyWatch> open_key_watch(std::shared_ptr<EtcdRpc> rpc, const LockKeys& keys) {
   etcdserverpb::RangeRequest request;
   request.set_key(keys.lock);
   request.set_range_end(prefix_end(keys.lock));

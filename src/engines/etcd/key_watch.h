@@ -8,13 +8,12 @@
 
 #include "core/engine.h"
 #include "engines/etcd/etcd_rpc.h"
+#include "engines/etcd/lock_keys.h"
 
 namespace warden::engines::etcd {
 
 // Reads the store's revision now (one range) and watches the lock's keys from the next
 // one. Throws what EtcdRpc::range throws.
-std::unique_ptr<core::KeyWatch> open_key_watch(std::shared_ptr<EtcdRpc> rpc,
-                                               const std::string& prefix,
-                                               const core::LockKey& key);
+std::unique_ptr<core::KeyWatch> open_key_watch(std::shared_ptr<EtcdRpc> rpc, const LockKeys& keys);
 
 }  // namespace warden::engines::etcd

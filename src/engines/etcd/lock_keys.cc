@@ -1,5 +1,9 @@
 #include "engines/etcd/lock_keys.h"
 
+#include <cstdio>
+
+#include "warden/error.h"
+
 namespace warden::engines::etcd {
 namespace {
 
@@ -20,16 +24,44 @@ std::string escape_name(const std::string& name) {
 
 }  // namespace
 
-LockKeys LockKeys::of(const std::string& prefix, const std::string& group,
-                      const std::string& name) {
+std::string group_scope(const std::string& prefix, const std::string& group) {
+  return (prefix.empty() ? std::string() : prefix + '/') + group + '/';
+}
+
+LockKeys LockKeys::of(const std::string& prefix, const std::string& group, const std::string& name,
+                      Layout layout) {
   LockKeys keys;
-  keys.lock = prefix + '/' + group + '/' + escape_name(name) + '/';
+  keys.layout = layout;
+  if (layout == Layout::concurrency) {
+    // etcd's Mutex owns every key under "NAME/": the lock "a" would count the requests
+    // of "a/b" as its own. Escaping would hide the name from `etcdctl lock`.
+    if (name.find('/') != std::string::npos) {
+      throw Error(Errc::invalid_argument,
+                  "etcd:// layout=concurrency: the lock name '" + name +
+                      "' holds a '/'; etcd's lock named " + group_scope(prefix, group) + name +
+                      " would lie inside the lock " + group_scope(prefix, group) +
+                      name.substr(0, name.find('/')) + " (use layout=warden, which escapes it)");
+    }
+    keys.lock = group_scope(prefix, group) + name + '/';
+    keys.writers = keys.lock;
+    return keys;
+  }
+  keys.lock = group_scope(prefix, group) + escape_name(name) + '/';
   keys.writers = keys.lock + "w/";
   return keys;
 }
 
 std::string LockKeys::request(Mode mode, const std::string& id) const {
   return lock + (mode == Mode::exclusive ? "w/" : "s/") + id;
+}
+
+std::string LockKeys::lease_request(std::int64_t lease) const { return lock + lease_hex(lease); }
+
+std::string lease_hex(std::int64_t lease) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%llx",
+                static_cast<unsigned long long>(static_cast<std::uint64_t>(lease)));
+  return hex;
 }
 
 std::string prefix_end(std::string prefix) {

@@ -49,8 +49,9 @@ Sessions::~Sessions() {
   }
 }
 
-std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
-  if (config_.watchdog) {
+std::shared_ptr<const Session> Sessions::begin(milliseconds ttl, bool own) {
+  const bool pooled = config_.watchdog && !own;
+  if (pooled) {
     std::lock_guard lock(mu_);
     if (const auto shared = by_ttl_.find(ttl); shared != by_ttl_.end()) {
       const auto entry = entries_.find(shared->second);
@@ -65,7 +66,7 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
   }
   EtcdRpc::Sent sent;
   const auto response = rpc_->lease_grant(lease_seconds(ttl), &sent);
-  auto session = std::make_shared<Session>(Session{response.id(), ttl, config_.watchdog});
+  auto session = std::make_shared<Session>(Session{response.id(), ttl, pooled, config_.watchdog});
   Entry entry;
   entry.session = session;
   entry.expires = sent.at + std::min(ttl, milliseconds(response.ttl() * 1000));
@@ -77,7 +78,7 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl) {
     entries_.emplace(session->lease, std::move(entry));
     // Two threads that raced here both keep theirs; the other one goes idle and is
     // revoked after kIdleLinger.
-    if (config_.watchdog) by_ttl_[ttl] = session->lease;
+    if (pooled) by_ttl_[ttl] = session->lease;
     ++changes_;  // the keeper may have to wake earlier for this session
   }
   wake_.notify_all();
@@ -192,7 +193,7 @@ void Sessions::keeper_loop(std::stop_token stop) {
     revoke_idle(lock);
     auto next = Clock::now() + std::chrono::seconds(1);
     for (const auto& [lease, entry] : entries_) {
-      if (entry.session->shared || entry.waiters > 0) {
+      if (entry.session->kept || entry.waiters > 0) {
         next = std::min(next, entry.next_keep_alive);
       }
     }
@@ -207,7 +208,7 @@ void Sessions::keep_alive_due(std::unique_lock<std::mutex>& lock) {
   std::vector<std::int64_t> due;
   milliseconds shortest = config_.op_timeout;
   for (const auto& [lease, entry] : entries_) {
-    if ((entry.session->shared || entry.waiters > 0) && entry.next_keep_alive <= now) {
+    if ((entry.session->kept || entry.waiters > 0) && entry.next_keep_alive <= now) {
       due.push_back(lease);
       shortest = std::min(shortest, entry.session->ttl);
     }

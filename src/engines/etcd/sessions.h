@@ -6,6 +6,10 @@
 // uses it; a session idle for kIdleLinger is revoked. With the watchdog off, each
 // request gets a lease of its own, kept alive only while the request waits: once
 // granted, the lease runs out by its TTL unless released first, as the contract says.
+// A request may also ask for a lease of its own with the watchdog on (layout=concurrency,
+// whose key is named after its lease, so two requests must not share one): that lease
+// is kept alive like a session's while the request waits or holds, and revoked when it
+// ends.
 //
 // A lease's length on the server is the TTL rounded up to whole seconds (or the
 // server's minimum, if more); the local expiry counts only the TTL asked for, from
@@ -48,6 +52,9 @@ struct Session {
   std::int64_t lease = 0;
   std::chrono::milliseconds ttl{0};
   bool shared = true;  // false: one request's own lease
+  // Kept alive while it has holders, not only waiters: every shared session, and an own
+  // lease asked for with the watchdog on.
+  bool kept = true;
 };
 
 class Sessions {
@@ -59,8 +66,10 @@ class Sessions {
   Sessions& operator=(const Sessions&) = delete;
 
   // A session for a new request with `ttl`, counted as waiting until granted() or
-  // withdrawn(). Grants a lease when needed; throws Error if that fails.
-  std::shared_ptr<const Session> begin(std::chrono::milliseconds ttl);
+  // withdrawn(). Grants a lease when needed; throws Error if that fails. `own`: a new
+  // lease for this request alone, whatever the watchdog (kept alive while it holds if
+  // the watchdog is on).
+  std::shared_ptr<const Session> begin(std::chrono::milliseconds ttl, bool own = false);
   // The request on `session` was granted as `grant`, reported to the core with local
   // expiry `expires`. false if the session was lost meanwhile (the key is gone with it).
   bool granted(const Session& session, const std::string& key, const core::GrantRef& grant,
