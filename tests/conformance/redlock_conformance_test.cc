@@ -1,7 +1,8 @@
 // The conformance suite against redlock://, on real redis-server masters started for
 // each test on free loopback ports with temp dirs of their own and no persistence:
-// three masters (quorum 2) and five (quorum 3). A generous node timeout keeps a slow
-// sanitizer build from losing rounds; short retry delays make hand-offs quick, since a
+// three masters (quorum 2) and five (quorum 3); and against redis://…?layout=simple,
+// the same engine on one server with the classic lock's key names. A generous node timeout keeps a
+// slow sanitizer build from losing rounds; short retry delays make hand-offs quick, since a
 // redlock:// waiter polls.
 #include <cstddef>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "conformance/conformance_suite.h"
 #include "conformance/multi_lock_suite.h"
 #include "support/redis_masters.h"
+#include "support/redis_server.h"
 
 namespace warden::conformance {
 namespace {
@@ -57,11 +59,32 @@ class RedlockBackend final : public Backend {
   testing::RedisMasters masters_;
 };
 
+// redis://…?layout=simple: one redis-server, the lock in the key GROUP:NAME.
+class RedisSimpleBackend final : public Backend {
+ public:
+  std::string uri() const override { return server_.uri() + "?layout=simple"; }
+
+  bool drop_grants(std::string_view group, std::string_view name) override {
+    testing::RedisProbe probe(server_);
+    probe.command({"DEL", std::string(group) + ":" + std::string(name)});
+    return true;
+  }
+
+  std::optional<std::size_t> queued(std::string_view /*group*/,
+                                    std::string_view /*name*/) override {
+    return std::nullopt;
+  }
+
+ private:
+  testing::RedisServer server_;
+};
+
 INSTANTIATE_TEST_SUITE_P(
     Redlock, Conformance,
     ::testing::Values(
         EngineCase{"Redlock3", kRedlock, [] { return std::make_unique<RedlockBackend>(3); }},
-        EngineCase{"Redlock5", kRedlock, [] { return std::make_unique<RedlockBackend>(5); }}),
+        EngineCase{"Redlock5", kRedlock, [] { return std::make_unique<RedlockBackend>(5); }},
+        EngineCase{"RedisSimple", kRedlock, [] { return std::make_unique<RedisSimpleBackend>(); }}),
     name_printer);
 
 INSTANTIATE_TEST_SUITE_P(Redlock, MultiLockConformance,

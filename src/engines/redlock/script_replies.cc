@@ -45,4 +45,17 @@ std::optional<std::optional<TokenRead>> token_read_of(const Reply& reply) {
   return std::optional<TokenRead>(TokenRead{*last, *seconds * 1'000'000 + *micros});
 }
 
+std::optional<std::optional<std::uint64_t>> granted_token_of(const Reply& reply) {
+  if (!reply.is_array() || reply.elements.empty() || !reply.elements[0].is_integer()) {
+    return std::nullopt;
+  }
+  if (reply.elements[0].integer == 0 && reply.elements.size() == 1) {
+    return std::optional<std::uint64_t>();
+  }
+  if (reply.elements[0].integer != 1 || reply.elements.size() != 2) return std::nullopt;
+  const auto token = parse_u64(reply.elements[1]);
+  if (!token || *token == 0) return std::nullopt;
+  return std::optional<std::uint64_t>(*token);
+}
+
 }  // namespace warden::engines::redlock

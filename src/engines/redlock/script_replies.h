@@ -5,6 +5,7 @@
 // can decide.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "engines/redlock/quorum.h"
@@ -19,5 +20,9 @@ std::optional<bool> yes_or_no(const resp_client::Reply& reply);
 // micros} (our key is set: the lock's last token there and the master's TIME). nullopt
 // for anything else, including values next_token could not add one to.
 std::optional<std::optional<TokenRead>> token_read_of(const resp_client::Reply& reply);
+
+// acquire_alone.lua's answer: {0} (held by another: no token), or {1, TOKEN} (our key is
+// set with this token, above 0). nullopt for anything else.
+std::optional<std::optional<std::uint64_t>> granted_token_of(const resp_client::Reply& reply);
 
 }  // namespace warden::engines::redlock
