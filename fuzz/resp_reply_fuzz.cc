@@ -12,9 +12,9 @@
 //     within their contract or throw Error: the mapped code of an error reply, else
 //     internal, with a message naming the call; an attempt's retry_ms can be added to
 //     the clock as the engine does (no overflow);
-//   - redlock:// yes_or_no and token_read_of (engines/redlock/script_replies.h) never
-//     throw, and next_token over every read the input gave is larger than each of them
-//     (it never wraps to 0).
+//   - redlock:// yes_or_no, token_read_of and granted_token_of
+//     (engines/redlock/script_replies.h) never throw, a granted token is above 0, and next_token
+//     over every read the input gave is larger than each of them (it never wraps to 0).
 //
 // A failed check prints what failed and aborts, which libFuzzer reports as a crash.
 // See CMakeLists.txt here for running it.
@@ -143,6 +143,9 @@ void check_redlock(const Reply& r, std::vector<redlock::TokenRead>& reads) {
   const auto vote = redlock::yes_or_no(r);
   WARDEN_FUZZ_CHECK(vote.has_value() == (r.is_integer() && (r.integer == 0 || r.integer == 1)));
   if (const auto read = redlock::token_read_of(r); read && *read) reads.push_back(**read);
+  if (const auto granted = redlock::granted_token_of(r); granted && *granted) {
+    WARDEN_FUZZ_CHECK(**granted > 0);
+  }
 }
 
 // hiredis 0.14 allocates an array's element pointers as soon as it reads "*N", so a

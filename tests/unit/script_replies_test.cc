@@ -85,6 +85,29 @@ TEST(RedlockScriptReplies, TokenReadIsAVoteWithTheMastersReads) {
   EXPECT_FALSE(redlock::token_read_of(token_reply("x", "1", "1")).has_value());
 }
 
+TEST(RedlockScriptReplies, GrantedTokenIsTheOnlyMastersWholeAcquire) {
+  const auto granted =
+      redlock::granted_token_of(array_reply({integer_reply(1), bulk_reply("1700000000123457")}));
+  ASSERT_TRUE(granted.has_value() && granted->has_value());
+  EXPECT_EQ(**granted, 1'700'000'000'123'457u);
+
+  const auto held = redlock::granted_token_of(array_reply({integer_reply(0)}));
+  ASSERT_TRUE(held.has_value());
+  EXPECT_FALSE(held->has_value());
+
+  EXPECT_FALSE(redlock::granted_token_of(error_reply("NOSCRIPT")).has_value());
+  EXPECT_FALSE(redlock::granted_token_of(array_reply({integer_reply(1)})).has_value());
+  EXPECT_FALSE(
+      redlock::granted_token_of(array_reply({integer_reply(1), bulk_reply("0")})).has_value())
+      << "token 0 is no grant's";
+  EXPECT_FALSE(
+      redlock::granted_token_of(array_reply({integer_reply(1), bulk_reply("18446744073709551616")}))
+          .has_value())
+      << "a token beyond 64 bits";
+  EXPECT_FALSE(
+      redlock::granted_token_of(array_reply({integer_reply(0), bulk_reply("5")})).has_value());
+}
+
 // Found by fuzz/resp_reply_fuzz.cc: next_token is one more than the largest read, so a
 // master answering last = 2^64-1 (or a TIME that wraps seconds * 10^6 + micros) made
 // the fencing token wrap to 0 or below earlier grants'. Such answers are failed votes.
