@@ -23,28 +23,29 @@ def append(log, line):
         f.write(line + "\n")
 
 
+def hold(client, key, ttl_s, log, first, last, hold_ms):
+    """Takes KEY (waiting up to 30 s), appends FIRST, holds it HOLD_MS, appends LAST and
+    releases it. False when the wait ran out."""
+    lock = client.lock(key, timeout=ttl_s, sleep=0.005, blocking_timeout=30)
+    if not lock.acquire():
+        return False
+    append(log, first)
+    time.sleep(hold_ms / 1000)
+    append(log, last)
+    lock.release()
+    return True
+
+
 def main():
     port, key, ident, log, mode = sys.argv[1:6]
     client = redis.Redis(host="127.0.0.1", port=int(port))
     if mode == "cycles":
-        holds, hold_ms = int(sys.argv[6]), int(sys.argv[7])
-        for _ in range(holds):
-            lock = client.lock(key, timeout=10, sleep=0.005, blocking_timeout=30)
-            if not lock.acquire():
+        for _ in range(int(sys.argv[6])):
+            if not hold(client, key, 10, log, "start " + ident, "end " + ident, int(sys.argv[7])):
                 return 2
-            append(log, "start " + ident)
-            time.sleep(hold_ms / 1000)
-            append(log, "end " + ident)
-            lock.release()
     elif mode == "hold":
-        hold_ms = int(sys.argv[6])
-        lock = client.lock(key, timeout=30, sleep=0.005, blocking_timeout=30)
-        if not lock.acquire():
+        if not hold(client, key, 30, log, "held " + ident, "released " + ident, int(sys.argv[6])):
             return 2
-        append(log, "held " + ident)
-        time.sleep(hold_ms / 1000)
-        append(log, "released " + ident)
-        lock.release()
     elif mode == "try":
         lock = client.lock(key, timeout=30)
         if lock.acquire(blocking=False):
