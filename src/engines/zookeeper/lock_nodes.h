@@ -12,6 +12,18 @@
 // some Unicode ranges in node names, and '/' separates them. GUID is the client's id and a
 // request counter, so a client that lost the connection while creating finds its node.
 // The sequence suffix, added by the server, orders the requests of the lock.
+//
+// Layout::curator (zk://…?layout=curator) names nodes as Apache Curator's locks do, so
+// Curator's InterProcessMutex and kazoo's Lock share a lock with warden:
+//
+//   PREFIX/GROUP/NAME/_c_UUID-lock-0000000012     an exclusive request (InterProcessMutex)
+//   PREFIX/GROUP/NAME/_c_UUID-__READ__0000000013  a shared request (InterProcessReadWriteLock)
+//
+// NAME is the lock name as it is (a plain znode name: no escaping, so another library
+// finds the lock by its name; names that are not one are refused), PREFIX may be empty.
+// Its requests are every child that ends in a known kind and 10 digits — Curator's
+// "lock-" and "__WRIT__" and kazoo's "__lock__" (exclusive), Curator's "__READ__" and
+// kazoo's "__rlock__" (shared) — ordered by those digits; other children are no requests.
 #pragma once
 
 #include <cstdint>
@@ -23,31 +35,42 @@
 
 namespace warden::engines::zookeeper {
 
+// How request nodes are named (zk://…?layout=): warden's own, or Curator's.
+enum class Layout { warden, curator };
+
 struct LockNodes {
-  std::string prefix;  // PREFIX
+  Layout layout = Layout::warden;
+  std::string prefix;  // PREFIX ("" for the root, Layout::curator only)
   std::string group;   // PREFIX/GROUP
   std::string lock;    // PREFIX/GROUP/NAME'
 
-  static LockNodes of(const std::string& prefix, const std::string& group,
+  // Throws Error(invalid_argument) for a name Layout::curator cannot use as a node name
+  // as it is ('/', "." or "..", a byte outside printable ASCII); checks nothing else.
+  static LockNodes of(Layout layout, const std::string& prefix, const std::string& group,
                       const std::string& name);
   // The path to create (EPHEMERAL_SEQUENTIAL) for a request: "LOCK/x-GUID-", or with
-  // capacity > 0 a semaphore's "LOCK/p-K.N-GUID-".
+  // capacity > 0 a semaphore's "LOCK/p-K.N-GUID-"; Layout::curator: "LOCK/_c_GUID-lock-"
+  // or "LOCK/_c_GUID-__READ__" (GUID then being a UUID, as Curator's protection id).
   std::string request(Mode mode, const std::string& guid, std::uint32_t permits = 0,
                       std::uint32_t capacity = 0) const;
 };
+
+// A random (version 4) UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx": the GUID of a
+// Layout::curator request, as Curator puts one in its nodes' names.
+std::string random_uuid();
 
 // One child of a lock node, parsed.
 struct RequestNode {
   std::string name;
   Mode mode = Mode::exclusive;  // a semaphore's request: shared
-  std::string guid;
+  std::string guid;             // Layout::curator: the UUID after "_c_" (kazoo: its hex)
   std::int64_t sequence = 0;
   std::uint32_t permits = 0;   // a semaphore's request: K
   std::uint32_t capacity = 0;  // ... of N; 0 for a lock's request
 };
 
-// nullopt for a child warden did not create.
-std::optional<RequestNode> parse_request(const std::string& name);
+// nullopt for a child that is no request of `layout`.
+std::optional<RequestNode> parse_request(const std::string& name, Layout layout);
 
 // A request node's data: "warden MODE CLIENT_ID" (for people reading the tree), then,
 // for an election's candidate, a newline and its value (any bytes; the client id never

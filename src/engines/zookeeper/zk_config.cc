@@ -12,7 +12,7 @@ namespace {
   throw Error(Errc::invalid_argument,
               "zk:// URI: " + why +
                   " (expected zk://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/PREFIX]"
-                  "[?session_timeout_ms=N&on_suspend=lose|wait])");
+                  "[?session_timeout_ms=N&on_suspend=lose|wait&layout=warden|curator])");
 }
 
 std::int64_t parse_number(const std::string& text, std::int64_t low, std::int64_t high,
@@ -88,10 +88,18 @@ ZkConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
       if (value != "lose" && value != "wait")
         invalid("on_suspend='" + value + "' is not lose or wait");
       config.lose_on_suspend = value == "lose";
+    } else if (key == "layout") {
+      if (value != "warden" && value != "curator") {
+        invalid("layout='" + value + "' is not warden or curator");
+      }
+      config.layout = value == "curator" ? Layout::curator : Layout::warden;
     } else {
       invalid("unknown parameter '" + key + "'");
     }
   }
+  // Curator and kazoo take the lock's whole path: without a path in the URI, a
+  // layout=curator lock is /GROUP/NAME, not under warden's own /warden.
+  if (config.layout == Layout::curator && uri.path.empty()) config.prefix.clear();
   config.user = uri.user;
   config.password = uri.password;
   config.op_timeout = options.op_timeout;

@@ -65,12 +65,13 @@ Owner parse_owner(const std::string& owner) {
 // (Error(invalid_argument)); each judges only the requests before it, so both orders of
 // a race end the same way.
 std::optional<RequestNode> blocker_of(const std::vector<std::string>& children,
-                                      const RequestNode& own, const std::string& lock) {
+                                      const RequestNode& own, const LockNodes& nodes) {
+  const std::string& lock = nodes.lock;
   std::optional<RequestNode> blocker;
   std::optional<RequestNode> earliest;
   std::uint64_t ahead = 0;
   for (const std::string& child : children) {
-    const auto node = parse_request(child);
+    const auto node = parse_request(child, nodes.layout);
     if (!node || node->sequence >= own.sequence) continue;
     if (node->capacity != own.capacity) {
       throw Error(Errc::invalid_argument,
@@ -117,20 +118,31 @@ class ZkEngine final : public core::Engine, public SessionListener {
     caps.fencing = true;
     caps.durable_tokens = true;  // zxids survive restarts and leader elections
     caps.check = true;
-    caps.semaphore = true;  // p- nodes that count permits (lock_nodes.h)
-    caps.election = true;   // the candidate's value in its node's data
-    caps.watch = true;      // children and data watches on the lock (KeyWatchOnLock)
-    caps.cache = true;      // revokes by those watches (core/watch_revokes.h)
+    // layout=curator names only what Curator's and kazoo's locks know: no p- nodes, and
+    // no elections (their candidates would be Curator lock nodes others read as locks).
+    const bool own_layout = config_.layout == Layout::warden;
+    caps.semaphore = own_layout;  // p- nodes that count permits (lock_nodes.h)
+    caps.election = own_layout;   // the candidate's value in its node's data
+    caps.watch = true;            // children and data watches on the lock (KeyWatchOnLock)
+    caps.cache = true;            // revokes by those watches (core/watch_revokes.h)
     return caps;
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    const LockNodes nodes = LockNodes::of(config_.prefix, request.key.group, request.key.name);
+    const LockNodes nodes = nodes_of(request.key);
+    if (config_.layout == Layout::curator && (request.capacity > 0 || !request.value.empty())) {
+      throw Error(Errc::unsupported,
+                  "zk:// layout=curator has no semaphores or elections: Curator's and kazoo's "
+                  "locks would not understand their nodes; use the default layout");
+    }
     bool moved = false;
     while (true) {
       const std::shared_ptr<ZkSession> session = current_session();
       // A fresh GUID per attempt: after a lost session the old node is gone for good.
-      const std::string guid = client_id_ + '-' + std::to_string(++counter_);
+      // Layout::curator: a UUID, the protection id Curator puts in its own names.
+      const std::string guid = config_.layout == Layout::curator
+                                   ? random_uuid()
+                                   : client_id_ + '-' + std::to_string(++counter_);
       Created created;
       try {
         created = create(*session, nodes, request, guid);
@@ -254,7 +266,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
   bool check(const Sequencer& sequencer) override {
-    const LockNodes nodes = LockNodes::of(config_.prefix, sequencer.group, sequencer.name);
+    const LockNodes nodes = nodes_of(core::LockKey{sequencer.group, sequencer.name});
     const std::shared_ptr<ZkSession> session = current_session();
     // Another client's grant may be newer than what this session's server has applied:
     // sync first (answered in order, so one round trip for both).
@@ -267,7 +279,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
     if (children.rc != ZOK) throw_zk_error(children.rc, "check of " + nodes.lock);
     std::vector<std::future<ExistsResult>> pending;
     for (const std::string& child : children.children) {
-      const auto node = parse_request(child);
+      const auto node = parse_request(child, config_.layout);
       if (node && node->mode == sequencer.mode) {
         pending.push_back(session->exists(nodes.lock + '/' + child, false));
       }
@@ -283,16 +295,17 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
   LockStatus inspect(const core::LockKey& key) override {
-    return inspect_on(*current_session(), config_.prefix, key);
+    const LockNodes nodes = nodes_of(key);  // a name the layout refuses: before any I/O
+    return inspect_on(*current_session(), nodes, key);
   }
 
   std::unique_ptr<core::KeyWatch> watch(const core::LockKey& key) override {
-    const LockNodes nodes = LockNodes::of(config_.prefix, key.group, key.name);
+    const LockNodes nodes = nodes_of(key);
     return std::make_unique<KeyWatchOnLock>(*this, nodes.lock);
   }
 
   std::vector<LockSummary> list(std::string_view group) override {
-    return list_on(*current_session(), config_.prefix, group);
+    return list_on(*current_session(), config_.prefix, config_.layout, group);
   }
 
   // SessionListener: from the C client's completion thread; never blocks.
@@ -369,8 +382,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
   class KeyWatchOnLock final : public core::KeyWatch {
    public:
     // Reads the lock's state once, without watches. Throws like inspect.
-    KeyWatchOnLock(ZkEngine& engine, std::string lock)
-        : engine_(engine), lock_(std::move(lock)) {
+    KeyWatchOnLock(ZkEngine& engine, std::string lock) : engine_(engine), lock_(std::move(lock)) {
       seen_ = read(*engine_.current_session(), /*arm=*/false);
     }
 
@@ -455,7 +467,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
       seen.children = std::move(listed.children);
       std::optional<RequestNode> first;
       for (const auto& name : seen.children) {
-        const auto node = parse_request(name);
+        const auto node = parse_request(name, engine_.config_.layout);
         if (node && (!first || node->sequence < first->sequence)) first = node;
       }
       if (!first) return seen;
@@ -487,6 +499,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
     bool broken_ = false;
   };
 
+  // Where the lock `key` lives. Throws Error(invalid_argument) for a name the layout
+  // refuses (lock_nodes.h), before any I/O.
+  LockNodes nodes_of(const core::LockKey& key) const {
+    return LockNodes::of(config_.layout, config_.prefix, key.group, key.name);
+  }
+
   // The current session, or a new one if it expired. Throws if none can be opened.
   std::shared_ptr<ZkSession> current_session() {
     if (auto session = live_session()) return session;
@@ -510,7 +528,8 @@ class ZkEngine final : public core::Engine, public SessionListener {
     std::vector<std::future<CreateResult>> pending;
     // The prefix's levels are persistent; the group and lock nodes are containers,
     // which the server deletes once their last child is gone.
-    for (std::size_t slash = nodes.prefix.find('/', 1); ; slash = nodes.prefix.find('/', slash + 1)) {
+    for (std::size_t slash = nodes.prefix.find('/', 1); !nodes.prefix.empty();
+         slash = nodes.prefix.find('/', slash + 1)) {
       pending.push_back(session.create(nodes.prefix.substr(0, slash), "", 0));
       if (slash == std::string::npos) break;
     }
@@ -540,7 +559,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
       if (result.rc == ZOK) {
         Created created;
         created.path = result.path;
-        created.own = *parse_request(result.path.substr(result.path.rfind('/') + 1));
+        created.own = *parse_request(result.path.substr(result.path.rfind('/') + 1), nodes.layout);
         created.czxid = result.czxid;
         created.children = std::move(children.children);
         created.sent = sent;
@@ -564,7 +583,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
         throw_zk_error(children.rc, "list of " + nodes.lock);
       }
       for (const std::string& child : children.children) {
-        const auto node = parse_request(child);
+        const auto node = parse_request(child, nodes.layout);
         if (!node || node->guid != guid) continue;
         const std::string path = nodes.lock + '/' + child;
         const ExistsResult stat = session.await(session.exists(path, false));
@@ -606,7 +625,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
         session_lost = true;  // our ephemeral node is gone: so is the session it was on
         return std::nullopt;
       }
-      const auto blocker = blocker_of(children, created.own, nodes.lock);
+      const auto blocker = blocker_of(children, created.own, nodes);
       if (!blocker) return grant(request, session, created, listed_at, session_lost);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
 
@@ -681,9 +700,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
                                bool& session_lost) {
     // The lease is the session: a grant lasts min(ttl, session timeout) past the last
     // answer, so the core must renew it at a third of that, not of the ttl asked for.
-    GrantRef ref{request.key, request.mode, static_cast<std::uint64_t>(created.czxid),
+    GrantRef ref{request.key,
+                 request.mode,
+                 static_cast<std::uint64_t>(created.czxid),
                  std::min(request.options.ttl, session.timeout()),
-                 owner_of(session.id(), created.path), request.permits};
+                 owner_of(session.id(), created.path),
+                 request.permits};
     // The listing proved the session alive when it was sent: the server cannot expire it
     // (and free the node) earlier than a session timeout after that.
     const auto expires = listed_at + std::min(request.options.ttl, session.timeout());
@@ -693,8 +715,8 @@ class ZkEngine final : public core::Engine, public SessionListener {
       session_lost = session.state() == SessionState::expired;
       if (!session_lost) {
         withdrawals_.push_back(Withdrawal{session.id(), "", "", created.path});
-        throw Error(Errc::unavailable, "ZooKeeper connection lost while granting " +
-                                           request.key.joined());
+        throw Error(Errc::unavailable,
+                    "ZooKeeper connection lost while granting " + request.key.joined());
       }
       return std::nullopt;
     }
@@ -798,8 +820,9 @@ class ZkEngine final : public core::Engine, public SessionListener {
           if (children.rc == ZNONODE) continue;
           if (children.rc != ZOK) throw_zk_error(children.rc, "list");
           for (const std::string& child : children.children) {
-            const auto node = parse_request(child);
-            if (node && node->guid == withdrawal.guid) withdrawal.path = withdrawal.lock + '/' + child;
+            const auto node = parse_request(child, config_.layout);
+            if (node && node->guid == withdrawal.guid)
+              withdrawal.path = withdrawal.lock + '/' + child;
           }
           if (withdrawal.path.empty()) continue;  // the create never happened
         }
@@ -815,19 +838,19 @@ class ZkEngine final : public core::Engine, public SessionListener {
   const ZkConfig config_;
   const std::string client_id_;
   std::atomic<std::uint64_t> counter_{0};
-  std::mutex open_mu_;  // one session opened at a time
+  std::mutex open_mu_;       // one session opened at a time
   core::InFlight releases_;  // deletes sent by release_async, not yet answered
 
   std::mutex mu_;
   std::condition_variable_any changed_;
-  std::shared_ptr<ZkSession> session_;            // guarded by mu_
-  std::map<std::string, Held> held_;              // by node path; guarded by mu_
+  std::shared_ptr<ZkSession> session_;                 // guarded by mu_
+  std::map<std::string, Held> held_;                   // by node path; guarded by mu_
   std::map<std::string, Clock::time_point> expiring_;  // local expiries; guarded by mu_
-  std::map<std::string, Watch> watches_;          // by watched path; guarded by mu_
-  std::vector<GrantRef> to_report_;               // lost, to report; guarded by mu_
-  std::vector<Withdrawal> withdrawals_;           // guarded by mu_
-  std::uint64_t state_changes_ = 0;               // guarded by mu_
-  std::jthread maintainer_;                       // last: starts after the rest exists
+  std::map<std::string, Watch> watches_;               // by watched path; guarded by mu_
+  std::vector<GrantRef> to_report_;                    // lost, to report; guarded by mu_
+  std::vector<Withdrawal> withdrawals_;                // guarded by mu_
+  std::uint64_t state_changes_ = 0;                    // guarded by mu_
+  std::jthread maintainer_;                            // last: starts after the rest exists
 };
 
 }  // namespace

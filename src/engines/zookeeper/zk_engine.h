@@ -11,6 +11,10 @@
 // URI says on_suspend=wait.
 //
 // FIFO by construction: non-fair (barging) and lock-delay are refused as unsupported.
+//
+// layout=curator (lock_nodes.h) names the requests as Curator's locks do and counts
+// Curator's and kazoo's requests as its own kinds, by the same rules; it has no
+// semaphores or elections.
 #pragma once
 
 #include <memory>
@@ -20,6 +24,7 @@
 
 #include "core/engine.h"
 #include "core/uri.h"
+#include "engines/zookeeper/lock_nodes.h"
 #include "warden/options.h"
 
 namespace warden::engines::zookeeper {
@@ -34,8 +39,8 @@ class ZkSession;
 // rule with their czxids as tokens, no ttl_left: leases are session-bound), and a
 // group's locks from the children of the group's node. Write nothing. Throw like
 // ZkSession calls.
-LockStatus inspect_on(ZkSession& session, const std::string& prefix, const core::LockKey& key);
-std::vector<LockSummary> list_on(ZkSession& session, const std::string& prefix,
+LockStatus inspect_on(ZkSession& session, const LockNodes& nodes, const core::LockKey& key);
+std::vector<LockSummary> list_on(ZkSession& session, const std::string& prefix, Layout layout,
                                  std::string_view group);
 
 }  // namespace warden::engines::zookeeper

@@ -19,10 +19,10 @@ namespace warden::engines::zookeeper {
 namespace {
 
 // The requests among `children`, in queue (sequence) order.
-std::vector<RequestNode> queue_of(const std::vector<std::string>& children) {
+std::vector<RequestNode> queue_of(const std::vector<std::string>& children, Layout layout) {
   std::vector<RequestNode> queue;
   for (const auto& child : children) {
-    if (auto node = parse_request(child)) queue.push_back(std::move(*node));
+    if (auto node = parse_request(child, layout)) queue.push_back(std::move(*node));
   }
   std::sort(queue.begin(), queue.end(),
             [](const RequestNode& a, const RequestNode& b) { return a.sequence < b.sequence; });
@@ -89,9 +89,8 @@ std::vector<std::string> children_of(ZkSession& session, const std::string& path
 
 }  // namespace
 
-LockStatus inspect_on(ZkSession& session, const std::string& prefix, const core::LockKey& key) {
-  const LockNodes nodes = LockNodes::of(prefix, key.group, key.name);
-  const std::vector<RequestNode> queue = queue_of(children_of(session, nodes.lock));
+LockStatus inspect_on(ZkSession& session, const LockNodes& nodes, const core::LockKey& key) {
+  const std::vector<RequestNode> queue = queue_of(children_of(session, nodes.lock), nodes.layout);
   const std::size_t held = holding(queue);
   // The holders' data too: an election's leader keeps its value there.
   std::vector<std::future<GetResult>> stats;
@@ -116,12 +115,14 @@ LockStatus inspect_on(ZkSession& session, const std::string& prefix, const core:
   return s;
 }
 
-std::vector<LockSummary> list_on(ZkSession& session, const std::string& prefix,
+std::vector<LockSummary> list_on(ZkSession& session, const std::string& prefix, Layout layout,
                                  std::string_view group) {
   const std::string group_node = prefix + '/' + std::string(group);
   std::vector<std::pair<std::string, std::future<ChildrenResult>>> pending;
   for (const std::string& child : children_of(session, group_node)) {
-    if (auto name = unescaped(child)) {
+    // Layout::curator names a lock's node by the lock's name as it is.
+    if (auto name =
+            layout == Layout::curator ? std::optional<std::string>(child) : unescaped(child)) {
       pending.emplace_back(std::move(*name), session.children(group_node + '/' + child));
     }
   }
@@ -130,7 +131,7 @@ std::vector<LockSummary> list_on(ZkSession& session, const std::string& prefix,
     const ChildrenResult result = session.await(std::move(future));
     if (result.rc == ZNONODE) continue;  // an empty container the server just deleted
     if (result.rc != ZOK) throw_zk_error(result.rc, "listing " + group_node);
-    const auto queue = queue_of(result.children);
+    const auto queue = queue_of(result.children, layout);
     if (queue.empty()) continue;  // a container whose last request is gone
     const std::size_t held = holding(queue);
     out.push_back(LockSummary{name, held, queue.size() - held});
