@@ -32,7 +32,7 @@ local fair, wait = ARGV[6] == '1', ARGV[7] == '1'
 local owner = ARGV[8]
 local capacity, permits = tonumber(ARGV[9]), tonumber(ARGV[10])
 local value = ARGV[11]
-local live = tonumber(string.match(entry, '^%a%d*:(%d+):'))
+local live = entry_live(entry)
 local now = math.floor(now_us / 1000)
 
 -- The same with a lock_delay or a value, which the string form has no room for: the
@@ -50,10 +50,7 @@ if fresh and mode == 'x' then
     fields[#fields + 1] = 'v'
     fields[#fields + 1] = value
   end
-  if caches(owner) then
-    fields[#fields + 1] = 'c'
-    fields[#fields + 1] = '1'
-  end
+  mark_caching(fields, owner)
   redis.call('HSET', k.i, unpack(fields))
   redis.call('PEXPIRE', k.i, fmt(ttl + lock_delay + 1000))
   if value ~= '' then redis.call('SPUBLISH', channel, '~') end  -- see announce() in lock.lua

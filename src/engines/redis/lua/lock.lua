@@ -122,7 +122,7 @@ local function admit(k, now)
   repeat
     redis.call('LPOP', k.q)
     redis.call('ZREM', k.w, head)
-    local live = tonumber(string.match(head, '^%a%d*:(%d+):'))
+    local live = entry_live(head)
     redis.call('ZADD', k.p, now + live, head)
     extend(k.p, fmt(live + 1000))
     extend(k.i, fmt(live + 1000))
@@ -151,10 +151,7 @@ local function grant(k, now, now_us, mode, ttl, lock_delay, owner, fresh, permit
   local token = math.max(last + 1, now_us)
   local t = fmt(token)
   local fields = {'last', t}
-  if caches(owner) then
-    fields[#fields + 1] = 'c'
-    fields[#fields + 1] = '1'
-  end
+  mark_caching(fields, owner)
   if lock_delay > largest_delay then
     fields[#fields + 1] = 'ld'
     fields[#fields + 1] = fmt(lock_delay)
@@ -204,7 +201,7 @@ local function publish(k, channel, admitted)
   for _, entry in ipairs(admitted) do
     local list = wake_list(k, entry)
     redis.call('LPUSH', list, '1')
-    redis.call('PEXPIRE', list, fmt(tonumber(string.match(entry, '^%a%d*:(%d+):')) + 1000))
+    redis.call('PEXPIRE', list, fmt(entry_live(entry) + 1000))
   end
   redis.call('SPUBLISH', channel, table.concat(admitted, ' '))
 end

@@ -47,6 +47,11 @@ local function clock()
   return math.floor(us / 1000), us
 end
 
+-- The liveness a queue entry was given, in ms ("s3:LIVE:OWNER" -> LIVE).
+local function entry_live(entry)
+  return tonumber(string.match(entry, '^%a%d*:(%d+):'))
+end
+
 -- The five keys of the lock whose holders key is KEYS[first].
 local function lock_keys(first)
   return {h = KEYS[first], i = KEYS[first + 1], q = KEYS[first + 2],
@@ -80,6 +85,14 @@ local function caches(owner)
   return string.sub(owner, -1) == '*'
 end
 
+-- Adds to a grant's HSET `fields` the mark 'c' (see the data model) when `owner` caches
+-- its grant.
+local function mark_caching(fields, owner)
+  if caches(owner) then
+    fields[#fields + 1] = 'c'
+    fields[#fields + 1] = '1'
+  end
+end
 
 -- If :i is the string form (see above), rewrites it as the hash it stands for: the same
 -- holder, its lease ending when the string would have expired, no lock_delay. A hash or
@@ -90,7 +103,8 @@ local function as_hash(k, now)
   local t, owner = string.match(redis.call('GET', k.i), '^(%d+) (.*)$')
   local ms = redis.call('PTTL', k.i)
   redis.call('DEL', k.i)
-  redis.call('HSET', k.i, 'last', t, 'x', exclusive_value(t, now + ms, 0, owner))
-  if caches(owner) then redis.call('HSET', k.i, 'c', '1') end
+  local fields = {'last', t, 'x', exclusive_value(t, now + ms, 0, owner)}
+  mark_caching(fields, owner)
+  redis.call('HSET', k.i, unpack(fields))
   redis.call('PEXPIRE', k.i, fmt(ms + 1000))
 end
