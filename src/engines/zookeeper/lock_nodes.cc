@@ -87,12 +87,28 @@ std::string escape_name(const std::string& name) {
 
 }  // namespace
 
+std::string LockNodes::group_node(Layout layout, const std::string& prefix,
+                                  const std::string& group) {
+  const bool dots = group == "." || group == "..";
+  if (layout == Layout::curator) {
+    if (dots || (prefix.empty() && group == "zookeeper")) {
+      throw Error(Errc::invalid_argument, "zk:// layout=curator: the group '" + group +
+                                              "' cannot be a node name under '" +
+                                              (prefix.empty() ? "/" : prefix) + "'");
+    }
+    return prefix + '/' + group;
+  }
+  // Every other group ([A-Za-z0-9._-]) is a node name as it is, and stays the path it
+  // always was.
+  return prefix + '/' + (dots ? escape_name(group) : group);
+}
+
 LockNodes LockNodes::of(Layout layout, const std::string& prefix, const std::string& group,
                         const std::string& name) {
   LockNodes nodes;
   nodes.layout = layout;
   nodes.prefix = prefix;
-  nodes.group = prefix + '/' + group;
+  nodes.group = group_node(layout, prefix, group);
   if (layout == Layout::curator) {
     // Curator and kazoo address a lock by its path: the name is the node's name as it
     // is, so one that cannot be a znode name unchanged is refused, never escaped.
@@ -102,11 +118,6 @@ LockNodes LockNodes::of(Layout layout, const std::string& prefix, const std::str
                   "as it is (printable ASCII, no '/', not '.' or '..'), since Curator and kazoo "
                   "clients address the lock by its path; use the default layout for other "
                   "names");
-    }
-    if (group == "." || group == ".." || (prefix.empty() && group == "zookeeper")) {
-      throw Error(Errc::invalid_argument, "zk:// layout=curator: the group '" + group +
-                                              "' cannot be a node name under '" +
-                                              (prefix.empty() ? "/" : prefix) + "'");
     }
     nodes.lock = nodes.group + '/' + name;
   } else {

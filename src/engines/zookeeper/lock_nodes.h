@@ -1,7 +1,9 @@
 // engines/zookeeper/lock_nodes.h — where a lock lives in ZooKeeper's tree.
 //
 //   PREFIX                      persistent, created on first use
-//   PREFIX/GROUP                container: the server deletes it once empty
+//   PREFIX/GROUP                container: the server deletes it once empty (the groups
+//                               "." and ".." as "%2E" and "%2E%2E", which ZooKeeper
+//                               would refuse as path segments)
 //   PREFIX/GROUP/NAME'          container: one per lock
 //   PREFIX/GROUP/NAME'/x-GUID-0000000012   an exclusive request (EPHEMERAL_SEQUENTIAL)
 //   PREFIX/GROUP/NAME'/s-GUID-0000000013   a shared request
@@ -48,6 +50,9 @@ struct LockNodes {
   // as it is ('/', "." or "..", a byte outside printable ASCII); checks nothing else.
   static LockNodes of(Layout layout, const std::string& prefix, const std::string& group,
                       const std::string& name);
+  // PREFIX/GROUP, as in of(…).group (a group's listing). Throws as of()
+  // does for a group Layout::curator cannot use.
+  static std::string group_node(Layout layout, const std::string& prefix, const std::string& group);
   // The path to create (EPHEMERAL_SEQUENTIAL) for a request: "LOCK/x-GUID-", or with
   // capacity > 0 a semaphore's "LOCK/p-K.N-GUID-"; Layout::curator: "LOCK/_c_GUID-lock-"
   // or "LOCK/_c_GUID-__READ__" (GUID then being a UUID, as Curator's protection id).

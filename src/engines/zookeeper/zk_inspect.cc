@@ -117,7 +117,7 @@ LockStatus inspect_on(ZkSession& session, const LockNodes& nodes, const core::Lo
 
 std::vector<LockSummary> list_on(ZkSession& session, const std::string& prefix, Layout layout,
                                  std::string_view group) {
-  const std::string group_node = prefix + '/' + std::string(group);
+  const std::string group_node = LockNodes::group_node(layout, prefix, std::string(group));
   std::vector<std::pair<std::string, std::future<ChildrenResult>>> pending;
   for (const std::string& child : children_of(session, group_node)) {
     // Layout::curator names a lock's node by the lock's name as it is.

@@ -44,9 +44,9 @@ const std::vector<std::string>& odd_names() {
       "zookeeper",
       "colon:in:name",
       "\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac",  // UTF-8
-      "\xf0\x9f\x94\x92",                           // UTF-8 outside the BMP
-      "\xef\xbf\xbf",                               // U+FFFF, refused by ZooKeeper as is
-      "\xff\xfe\x01raw",                            // not UTF-8
+      "\xf0\x9f\x94\x92",                            // UTF-8 outside the BMP
+      "\xef\xbf\xbf",                                // U+FFFF, refused by ZooKeeper as is
+      "\xff\xfe\x01raw",                             // not UTF-8
       "\xff",
       "line\nbreak",
       "tab\there",
@@ -119,6 +119,28 @@ TEST(ZkNames, TheSameNameInTwoGroupsOrUnderTwoPrefixesIsTwoLocks) {
   EXPECT_TRUE(empty_prefix(zk)) << "left:" << describe(warden_tree(zk));
   EXPECT_TRUE(eventually([&] { return zk.tree("/apps/locks").empty(); }, 5s))
       << describe(zk.tree("/apps"));
+}
+
+// Groups are [A-Za-z0-9._-]{1,64}, so "." and ".." are groups: their node is the
+// escaped "%2E" and "%2E%2E" (ZooKeeper refuses them as path segments), and each is a
+// group of its own, with a listing of its own.
+TEST(ZkNames, TheGroupsDotAndDotDotAreGroupsOfTheirOwn) {
+  ZooKeeperEnsemble zk;
+  Client a = Client::open(zk.uri());
+  Client b = Client::open(zk.uri());
+  std::vector<Lease> held;
+  for (const char* group : {".", "..", "..."}) {
+    held.push_back(a.lock(group, "n").acquire(Mode::exclusive, Wait::none()));
+    ASSERT_TRUE(held.back()) << "group '" << group << "'";
+    EXPECT_FALSE(b.lock(group, "n").acquire(Mode::exclusive, Wait::none()))
+        << "group '" << group << "' granted twice";
+    const auto listed = b.list(group);
+    ASSERT_EQ(listed.size(), 1u) << "group '" << group << "'";
+    EXPECT_EQ(listed[0].name, "n");
+    EXPECT_EQ(b.inspect(group, "n").holders.size(), 1u) << "group '" << group << "'";
+  }
+  held.clear();
+  EXPECT_TRUE(empty_prefix(zk)) << "left:" << describe(warden_tree(zk));
 }
 
 }  // namespace
