@@ -12,7 +12,8 @@
 #                                        # multi-locks on wardend), releases (unwaited
 #                                        # against confirmed, per engine), elections
 #                                        # (failover per engine), cache (lock caching
-#                                        # on warden://); default all
+#                                        # on warden://), interop (the layouts other
+#                                        # languages' locks share); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -54,7 +55,11 @@
 #     raw baseline in the same run;
 #   - election failover (a `warden elect` leader killed -9 → the queued candidate leads,
 #     and → an observer reports it), 5 samples with 2 s leases, on warden://, redis://,
-#     etcd:// (one member), zk:// (session_timeout_ms=2000), postgres:// and mysql://.
+#     etcd:// (one member), zk:// (session_timeout_ms=2000), postgres:// and mysql://;
+#   - the layouts shared with other languages' locks (docs/interop.md), 1 and 8 clients,
+#     uncontended, against their backend's raw lock on the same server, and the
+#     hand-off: redis://?layout=simple against SET NX, etcd://?layout=concurrency (one
+#     member) against v3lock, zk://?layout=curator against raw create+delete pairs.
 # docs/performance.md explains the figures.
 set -euo pipefail
 
@@ -62,7 +67,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp cache capacity tls redlock etcd zk db cluster primitives releases elections} "
+sets=" ${BENCH_SETS:-resp cache capacity tls redlock etcd zk db cluster primitives releases elections interop} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -461,5 +466,27 @@ if [[ $sets == *" elections "* ]]; then
   done
 fi
 
+# The layouts other languages' locks share (docs/interop.md), each against its backend's
+# raw lock on the same server.
+interop_runs() {
+  local url=$1 baseline=$2 clients handoff
+  for clients in 1 8; do
+    handoff=0
+    if [ "$clients" = 1 ]; then handoff=200; fi
+    run bench --url "$url" --clients "$clients" --duration "$duration" --rounds "$rounds" \
+      --baseline "$baseline" --handoff-samples "$handoff"
+  done
+}
+if [[ $sets == *" interop "* ]]; then
+  interop_runs "$redis?layout=simple" "$redis"
+  start_etcd etcd-interop 1
+  interop_runs "$etcd_url?layout=concurrency" "$etcd_url"
+  stop_last
+  start_zookeeper zk-interop
+  interop_runs "$zk_url?layout=curator" "$zk_url"
+  stop_last
+fi
+
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
