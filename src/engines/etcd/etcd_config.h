@@ -18,7 +18,8 @@
 //                   concurrency: etcd's own lock layout (concurrency.Mutex, v3lock,
 //                   `etcdctl lock PREFIX/GROUP/NAME`), so warden and those exclude each
 //                   other; exclusive locks only (shared mode, semaphores and elections
-//                   are refused as unsupported), one lease per request
+//                   are refused as unsupported); a request is on the session lease
+//                   unless another of the Client's is on the same lock (sessions.h)
 //   tls, ca, cert, key
 //                   gRPC over TLS, read by core::parse_tls_options: the members'
 //                   certificates are checked against ca (the system's roots without it),

@@ -154,9 +154,11 @@ class EtcdEngine final : public core::Engine {
     // A request whose session turns out to be gone queues again on a new one; a few
     // times in a row means something else is wrong.
     for (int attempt = 0;; ++attempt) {
-      // layout=concurrency names the key after the lease: a lease of its own per request,
-      // or two requests of this Client on one lock would be one key.
-      const auto session = sessions_.begin(request.options.ttl, concurrency);
+      // layout=concurrency names the key after the lease: the Client's session, unless
+      // another request of this Client on this lock has that key already (then a lease
+      // of its own, or the two requests would be one key).
+      const auto session =
+          sessions_.begin(request.options.ttl, concurrency ? keys.lock : std::string());
       const std::uint32_t slot = concurrency ? 0 : slots_.take(keys.lock);
       const std::string id = client_id_ + '-' + std::to_string(slot);
       const std::string key = concurrency            ? keys.lease_request(session->lease)
@@ -265,10 +267,12 @@ class EtcdEngine final : public core::Engine {
 
   void release(const GrantRef& grant) override {
     const Owner owner = parse_owner(grant.owner, config_.layout);
+    // However this ends, the key is no longer being released (see release_async).
+    const Settled settled{sessions_, owner};
     // Only a grant this client made, on one of its own sessions, is released: the key,
     // the token and the lease id are all readable by anyone who can range the prefix, so
     // another client that builds our GrantRef must not delete our key. (layout=concurrency
-    // keys carry no client id: the lease, which must be one of ours, says it.)
+    // keys carry no client id: it must be a grant this Client holds on one of its leases.)
     if (!own_key(owner)) return;
     // A session this client no longer has ended with its lease, and the key with it:
     // nothing to delete.
@@ -283,8 +287,10 @@ class EtcdEngine final : public core::Engine {
     TxnRequest request;
     add_owner_guard(request, owner, grant.token);
     request.add_success()->mutable_request_delete_range()->set_key(owner.key);
+    sessions_.releasing(owner.lease, owner.key);
     rpc_->txn(request);
-    sessions_.released(owner.lease, owner.key);  // an own lease is revoked too
+    // An own lease is revoked too; the session lease (layout=concurrency too) lives on.
+    sessions_.released(owner.lease, owner.key);
     give_back(owner);
   }
 
@@ -309,7 +315,19 @@ class EtcdEngine final : public core::Engine {
   }
 
   // Sent by a thread of the engine's own: the call waits for its answer.
+  // layout=concurrency marks the key as being released at once: the Client's next
+  // request on this lock (unlock() then lock() again) waits for this delete on the
+  // session lease, instead of taking a lease of its own because the key's name is still
+  // in use.
   void release_async(const GrantRef& grant, ReleaseDone done) override {
+    if (config_.layout == Layout::concurrency) {
+      try {
+        const Owner owner = parse_owner(grant.owner, config_.layout);
+        sessions_.releasing(owner.lease, owner.key);
+      } catch (const Error&) {
+        // Not a grant of ours: release() refuses it on the releases' thread.
+      }
+    }
     background_.post(grant, std::move(done));
   }
   void settle_releases() override { background_.settle(); }
@@ -352,13 +370,22 @@ class EtcdEngine final : public core::Engine {
   }
 
   // Whether `owner` names a key this Client could have made: its client id and slot
-  // (layout=warden), or a lease of one of its live sessions (layout=concurrency: another
-  // client's lease is not among them, and parse_owner has checked the key's name; a
-  // lease this Client lost took the key with it).
+  // (layout=warden), or a grant it holds on one of its live leases (layout=concurrency:
+  // another client's lease is not among them, and parse_owner has checked the key's
+  // name; a lease this Client lost took the key with it; a waiting request's key on the
+  // shared session is not a grant, and deleting it would cost the whole session).
   bool own_key(const Owner& owner) const {
-    if (config_.layout == Layout::concurrency) return sessions_.expires(owner.lease).has_value();
+    if (config_.layout == Layout::concurrency) return sessions_.holds(owner.lease, owner.key);
     return owner.key.ends_with(client_id_ + '-' + std::to_string(owner.slot));
   }
+
+  // Ends a release's "releasing" mark (Sessions::releasing) on every way out of
+  // release(): after released() it is gone already; otherwise the grant is still held.
+  struct Settled {
+    Sessions& sessions;
+    const Owner& owner;
+    ~Settled() { sessions.release_failed(owner.lease, owner.key); }
+  };
 
   void give_back(const Owner& owner) {
     if (config_.layout == Layout::warden) slots_.give_back(owner.lock, owner.slot);

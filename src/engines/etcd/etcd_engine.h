@@ -18,7 +18,8 @@
 // FIFO by construction: non-fair (barging) and lock-delay are refused as unsupported.
 //
 // ?layout=concurrency keeps the same queue in the keys of etcd's own concurrency.Mutex
-// (lock_keys.h): one key per request named after a lease of its own, value empty,
+// (lock_keys.h): one key per request named after its lease (the Client's session, or a
+// lease of its own for a second request of the Client on one lock), value empty,
 // exclusive only, so warden and `etcdctl lock` exclude each other.
 #pragma once
 

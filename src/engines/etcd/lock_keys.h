@@ -21,8 +21,9 @@
 // The lock is etcd's lock named "[PREFIX/]GROUP/NAME": every key under "…/NAME/" is a
 // request of it, whoever wrote it. NAME is not escaped, so that `etcdctl lock` is given
 // the very name; a name holding '/' is refused (its range would lie inside another
-// lock's). Each request has a lease of its own (sessions.h): two requests on one lease
-// would name the same key.
+// lock's). Two requests on one lease would name the same key: a request is on the
+// Client's session lease unless another request of the Client has that key, and then
+// on a lease of its own (sessions.h).
 //
 // In both, every key is attached to a lease; the key's create_revision orders the queue
 // and is the fencing token.

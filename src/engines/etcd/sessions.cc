@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "engines/etcd/lock_keys.h"
 #include "warden/error.h"
 
 namespace warden::engines::etcd {
@@ -49,19 +50,41 @@ Sessions::~Sessions() {
   }
 }
 
-std::shared_ptr<const Session> Sessions::begin(milliseconds ttl, bool own) {
-  const bool pooled = config_.watchdog && !own;
+std::shared_ptr<const Session> Sessions::begin(milliseconds ttl, const std::string& named_under) {
+  // With the watchdog off every request has a lease of its own anyway.
+  bool pooled = config_.watchdog;
   if (pooled) {
-    std::lock_guard lock(mu_);
-    if (const auto shared = by_ttl_.find(ttl); shared != by_ttl_.end()) {
-      const auto entry = entries_.find(shared->second);
+    std::unique_lock lock(mu_);
+    const auto give_up = Clock::now() + config_.op_timeout;
+    while (true) {
+      const auto shared = by_ttl_.find(ttl);
+      if (shared == by_ttl_.end()) break;
+      const auto found = entries_.find(shared->second);
       // A session whose keep-alives failed past its expiry may be gone on the server:
       // new requests go to a new one (the keeper still settles the old one).
-      if (entry != entries_.end() && entry->second.expires > Clock::now()) {
-        ++entry->second.waiters;
-        return entry->second.session;
+      if (found == entries_.end() || found->second.expires <= Clock::now()) {
+        by_ttl_.erase(shared);
+        break;
       }
-      by_ttl_.erase(shared);
+      Entry& entry = found->second;
+      if (!named_under.empty()) {
+        const std::string key = named_under + lease_hex(shared->second);
+        // This Client's release of that very key is under way (unlock() sends it without
+        // waiting): the lock is not free before that delete lands anyway, so wait for it
+        // rather than queue behind it on a lease of its own.
+        if (entry.releasing.count(key) != 0 && Clock::now() < give_up) {
+          names_freed_.wait_until(lock, give_up);
+          continue;  // the session may be gone meanwhile
+        }
+        // Another request of this Client on the same lock has (or may still have) the
+        // key this one would be: it gets a lease of its own.
+        if (!entry.named.insert(key).second) {
+          pooled = false;
+          break;
+        }
+      }
+      ++entry.waiters;
+      return entry.session;
     }
   }
   EtcdRpc::Sent sent;
@@ -73,6 +96,7 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl, bool own) {
   entry.next_keep_alive = sent.at + ttl / 3;
   entry.waiters = 1;
   entry.idle_since = Clock::now();
+  if (pooled && !named_under.empty()) entry.named.insert(named_under + lease_hex(session->lease));
   {
     std::lock_guard lock(mu_);
     entries_.emplace(session->lease, std::move(entry));
@@ -132,6 +156,8 @@ bool Sessions::withdrawn(const std::shared_ptr<const Session>& session, const st
       rpc_->lease_revoke(withdrawal.lease);
     } else {
       delete_key(withdrawal.key, withdrawal.revision);
+      std::lock_guard lock(mu_);
+      unname_locked(withdrawal.lease, withdrawal.key);
     }
     return true;
   } catch (const Error&) {
@@ -148,6 +174,9 @@ void Sessions::released(std::int64_t lease, const std::string& key) {
     const auto entry = entries_.find(lease);
     if (entry == entries_.end()) return;
     entry->second.holders.erase(key);
+    entry->second.named.erase(key);
+    entry->second.releasing.erase(key);
+    names_freed_.notify_all();
     if (!entry->second.session->shared) {
       entries_.erase(entry);
       revoke = true;
@@ -162,6 +191,35 @@ void Sessions::released(std::int64_t lease, const std::string& key) {
       // The key is already deleted; the lease ends by its TTL.
     }
   }
+}
+
+void Sessions::releasing(std::int64_t lease, const std::string& key) {
+  std::lock_guard lock(mu_);
+  const auto entry = entries_.find(lease);
+  if (entry != entries_.end() && entry->second.holders.count(key) != 0) {
+    entry->second.releasing.insert(key);
+  }
+}
+
+void Sessions::release_failed(std::int64_t lease, const std::string& key) {
+  std::lock_guard lock(mu_);
+  const auto entry = entries_.find(lease);
+  if (entry != entries_.end() && entry->second.releasing.erase(key) != 0) {
+    names_freed_.notify_all();
+  }
+}
+
+bool Sessions::holds(std::int64_t lease, const std::string& key) const {
+  std::lock_guard lock(mu_);
+  const auto entry = entries_.find(lease);
+  return entry != entries_.end() && entry->second.holders.count(key) != 0;
+}
+
+void Sessions::unname_locked(std::int64_t lease, const std::string& key) {
+  if (const auto entry = entries_.find(lease); entry != entries_.end()) {
+    entry->second.named.erase(key);
+  }
+  names_freed_.notify_all();
 }
 
 std::optional<Clock::time_point> Sessions::expires(std::int64_t lease) const {
@@ -280,6 +338,7 @@ void Sessions::lose_locked(std::unique_lock<std::mutex>& lock, std::int64_t leas
   if (const auto shared = by_ttl_.find(ttl); shared != by_ttl_.end() && shared->second == lease) {
     by_ttl_.erase(shared);
   }
+  names_freed_.notify_all();  // a begin() waiting for a release on it goes to a new session
   lock.unlock();
   for (const auto& [key, holding] : holders) on_lost_(holding.grant);
   lock.lock();
@@ -291,18 +350,21 @@ void Sessions::retry_withdrawals(std::unique_lock<std::mutex>& lock) {
   withdrawals_.clear();
   lock.unlock();
   std::vector<Withdrawal> failed;
+  std::vector<Withdrawal> deleted;
   for (Withdrawal& withdrawal : pending) {
     try {
       if (withdrawal.revoke) {
         rpc_->lease_revoke(withdrawal.lease);
       } else {
         delete_key(withdrawal.key, withdrawal.revision);
+        deleted.push_back(std::move(withdrawal));
       }
     } catch (const Error&) {
       failed.push_back(std::move(withdrawal));
     }
   }
   lock.lock();
+  for (const Withdrawal& withdrawal : deleted) unname_locked(withdrawal.lease, withdrawal.key);
   for (Withdrawal& withdrawal : failed) {
     // A key on a shared session lives while the session does; an own lease, which
     // nobody keeps alive any more, ends by its TTL at the latest.

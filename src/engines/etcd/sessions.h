@@ -6,10 +6,12 @@
 // uses it; a session idle for kIdleLinger is revoked. With the watchdog off, each
 // request gets a lease of its own, kept alive only while the request waits: once
 // granted, the lease runs out by its TTL unless released first, as the contract says.
-// A request may also ask for a lease of its own with the watchdog on (layout=concurrency,
-// whose key is named after its lease, so two requests must not share one): that lease
-// is kept alive like a session's while the request waits or holds, and revoked when it
-// ends.
+// layout=concurrency names a request's key after its lease (NAME/LEASE), so one lease
+// can carry only one request per lock: begin() with `named_under` hands out the session
+// while no other live request of the Client has that key, and otherwise a lease of the
+// request's own, kept alive like a session's while the request waits or holds and
+// revoked when it ends. A name stays taken until its key is known to be gone (deleted,
+// or its lease lost), as RequestSlots does for layout=warden.
 //
 // A lease's length on the server is the TTL rounded up to whole seconds (or the
 // server's minimum, if more); the local expiry counts only the TTL asked for, from
@@ -37,6 +39,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,10 +69,14 @@ class Sessions {
   Sessions& operator=(const Sessions&) = delete;
 
   // A session for a new request with `ttl`, counted as waiting until granted() or
-  // withdrawn(). Grants a lease when needed; throws Error if that fails. `own`: a new
-  // lease for this request alone, whatever the watchdog (kept alive while it holds if
-  // the watchdog is on).
-  std::shared_ptr<const Session> begin(std::chrono::milliseconds ttl, bool own = false);
+  // withdrawn(). Grants a lease when needed; throws Error if that fails.
+  // `named_under` (layout=concurrency): the request's key will be named_under +
+  // lease_hex(lease). The shared session is returned if that key is not taken by another
+  // request of this Client (it is now taken, until withdrawn() or released() confirm it
+  // gone, or the session is lost); otherwise a new lease for this request alone (shared
+  // is false; kept alive while it holds if the watchdog is on).
+  std::shared_ptr<const Session> begin(std::chrono::milliseconds ttl,
+                                       const std::string& named_under = {});
   // The request on `session` was granted as `grant`, reported to the core with local
   // expiry `expires`. false if the session was lost meanwhile (the key is gone with it).
   bool granted(const Session& session, const std::string& key, const core::GrantRef& grant,
@@ -89,8 +96,19 @@ class Sessions {
   // now, and again later until confirmed if the cluster cannot be reached. true if the
   // key is known to be gone now (deleted, or empty: gone with a lost session).
   bool withdrawn(const std::shared_ptr<const Session>& session, const std::string& key);
-  // A grant on `session` was released (its key deleted): an own lease is revoked.
+  // A grant on `session` was released (its key deleted): an own lease is revoked; a
+  // shared session's key name is free again.
   void released(std::int64_t lease, const std::string& key);
+  // A release of the grant with `key` on `lease` is under way: a begin() that would
+  // name its key so waits for released() or release_failed() (up to op_timeout) instead
+  // of granting a lease of its own.
+  void releasing(std::int64_t lease, const std::string& key);
+  // That release ended without released() (its delete failed, or it was refused): the
+  // grant is still held. Nothing if released() came first.
+  void release_failed(std::int64_t lease, const std::string& key);
+  // Whether `key` is a grant this Client holds on `lease` (granted, not yet released,
+  // dropped or lost).
+  bool holds(std::int64_t lease, const std::string& key) const;
 
   // The session's conservative local expiry; nullopt once it is lost or unknown.
   std::optional<Clock::time_point> expires(std::int64_t lease) const;
@@ -104,6 +122,8 @@ class Sessions {
   void lose_locked(std::unique_lock<std::mutex>& lock, std::int64_t lease);
   // Deletes `key` (only if its create_revision is `revision`, when that is not 0).
   void delete_key(const std::string& key, std::int64_t revision);
+  // `key`, named after `lease`, is known to be gone: its name may be taken again.
+  void unname_locked(std::int64_t lease, const std::string& key);
 
   const std::shared_ptr<EtcdRpc> rpc_;
   const EtcdConfig config_;
@@ -119,6 +139,10 @@ class Sessions {
     Clock::time_point next_keep_alive;
     int waiters = 0;
     std::map<std::string, Holding> holders;  // by etcd key
+    // layout=concurrency: the keys named after this lease that exist or may exist (a live
+    // request's, or one whose delete is not confirmed yet).
+    std::set<std::string> named;
+    std::set<std::string> releasing;  // holders whose release is under way
     Clock::time_point idle_since;
   };
   struct Withdrawal {
@@ -131,7 +155,8 @@ class Sessions {
 
   mutable std::mutex mu_;
   std::condition_variable_any wake_;
-  std::map<std::int64_t, Entry> entries_;                     // by lease id; guarded by mu_
+  std::condition_variable names_freed_;    // a key left `named` or `releasing`, or a session lost
+  std::map<std::int64_t, Entry> entries_;  // by lease id; guarded by mu_
   std::map<std::chrono::milliseconds, std::int64_t> by_ttl_;  // shared sessions; guarded by mu_
   std::vector<Withdrawal> withdrawals_;                       // guarded by mu_
   bool reachable_ = true;      // last keep-alive round; guarded by mu_

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <future>
 #include <memory>
+#include <set>
 #include <span>
 #include <sstream>
 #include <stdexcept>
@@ -473,23 +474,212 @@ TEST_F(EtcdConcurrencyLayout, AGrantRefBuiltFromTheKeyAndLeaseAnyoneCanReadChang
   EXPECT_TRUE(holder.check(lease.sequencer()));
 }
 
-TEST_F(EtcdConcurrencyLayout, ReleaseDeletesTheKeyAndRevokesItsLease) {
+// The leases etcd has, in hex without leading zeros as etcd's lock keys name them
+// (`lease list` prints "found N leases", then one zero-padded id per line).
+std::set<std::string> leases_of(EtcdCluster& cluster) {
+  std::istringstream lines(cluster.etcdctl({"lease", "list"}));
+  std::set<std::string> out;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.starts_with("found ")) continue;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%llx", std::stoull(line, nullptr, 16));
+    out.insert(hex);
+  }
+  return out;
+}
+
+bool lease_alive(EtcdCluster& cluster, const std::string& lease_hex) {
+  return cluster.etcdctl({"lease", "timetolive", lease_hex}).find("granted with TTL") !=
+         std::string::npos;
+}
+
+TEST_F(EtcdConcurrencyLayout, ARequestIsOnTheClientsSessionLeaseAndReleaseLeavesItAlive) {
   Client client = Client::open(uri());
-  Lease lease = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(lease);
-  ASSERT_EQ(cluster_.keys(kLockPrefix).size(), 1u);
-  lease.release();
+  Lease n = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(n);
+  Lease m = client.lock("g", "m").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(m);
+  const auto n_keys = cluster_.keys(kLockPrefix);
+  const auto m_keys = cluster_.keys("pfx/g/m/");
+  ASSERT_EQ(n_keys.size(), 1u);
+  ASSERT_EQ(m_keys.size(), 1u);
+  const std::string session = lease_of(cluster_, n_keys[0]);
+  ASSERT_FALSE(session.empty());
+  EXPECT_EQ(lease_of(cluster_, m_keys[0]), session)
+      << "two locks of one Client with one TTL are on different leases";
+  EXPECT_EQ(leases_of(cluster_), std::set<std::string>{session});
+
+  // Release deletes the key only: the session lease lives on with m's key on it.
+  const std::uint64_t n_token = n.token();
+  n.release();
   EXPECT_TRUE(cluster_.keys(kLockPrefix).empty()) << describe(cluster_.keys(kLockPrefix));
-  EXPECT_TRUE(eventually([&] {
-    return cluster_.etcdctl({"lease", "list"}) == "found 0 leases\n";
-  })) << cluster_.etcdctl({"lease", "list"});
+  EXPECT_TRUE(lease_alive(cluster_, session)) << "release revoked the session lease";
+  EXPECT_TRUE(client.check(m.sequencer()));
+
+  // The same name again, on the same lease: a request after a release is not "another
+  // live request" of the lock.
+  Lease again = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(cluster_.keys(kLockPrefix), std::vector<std::string>{kLockPrefix + session});
+  EXPECT_GT(again.token(), n_token);
+  again.release();
+  m.release();
+  EXPECT_TRUE(cluster_.keys("pfx/").empty()) << describe(cluster_.keys("pfx/"));
+  EXPECT_TRUE(lease_alive(cluster_, session));
+}
+
+TEST_F(EtcdConcurrencyLayout, UnlockThenLockAgainStaysOnTheSessionLease) {
+  Client client = Client::open(uri());
+  Lease other = client.lock("g", "other").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(other);
+  const std::string session = lease_of(cluster_, cluster_.keys("pfx/g/other/").at(0));
+  // unlock() sends its release without waiting for it; the next request on the lock
+  // waits for that delete rather than queue behind it on a lease of its own.
+  Lock lock = client.lock("g", "n");
+  for (int i = 0; i < 10; ++i) {
+    lock.lock();
+    EXPECT_EQ(cluster_.keys(kLockPrefix), std::vector<std::string>{kLockPrefix + session});
+    lock.unlock();
+  }
+  EXPECT_TRUE(lock.try_lock()) << "a try right after unlock() found the lock busy";
+  lock.unlock();
+  EXPECT_TRUE(eventually([&] { return cluster_.keys(kLockPrefix).empty(); }));
+  EXPECT_EQ(leases_of(cluster_), std::set<std::string>{session});
+  other.release();
+}
+
+TEST_F(EtcdConcurrencyLayout, TwoThreadsOfOneClientOnOneLockTakeTurnsTheSecondOnALeaseOfItsOwn) {
+  Client client = Client::open(uri());
+  // Held throughout: its key tells the session lease, and keeps the session in use.
+  Lease other = client.lock("g", "other").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(other);
+  const std::string session = lease_of(cluster_, cluster_.keys("pfx/g/other/").at(0));
+
+  // One holds, the other queues: one key on the session, the other on a lease of its own.
+  Lease first = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(first);
+  auto second = std::async(std::launch::async, [&] {
+    return client.lock("g", "n").acquire(Mode::exclusive, Wait::up_to(60s));
+  });
+  ASSERT_TRUE(eventually([&] { return cluster_.keys(kLockPrefix).size() == 2; }, 10s));
+  const auto both = cluster_.keys_by_revision(kLockPrefix);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].key, kLockPrefix + session);
+  const std::string own = lease_of(cluster_, both[1].key);
+  EXPECT_NE(own, session);
+  EXPECT_EQ(both[1].key, kLockPrefix + own);
+  EXPECT_EQ(second.wait_for(200ms), std::future_status::timeout) << "both threads held";
+  first.release();
+  Lease next = second.get();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next.token(), static_cast<std::uint64_t>(both[1].create_revision));
+  next.release();
+  EXPECT_TRUE(cluster_.keys(kLockPrefix).empty()) << describe(cluster_.keys(kLockPrefix));
+  EXPECT_TRUE(eventually([&] { return leases_of(cluster_) == std::set<std::string>{session}; }))
+      << "the own lease outlived its request";
+
+  // Both threads at once, many times: never both holding, every hold served.
+  constexpr int kHolds = 20;
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> served{0};
+  const auto cycle = [&] {
+    for (int i = 0; i < kHolds; ++i) {
+      Lease lease = client.lock("g", "n").acquire(Mode::exclusive, Wait::up_to(60s));
+      if (!lease) return;
+      if (inside.fetch_add(1) != 0) ++overlaps;
+      std::this_thread::yield();
+      inside.fetch_sub(1);
+      ++served;
+      lease.release();
+    }
+  };
+  std::thread a(cycle);
+  std::thread b(cycle);
+  a.join();
+  b.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(served.load(), 2 * kHolds);
+  EXPECT_TRUE(cluster_.keys(kLockPrefix).empty()) << describe(cluster_.keys(kLockPrefix));
+  EXPECT_TRUE(eventually([&] { return leases_of(cluster_) == std::set<std::string>{session}; }))
+      << "own leases outlived their requests";
+  EXPECT_TRUE(client.check(other.sequencer()));
+  other.release();
+}
+
+TEST_F(EtcdConcurrencyLayout, ARevokedSessionLosesItsGrantsFreesTheLockAndWaitersQueueAgain) {
+  // Keep-alive rounds every TTL/3 = 1 s.
+  Client client = Client::open(uri(), with_ttl(3s));
+  Client other = Client::open(uri());
+  Lease held = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  std::atomic<bool> told{false};
+  held.on_lost([&] { told = true; });
+  // A request of the same session waiting behind another Client's holder.
+  Lease blocker = other.lock("g", "q").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(blocker);
+  auto waiting = std::async(std::launch::async, [&] {
+    return client.lock("g", "q").acquire(Mode::exclusive, Wait::up_to(60s));
+  });
+  ASSERT_TRUE(eventually([&] { return cluster_.keys("pfx/g/q/").size() == 2; }, 10s));
+  const std::string session = lease_of(cluster_, cluster_.keys(kLockPrefix).at(0));
+  ASSERT_EQ(lease_of(cluster_, cluster_.keys_by_revision("pfx/g/q/").at(1).key), session);
+
+  cluster_.etcdctl({"lease", "revoke", session});
+  ASSERT_TRUE(eventually([&] { return held.lost(); }, 30s)) << "the grant was not reported lost";
+  EXPECT_TRUE(eventually([&] { return told.load(); })) << "on_lost did not run";
+  EXPECT_FALSE(client.check(held.sequencer()));
+  EXPECT_NO_THROW(held.release());
+
+  // The lock is free for etcdctl.
+  const auto got = file("got");
+  auto etcdctl = etcdctl_lock(kLockName, "echo got >> " + got.string());
+  EXPECT_EQ(etcdctl->wait(30s), 0) << "etcdctl did not get the lock of a revoked session";
+  EXPECT_EQ(read_file(got), "got\n");
+
+  // The waiter queued again on a new session and is served once the holder leaves.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto q = cluster_.keys_by_revision("pfx/g/q/");
+        return q.size() == 2 && lease_of(cluster_, q[1].key) != session;
+      },
+      30s))
+      << describe(cluster_.keys("pfx/g/q/"));
+  const std::uint64_t blocker_token = blocker.token();
+  blocker.release();
+  ASSERT_EQ(waiting.wait_for(30s), std::future_status::ready);
+  Lease next = waiting.get();
+  ASSERT_TRUE(next);
+  EXPECT_GT(next.token(), blocker_token);
+  EXPECT_FALSE(next.lost());
+  EXPECT_TRUE(client.check(next.sequencer()));
+  next.release();
+  EXPECT_TRUE(cluster_.keys("pfx/").empty()) << describe(cluster_.keys("pfx/"));
+}
+
+TEST_F(EtcdConcurrencyLayout, WithTheWatchdogOffEveryRequestHasALeaseOfItsOwnRevokedOnRelease) {
+  ClientOptions options;
+  options.watchdog = false;
+  Client client = Client::open(uri(), options);
+  Lease n = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(n);
+  Lease m = client.lock("g", "m").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(m);
+  const std::string n_lease = lease_of(cluster_, cluster_.keys(kLockPrefix).at(0));
+  const std::string m_lease = lease_of(cluster_, cluster_.keys("pfx/g/m/").at(0));
+  EXPECT_NE(n_lease, m_lease);
+  n.release();
+  m.release();
+  EXPECT_TRUE(cluster_.keys("pfx/").empty()) << describe(cluster_.keys("pfx/"));
+  EXPECT_TRUE(eventually([&] { return leases_of(cluster_).empty(); }))
+      << cluster_.etcdctl({"lease", "list"});
 }
 
 TEST_F(EtcdConcurrencyLayout, AClientClosedWithoutReleaseFreesTheLockWithItsLease) {
   std::unique_ptr<Child> waiter;
   {
     // Locked through Lockable and never unlocked: the grant ends with the Client's last
-    // handle, which revokes the request's lease.
+    // handle, which revokes its session lease.
     Client client = Client::open(uri());
     Lock lock = client.lock("g", "n");
     ASSERT_TRUE(lock.try_lock());
