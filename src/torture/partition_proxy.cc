@@ -100,6 +100,9 @@ void PartitionProxy::run(const std::stop_token& stop) {
   std::vector<pollfd> fds;
   char buffer[65536];
   while (!stop.stop_requested()) {
+    if (drop_.exchange(false)) {
+      while (!peer.empty()) drop(peer.begin()->first);
+    }
     const bool cut = cut_;
     if (!cut) {
       for (int client : waiting) connect_upstream(client);

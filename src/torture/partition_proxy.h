@@ -28,6 +28,10 @@ class PartitionProxy {
   std::uint16_t port() const { return port_; }
   void cut() { cut_ = true; }
   void heal() { cut_ = false; }
+  // Closes every relayed connection, both ends (each side sees the other close it, as
+  // when a NAT or a restarted middlebox drops its state); new connections are relayed
+  // as before (or held while cut). Takes effect within milliseconds.
+  void drop_connections() { drop_ = true; }
 
  private:
   void run(const std::stop_token& stop);
@@ -37,6 +41,7 @@ class PartitionProxy {
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> cut_{false};
+  std::atomic<bool> drop_{false};
   std::jthread thread_;
 };
 

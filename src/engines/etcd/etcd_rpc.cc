@@ -6,7 +6,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -43,6 +42,20 @@ bool is_broken_connection(const grpc::Status& status) {
   // refusal, or a member that accepted and closed it: a TLS peer refusing us).
   if (message.find("failed to connect") != std::string::npos) return false;
   for (const char* sign : {"Socket closed", "GOAWAY", "Connection reset", "Broken pipe"}) {
+    if (message.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A connection attempt that gRPC gave up because the member was slow to answer it (no
+// HTTP/2 SETTINGS frame, or no TLS handshake, within the attempt's time), as a member on
+// a loaded machine can be: the member is there, and a call whose budget is not spent
+// waits for the next attempt instead of failing. A refused connection is not this.
+bool is_slow_connect(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
+  const std::string& message = status.error_message();
+  if (message.find("failed to connect") == std::string::npos) return false;
+  for (const char* sign : {"timed out", "Timeout occurred", "handshaker shutdown"}) {
     if (message.find(sign) != std::string::npos) return true;
   }
   return false;
@@ -112,14 +125,13 @@ struct EtcdRpc::Member {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    if (config.tls.enabled) {
-      // gRPC also takes the minimum back-off as the least time one connection attempt
-      // gets, and a TLS handshake under load can take longer than 100 ms: the attempt
-      // then failed, and with it a Client::open. Over TLS an attempt gets op_timeout,
-      // like any call; the 100 ms–1 s back-off between attempts stays.
-      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-                  static_cast<int>(std::min<std::int64_t>(config.op_timeout.count(), 60'000)));
-    }
+    // gRPC takes the "minimum back-off" as the least time one connection attempt gets
+    // (it does not lengthen the 100 ms–1 s pause between attempts). A member on a loaded
+    // machine can take longer than 100 ms to send its HTTP/2 SETTINGS frame or finish a
+    // TLS handshake: the attempt then failed, and with it the call. An attempt gets
+    // op_timeout, like any call; a refused connection still fails at once.
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                static_cast<int>(std::min<std::int64_t>(config.op_timeout.count(), 60'000)));
     // gRPC shares connections to one address between channels by default: a new Client
     // would inherit another Client's connection still backing off from a member that was
     // down, and fail at once although the member is back. Each channel its own.
@@ -192,8 +204,9 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
   // A pass in which some member answered that the cluster has no leader just now is
   // followed by another, after a pause, until `timeout` has passed since the call began:
   // an election is under way. A pass in which no member could be reached ends the call,
-  // unless a member's connection broke under the call: then one more pass asks again, and
-  // waits (within the budget) for gRPC to connect anew, as etcd's own client does.
+  // unless a member's connection broke under the call, or gRPC gave up connecting to it
+  // because it was slow to answer: then one more pass asks again, and waits (within the
+  // budget) for gRPC to connect anew, as etcd's own client does.
   const auto give_up = Clock::now() + timeout;
   resp_client::Backoff pause(config_.retry);
   std::optional<Error> last;
@@ -235,7 +248,7 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
         // No new connection within the budget: the member is down, as the break said.
         if (!waited_in_vain) last = status_error(status, what, member.endpoint, config_.tls.enabled);
         electing = electing || is_leaderless(status);
-        broke[index] = is_broken_connection(status) ? 1 : 0;
+        broke[index] = is_broken_connection(status) || is_slow_connect(status) ? 1 : 0;
         move_on_from(index);
         break;
       }
@@ -253,19 +266,7 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
 
 void EtcdRpc::ping() {
   try {
-    try {
-      ping_members();
-    } catch (const Error& error) {
-      // gRPC gives up a TLS handshake it started ("handshaker shutdown") when the member
-      // is slow to answer it, as a member just started on a loaded machine can be: that
-      // is a member that is there, so it gets one more try before open fails.
-      if (!config_.tls.enabled ||
-          std::string_view(error.what()).find("handshaker shutdown") == std::string_view::npos) {
-        throw;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      ping_members();
-    }
+    ping_members();
   } catch (const Error& error) {
     if (auto better = explain_open_failure(error, config_.endpoints, config_.tls,
                                            std::min(config_.op_timeout, kProbeLimit))) {
