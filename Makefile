@@ -5,7 +5,7 @@
 #               release build, install, a separate project built against that install,
 #               and the Debian packages built, installed and checked
 #
-# Other targets: deps, release, asan, test-slow, install, consumer, package, format, clean.
+# Other targets: deps, check, release, asan, test-slow, install, consumer, package, format, clean.
 # Every step is a target of its own, so when one fails make names it in its error line
 # ("make: *** [Makefile:NN: asan-ctest] Error 8").
 
@@ -27,17 +27,20 @@ FUZZ_DIR := build/fuzz
 # with its durable state in ./data. Stop it with Ctrl-C (state is kept).
 RUN_CMD = $(RELEASE_DIR)/src/server/wardend --listen 127.0.0.1:7380 --data-dir ./data
 
-# $(call say,TEXT) prints a step header. TEXT must not contain a comma (make's argument
-# separator) or a single quote.
-say = @printf '\n==> %s\n' '$(1)'
+# $(call say,TEXT) prints a step header and notes the step's start in STEP_LOG, from which
+# `make test` prints every step's time at its end (scripts/step-times.sh). TEXT must not
+# contain a comma (make's argument separator) or a single quote.
+STEP_LOG := build/steps.log
+say = @printf '\n==> %s\n' '$(1)'; mkdir -p build; printf '%s %s\n' "$$(date +%s)" '$(1)' >> $(STEP_LOG)
 
-.PHONY: help deps run test test-slow fuzz release asan asan-ctest install consumer consumer-run \
-        package package-check format clean
+.PHONY: help deps run test test-steps test-slow check fuzz release asan asan-ctest install \
+        consumer consumer-run package package-check format clean
 
 help:
 	@echo 'make run        build the release preset and run the main job ($$RUN_CMD)'
 	@echo 'make test       sanitizer build + tests, release build, install, consumer check, packages'
 	@echo 'make package    the Debian packages in build/package (libwarden0, libwarden-dev, warden, wardend)'
+	@echo 'make check      the quick loop: unit tests and one instance of each engine'"'"'s conformance'
 	@echo 'make test-slow  the tests labelled "slow" on the sanitizer build'
 	@echo 'make format     clang-format every C++ source in place'
 	@echo 'make clean      remove build/'
@@ -50,32 +53,60 @@ run: deps release
 	$(call say,run: the main job)
 	$(RUN_CMD)
 
-test: deps asan asan-ctest fuzz release install consumer consumer-run package package-check
+# Every step of the whole check, timed: the table of step times ends the output, passed
+# or failed.
+test:
+	bash scripts/step-times.sh $(STEP_LOG) $(MAKE) --no-print-directory test-steps
+
+test-steps: deps asan asan-ctest fuzz release install consumer consumer-run package package-check
 	$(call say,make test: all steps passed)
 
-# Debug + AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors.
+# Debug + AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors. Built with
+# clang and line tables only (-gline-tables-only: enough for the sanitizers' stack
+# traces): about a third less compile time than g++ with full debug information. The
+# release and package builds keep g++, so both compilers see every source of the library.
 asan:
 	$(call say,build: asan preset)
 	cmake --preset asan
 	cmake --build --preset asan -j $(JOBS)
 
-# The preset excludes the tests labelled "slow"; they run in `make test-slow`.
-# A skipped test counts as passed, so the JUnit report is checked too: a skip that
-# tests/allowed-skips.txt does not list (with the pinned capability it stems from)
-# fails this step, naming the test.
-SKIPS_JUNIT := build/asan/ctest-junit.xml
+# The preset excludes the tests labelled "slow"; they run in `make test-slow`. Each
+# GoogleTest executable runs as a few shards, each one process for many cases
+# (tests/CMakeLists.txt). Most cases wait on servers and timers, not on the CPU, so CTest
+# runs more shards than there are cores (CTEST_JOBS); the CPU-heavy ones say so
+# (PROCESSORS) and get room.
+#
+# scripts/test-report.py then names every case with its result in one JUnit report
+# (CASES_JUNIT), checks that every case each executable lists has one, and prints the
+# cases per label. A skipped case counts as passed, so the report is checked too: a skip
+# that tests/allowed-skips.txt does not list (with the pinned capability it stems from)
+# fails this step, naming the case. The step fails after all three ran if any failed.
+CTEST_JOBS ?= 4
+CTEST_JUNIT := build/asan/ctest-junit.xml
+CASES_JUNIT := build/asan/test-cases.xml
 asan-ctest: asan
 	$(call say,ctest: asan preset (without label slow))
-	ctest --preset asan -j $(JOBS) --output-junit $(CURDIR)/$(SKIPS_JUNIT)
-	python3 scripts/check-skips.py $(SKIPS_JUNIT) tests/allowed-skips.txt
+	failed=0; \
+	ctest --preset asan -j $(CTEST_JOBS) --output-junit $(CURDIR)/$(CTEST_JUNIT) || failed=1; \
+	python3 scripts/test-report.py build/asan $(CTEST_JUNIT) $(CASES_JUNIT) || failed=1; \
+	python3 scripts/check-skips.py $(CASES_JUNIT) tests/allowed-skips.txt || failed=1; \
+	exit $$failed
 
-# The preset's own filter excludes "slow"; -LE '^$$' (a label no test has) lifts that.
+# The preset's own filter excludes "slow" and "check"; -LE '^$$' (a label no test has)
+# lifts that.
 test-slow: deps asan
 	$(call say,ctest: asan preset (label slow only))
-	ctest --preset asan -L slow -LE '^$$' -j $(JOBS)
+	ctest --preset asan -L '^slow$$' -LE '^$$' -j $(JOBS)
+
+# The quick loop while developing (a few minutes): the unit tests, and the conformance
+# suite on one instance of each engine (mem://, warden://, redis://, etcd://, zk://,
+# redlock://, postgres://, mysql://; label "check"). CI runs `make test`: everything.
+check: deps asan
+	$(call say,ctest: asan preset (labels unit and check))
+	ctest --preset asan -L '^(unit|check)$$' -LE '^$$' -j $(CTEST_JOBS)
 
 # The libFuzzer targets need clang; each runs for a bounded 20 s from its seed corpus
-# (fuzz/corpus/<target>). Their g++ replays already ran in asan-ctest. The targets:
+# (fuzz/corpus/<target>), two at a time (one per core). Their g++ replays already ran in asan-ctest. The targets:
 # wardend's request parser and dispatcher; engine URIs and the engines' config parsers;
 # sequencers; wardend's state file, table snapshot and users file; the torture history
 # reader; the RESP clients' reading of replies (a server that answers garbage).
@@ -86,11 +117,20 @@ fuzz:
 	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
 	  -DWARDEN_FUZZ=ON
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
-	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure
+	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure -j $(JOBS)
+
+# The release and package builds compile the same sources with the same flags (they
+# differ in where `cmake --install` puts files, not in what is compiled), so the second
+# takes its objects from the first through ccache (kept in build/ccache; paths are
+# rewritten relative to the checkout, so the two build directories share entries).
+CCACHE := -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+export CCACHE_DIR := $(CURDIR)/build/ccache
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 release:
 	$(call say,build: release preset)
-	cmake --preset release
+	cmake --preset release $(CCACHE)
 	cmake --build --preset release -j $(JOBS)
 
 # A fresh staging prefix each time, so files that are no longer installed cannot hide
@@ -122,7 +162,7 @@ consumer-run: consumer
 # preset), then CPack. See cmake/package.cmake.
 package: deps
 	$(call say,package: Debian packages in $(PACKAGE_DIR))
-	cmake --preset package
+	cmake --preset package $(CCACHE)
 	cmake --build --preset package -j $(JOBS)
 	rm -f $(PACKAGE_DIR)/*.deb
 	cd $(PACKAGE_DIR) && cpack

@@ -4,8 +4,8 @@
 set -euo pipefail
 
 packages=(
-  # toolchain
-  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+  # toolchain (ccache: the package build takes the release build's objects)
+  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev ccache
   # libraries warden links against
   libcli11-dev libfmt-dev nlohmann-json3-dev libasio-dev libhiredis-dev
   libzookeeper-mt-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
@@ -15,8 +15,9 @@ packages=(
   # real backends the tests start on loopback
   redis-server redis-tools etcd-server etcd-client zookeeper libslf4j-java default-jre-headless
   postgresql mariadb-server
-  # process tools the fixtures use; openssl makes the TLS tests' certificates
-  procps iproute2 openssl
+  # process tools the fixtures use; openssl makes the TLS tests' certificates;
+  # stress-ng loads the machine for the loaded runs of docs/testing.md
+  procps iproute2 openssl stress-ng
   # scripts/check-skips.py reads the test report; the interop tests' foreign clients
   # (etcdctl above, redis-py's Lock, kazoo's Lock) run as real processes
   python3 python3-redis python3-kazoo

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <utility>
 
@@ -145,10 +146,41 @@ std::string unique_group() {
   return group;
 }
 
+// The backends this process's cases share: one per EngineCase, started by the first
+// case that runs on it. A case that fails stops its backend (the next case on that
+// engine starts a new one), so a failure cannot spill into later cases; the rest are
+// stopped when every case has run, before the process's static objects go away.
+class SharedBackends final : public ::testing::Environment {
+ public:
+  static SharedBackends& instance() {
+    // GoogleTest owns (and deletes) the environments it is given.
+    static SharedBackends* const shared = [] {
+      auto* created = new SharedBackends;
+      ::testing::AddGlobalTestEnvironment(created);
+      return created;
+    }();
+    return *shared;
+  }
+
+  std::shared_ptr<Backend> of(const EngineCase& engine) {
+    std::shared_ptr<Backend>& backend = backends_[engine.name];
+    if (!backend) backend = engine.start();
+    return backend;
+  }
+  void forget(const EngineCase& engine) { backends_.erase(engine.name); }
+  void TearDown() override { backends_.clear(); }
+
+ private:
+  std::map<std::string, std::shared_ptr<Backend>> backends_;
+};
+
+// Registered before main() runs the cases, so the environment's TearDown is called.
+[[maybe_unused]] const SharedBackends& kRegistered = SharedBackends::instance();
+
 }  // namespace
 
 void Conformance::SetUp() {
-  backend_ = GetParam().start();
+  backend_ = SharedBackends::instance().of(GetParam());
   ASSERT_NE(backend_, nullptr) << "EngineCase " << GetParam().name << " started no backend";
   group_ = unique_group();
   probe_.emplace(Client::open(backend_->uri()));
@@ -159,6 +191,7 @@ void Conformance::SetUp() {
 void Conformance::TearDown() {
   probe_.reset();
   backend_.reset();
+  if (HasFailure()) SharedBackends::instance().forget(GetParam());
 }
 
 LockOptions Conformance::lock_options() const {

@@ -7,9 +7,11 @@
 //                            ::testing::Values(EngineCase{"Redis", start_redis}),
 //                            name_printer);
 //
-// inside namespace warden::conformance. Every test gets a fresh Backend (started in
-// SetUp, stopped in TearDown) and a group name of its own, so tests never see each
-// other's locks even when an engine's start() hands out one shared server.
+// inside namespace warden::conformance. The cases of one process that run on one
+// EngineCase share its Backend (started by the first of them, stopped after the last, or
+// at once when a case on it fails); every case has a group name of its own, so cases
+// never see each other's locks. No clause may change the backend for the cases after it
+// (stop, pause or reconfigure it): that belongs in the engine's own tests.
 //
 // The tests assume nothing an engine need not give: hand-off may take a round trip,
 // waits are bounded (kPatience), and a clause whose capability the engine lacks is
@@ -217,7 +219,7 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   bool freed(std::string_view name, Mode mode, const LockOptions& options);
 
  private:
-  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<Backend> backend_;  // shared with the process's other cases on this engine
   std::optional<Client> probe_;  // the client behind grantable() and reported_
   Capabilities caps_;            // pinned by the EngineCase
   Capabilities reported_;        // reported by the engine

@@ -1,4 +1,4 @@
-// The conformance suite against etcd://, on a real etcd started for each test on free
+// The conformance suite against etcd://, on a real etcd (one per case kind and test process) on free
 // loopback ports with temp data dirs: a single member, a 3-member cluster (short
 // election timeouts, see tests/support/etcd_server.h), and a single member that serves
 // clients over mutual TLS only (etcds://, certificates from support/test_certs.h).

@@ -1,5 +1,5 @@
 // The conformance suite against mysql://, on a real MariaDB (Debian's mariadbd) started
-// for each test on a free loopback port with a temp data dir (tests/support).
+// once per test process on a free loopback port with a temp data dir (tests/support).
 #include <cstddef>
 #include <memory>
 #include <optional>

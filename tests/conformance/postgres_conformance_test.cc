@@ -1,5 +1,5 @@
-// The conformance suite against postgres://, on a real PostgreSQL 15 started for each
-// test on a free loopback port with a temp data dir (tests/support/postgres_server.h).
+// The conformance suite against postgres://, on a real PostgreSQL 15 started once per
+// test process on a free loopback port with a temp data dir (tests/support/postgres_server.h).
 #include <cstddef>
 #include <memory>
 #include <optional>

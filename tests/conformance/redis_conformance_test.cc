@@ -1,10 +1,10 @@
-// The conformance suite against redis://, a real redis-server started for each test on
-// a free loopback port with a temp dir of its own and no persistence; once more over
+// The conformance suite against redis://, a real redis-server (one per case kind and test process)
+// on a free loopback port with a temp dir of its own and no persistence; once more over
 // TLS (rediss://, the server's TLS port, certificates from support/test_certs.h), so
 // every clause also holds when the bytes go through OpenSSL; and once more behind
-// Sentinel (redis+sentinel://, a master with a replica and a sentinel per test), so
+// Sentinel (redis+sentinel://, a master with a replica and a sentinel), so
 // every clause also holds when the master is found through the sentinels; and once more
-// on a Redis Cluster (redis+cluster://, three masters per test), so every clause also
+// on a Redis Cluster (redis+cluster://, three masters), so every clause also
 // holds when each lock's calls are routed to its slot's master.
 #include <cstddef>
 #include <exception>

@@ -1,5 +1,5 @@
-// The conformance suite against redlock://, on real redis-server masters started for
-// each test on free loopback ports with temp dirs of their own and no persistence:
+// The conformance suite against redlock://, on real redis-server masters (one set per case kind
+// and test process) on free loopback ports with temp dirs of their own and no persistence:
 // three masters (quorum 2) and five (quorum 3); and against redis://…?layout=simple,
 // the same engine on one server with the classic lock's key names. A generous node timeout keeps a
 // slow sanitizer build from losing rounds; short retry delays make hand-offs quick, since a

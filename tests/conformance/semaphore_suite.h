@@ -5,7 +5,7 @@
 //   INSTANTIATE_TEST_SUITE_P(Mem, SemaphoreConformance, ::testing::Values(kMemCase),
 //                            name_printer);
 //
-// It shares the lock suite's fixture (a fresh backend per test, a group per test); an
+// It shares the lock suite's fixture (the backend shared, a group per test); an
 // engine that does not claim semaphores is checked by the lock suite instead, which
 // expects Error(unsupported) from it.
 #pragma once

@@ -1,5 +1,5 @@
-// The conformance suite against warden://, a real wardend started for each test on a
-// free loopback port with a data dir of its own.
+// The conformance suite against warden://, a real wardend (one per case kind and test process)
+// on a free loopback port with a data dir of its own.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

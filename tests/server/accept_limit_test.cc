@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -68,7 +69,17 @@ TEST(WardendDescriptorLimit, BacksOffKeepsServingAndAcceptsAgainOnceDescriptorsA
   TempDir dir("warden-fdlimit");
   const std::uint16_t port = free_port();
   // `ulimit -n` in sh lowers the hard limit too, so wardend cannot raise it back.
-  ServerProcess server({"sh", "-c",
+  //
+  // Under the sanitizers: UBSan checks a vtable pointer by writing through a pipe it
+  // opens, which it cannot at the descriptor limit, and then reports a valid object as
+  // one with an invalid vptr. That one check is off in this one run (a suppressions file
+  // of its own); every other check stays on.
+  const auto suppressions = dir.path() / "ubsan-suppressions.txt";
+  std::ofstream(suppressions) << "vptr:*\n";  // by source file: the vtable cannot be read
+  const char* inherited = std::getenv("UBSAN_OPTIONS");
+  const std::string ubsan_options = std::string(inherited != nullptr ? inherited : "") +
+                                    ":suppressions=" + suppressions.string();
+  ServerProcess server({"env", "UBSAN_OPTIONS=" + ubsan_options, "sh", "-c",
                         "ulimit -n 64 && exec " + wardend_path() + " --listen 127.0.0.1:" +
                             std::to_string(port) + " --data-dir " + (dir.path() / "data").string()},
                        dir.path() / "wardend.log");
