@@ -80,6 +80,11 @@ class Connection {
   // Ends the session now (the server frees its locks once it sees the socket close).
   void close();
 
+  // For an idle session: true if the server has spoken or hung up since its last reply
+  // (it closed the session for idleness, was restarted, or KILLed it). Such a session is
+  // gone; it must not be handed a statement, which could never be retried safely.
+  bool server_hung_up() const;
+
  private:
   // Waits for what libmariadb asked for in `status` (MYSQL_WAIT_*), or the stop wake-up;
   // returns the events that happened for the next *_cont call.

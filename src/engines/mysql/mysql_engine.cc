@@ -15,6 +15,7 @@
 #include "engines/mysql/connection.h"
 #include "engines/mysql/mysql_config.h"
 #include "engines/mysql/pool.h"
+#include "engines/mysql/query_killer.h"
 #include "engines/mysql/registry_schema.h"
 #include "warden/error.h"
 
@@ -376,50 +377,57 @@ class MysqlEngine final : public core::Engine {
       const AcquireRequest& request,
       const std::function<std::string(const std::string&)>& statement) {
     const seconds idle = wait_timeout_for(request.options.ttl);
-    while (true) {
-      bool reused = false;
-      std::unique_ptr<Connection> connection = pool_.take(&reused);
-      const std::uint64_t session = connection->id();
-      const auto send = Clock::now();
-      // The session keeps the idle limit it was last given (pooled sessions too): it is
-      // set again only for a grant of another TTL.
-      std::string sql;
-      if (connection->wait_timeout() != idle) {
-        sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
-      }
-      sql += statement(get_lock_timeout(request.deadline));
-      // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
-      const auto reply_by = request.deadline == Clock::time_point::max()
-                                ? Clock::time_point::max()
-                                : std::max(request.deadline, send) + pool_.config().op_timeout;
-      std::vector<ResultSet> sets;
-      try {
-        sets = connection->query(sql, reply_by, "acquire " + request.key.joined(), request.stop,
-                                 [&] { kill_query(session); });
-      } catch (const Error&) {
-        if (request.stop.stop_requested()) {
-          withdraw(std::move(connection));
-          return std::nullopt;
-        }
-        const bool stale = reused && !connection->usable();
-        pool_.discard(std::move(connection));  // whatever it held ends with it
-        if (stale) continue;                   // an idle session the server had closed: once more
-        throw;
-      }
-      connection->set_wait_timeout(idle);
-      const Field* got =
-          !sets.empty() && sets[0].size() == 1 && sets[0][0].size() == 1 ? &sets[0][0][0] : nullptr;
-      if (got == nullptr) {
-        pool_.discard(std::move(connection));
-        throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
-      }
-      if (!*got || request.stop.stop_requested()) {
-        // Killed (NULL), or cancelled just as it was granted.
+    std::unique_ptr<Connection> connection = pool_.take();
+    const std::uint64_t session = connection->id();
+    const auto send = Clock::now();
+    // The session keeps the idle limit it was last given (pooled sessions too): it is
+    // set again only for a grant of another TTL.
+    std::string sql;
+    if (connection->wait_timeout() != idle) {
+      sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
+    }
+    sql += statement(get_lock_timeout(request.deadline));
+    // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
+    const auto reply_by = request.deadline == Clock::time_point::max()
+                              ? Clock::time_point::max()
+                              : std::max(request.deadline, send) + pool_.config().op_timeout;
+    std::vector<ResultSet> sets;
+    try {
+      // A stop asks for KILL QUERY (sent by killer_, not waited for) and waits op_timeout
+      // more for the killed statement's reply; then the session is closed.
+      sets = connection->query(sql, reply_by, "acquire " + request.key.joined(), request.stop,
+                               [&] { killer_.kill(session); }, pool_.config().op_timeout);
+    } catch (const Error& e) {
+      if (request.stop.stop_requested()) {
         withdraw(std::move(connection));
         return std::nullopt;
       }
-      return Attempt{std::move(connection), *got, send};
+      if (e.code() == Errc::deadline_exceeded && request.deadline > send &&
+          Clock::now() >= request.deadline) {
+        // No reply by the deadline and op_timeout more (a frozen or cut-off server): the
+        // wait ran out. The closed session frees whatever it took once the server sees it.
+        pool_.discard(std::move(connection));
+        return std::nullopt;
+      }
+      // Never sent again on another session: the request may have waited in the
+      // server's queue, and a second one would wait at its tail (pool_.take already
+      // left out an idle session the server had hung up on).
+      pool_.discard(std::move(connection));  // whatever it held ends with it
+      throw;
     }
+    connection->set_wait_timeout(idle);
+    const Field* got =
+        !sets.empty() && sets[0].size() == 1 && sets[0][0].size() == 1 ? &sets[0][0][0] : nullptr;
+    if (got == nullptr) {
+      pool_.discard(std::move(connection));
+      throw Error(Errc::internal, "mysql: unexpected reply to an acquire");
+    }
+    if (!*got || request.stop.stop_requested()) {
+      // Killed (NULL), or cancelled just as it was granted.
+      withdraw(std::move(connection));
+      return std::nullopt;
+    }
+    return Attempt{std::move(connection), *got, send};
   }
 
   // Ends a cancelled wait's claims before the caller hears of the cancel: what the
@@ -566,19 +574,6 @@ class MysqlEngine final : public core::Engine {
 
   // Ends the waiting statement of session `id` from another session; a statement that
   // already ended is not affected (the caller closes its session in any case).
-  void kill_query(std::uint64_t id) {
-    try {
-      pool_.with([&](Connection& c) {
-        c.query("KILL QUERY " + std::to_string(id), Clock::now() + pool_.config().op_timeout,
-                "cancel a wait");
-        return 0;
-      });
-    } catch (const Error&) {
-      // Unknown thread (the wait ended), or no session to send it from: the caller's
-      // grace period then closes the waiting session, which ends the wait as well.
-    }
-  }
-
   std::shared_ptr<Held> find(const std::string& owner) {
     std::lock_guard lock(mu_);
     const auto it = held_.find(owner);
@@ -596,6 +591,7 @@ class MysqlEngine final : public core::Engine {
   }
 
   Pool pool_;
+  QueryKiller killer_{pool_};  // after pool_: stopped before the pool goes
   // Owners are this instance's random id and a count: renew and release act only on
   // grants in held_, whose sessions are the lease the server enforces.
   const std::string instance_;

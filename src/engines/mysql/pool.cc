@@ -16,7 +16,7 @@ std::unique_ptr<Connection> Pool::take(bool* reused) {
     while (!idle_.empty()) {
       Idle idle = std::move(idle_.back());
       idle_.pop_back();
-      if (idle.usable_until > now) {
+      if (idle.usable_until > now && !idle.connection->server_hung_up()) {
         if (reused) *reused = true;
         open_ -= expired.size();
         return std::move(idle.connection);

@@ -15,6 +15,7 @@
 
 #include "engines/mysql/connection.h"
 #include "engines/mysql/mysql_config.h"
+#include "warden/error.h"
 
 namespace warden::engines::mysql {
 
@@ -22,7 +23,8 @@ class Pool {
  public:
   explicit Pool(MysqlConfig config) : config_(std::move(config)) {}
 
-  // An idle session, or a new one. `reused` says which. Throws
+  // An idle session, or a new one. `reused` says which. An idle session the server hung
+  // up on meanwhile is closed, never handed out. Throws
   // Error(resource_exhausted) when `pool` sessions are open already, or like
   // Connection's constructor.
   std::unique_ptr<Connection> take(bool* reused = nullptr);
@@ -33,7 +35,9 @@ class Pool {
   void discard(std::unique_ptr<Connection> connection);
 
   // Runs `work` on a borrowed session and gives it back. An idle session that turns out
-  // to be gone (the server restarted, or closed it) is replaced once by a new one.
+  // to be gone (the server restarted, or closed it) is replaced once by a new one; one
+  // that got no answer in time is not (a frozen server answers a new one no sooner, and
+  // the caller's op_timeout is spent).
   template <class F>
   auto with(F&& work, std::chrono::seconds idle_limit = std::chrono::seconds(3600)) {
     for (int attempt = 0;; ++attempt) {
@@ -43,10 +47,14 @@ class Pool {
         auto result = work(*connection);
         give_back(std::move(connection), idle_limit);
         return result;
-      } catch (...) {
-        const bool stale = reused && !connection->usable() && attempt == 0;
+      } catch (const Error& e) {
+        const bool stale = reused && !connection->usable() && attempt == 0 &&
+                           e.code() != Errc::deadline_exceeded;
         discard(std::move(connection));
         if (!stale) throw;
+      } catch (...) {
+        discard(std::move(connection));
+        throw;
       }
     }
   }
