@@ -85,6 +85,10 @@ std::vector<std::pair<std::string, std::string>> PgConfig::conninfo() const {
   const auto seconds = std::max<std::int64_t>(2, (op_timeout.count() + 999) / 1000);
   out.emplace_back("connect_timeout", std::to_string(seconds));
   out.emplace_back("application_name", "warden");
+  // Waits are bounded by the engine (lock_timeout set per statement for a timed wait,
+  // cancels and give-ups of its own): a role's or database's statement_timeout or
+  // lock_timeout, a common DBA setting, would end a wait for ever with an error.
+  out.emplace_back("options", "-c statement_timeout=0 -c lock_timeout=0");
   // A peer that vanished without a FIN is noticed by the kernel, not only by the lease.
   out.emplace_back("keepalives", "1");
   out.emplace_back("keepalives_idle", "5");

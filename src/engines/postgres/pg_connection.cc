@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 #include <utility>
 
 #include "warden/error.h"
@@ -102,16 +103,30 @@ std::unique_ptr<PgConnection> PgConnection::open(const PgConfig& config) {
   return std::unique_ptr<PgConnection>(new PgConnection(conn));
 }
 
-PgConnection::PgConnection(PGconn* conn)
-    : conn_(conn), cancel_(PQgetCancel(conn)), pid_(PQbackendPID(conn)) {}
+PgConnection::PgConnection(PGconn* conn) : conn_(conn), pid_(PQbackendPID(conn)) {}
 
 PgConnection::~PgConnection() { close(); }
 
 void PgConnection::close() {
-  if (cancel_ != nullptr) PQfreeCancel(cancel_);
-  cancel_ = nullptr;
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
+}
+
+void PgConnection::send_cancel() {
+  if (conn_ == nullptr || cancelling_->exchange(true)) return;  // one under way already
+  PGcancel* cancel = PQgetCancel(conn_);
+  if (cancel == nullptr) {
+    *cancelling_ = false;
+    return;
+  }
+  // Detached: it ends when the postmaster answers (at once, unless the server is
+  // frozen; then when it thaws), whether or not this connection still exists.
+  std::thread([cancel, done = cancelling_] {
+    char ignored[256];
+    PQcancel(cancel, ignored, sizeof ignored);  // a failure shows as the query running on
+    PQfreeCancel(cancel);
+    *done = false;
+  }).detach();
 }
 
 bool PgConnection::alive() {
@@ -185,25 +200,28 @@ Reply PgConnection::script(const std::string& sql, const QueryLimits& limits) {
 
 Reply PgConnection::finish(const QueryLimits& limits) {
   Clock::time_point last_cancel{};  // the epoch: long ago, without overflow
+  Clock::time_point give_up_at = limits.give_up_at;
   // Flush what libpq could not send at once, then read until the last result.
   while (true) {
     const int flushed = PQflush(conn_);
     if (flushed < 0) broken("sending a query failed");
     const auto now = Clock::now();
-    if (now >= limits.give_up_at) {
+    if (now >= give_up_at) {
       close();
       throw Error(Errc::deadline_exceeded, "PostgreSQL did not answer in time");
     }
     if ((limits.stop.stop_requested() || now >= limits.cancel_at) &&
         now - last_cancel >= kCancelRepeat) {
-      char ignored[256];
-      PQcancel(cancel_, ignored, sizeof ignored);  // a failure shows as the query running on
+      if (last_cancel == Clock::time_point{} && limits.after_cancel != Clock::duration::max()) {
+        give_up_at = std::min(give_up_at, now + limits.after_cancel);
+      }
+      send_cancel();
       last_cancel = now;
     }
     if (flushed == 0 && !PQisBusy(conn_)) break;
     auto slice = kSlice;
-    if (limits.give_up_at != Clock::time_point::max()) {
-      slice = std::clamp(std::chrono::duration_cast<milliseconds>(limits.give_up_at - now),
+    if (give_up_at != Clock::time_point::max()) {
+      slice = std::clamp(std::chrono::duration_cast<milliseconds>(give_up_at - now),
                          milliseconds(1), kSlice);
     }
     pollfd fd{PQsocket(conn_), static_cast<short>(POLLIN | (flushed == 1 ? POLLOUT : 0)), 0};
@@ -236,7 +254,7 @@ Reply PgConnection::finish(const QueryLimits& limits) {
         PQclear(last);
         broken("the connection broke");
       }
-      if (Clock::now() >= limits.give_up_at) {
+      if (Clock::now() >= give_up_at) {
         PQclear(last);
         close();
         throw Error(Errc::deadline_exceeded, "PostgreSQL did not answer in time");

@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -53,6 +54,9 @@ struct QueryLimits {
   Clock::time_point cancel_at = Clock::time_point::max();
   // No answer by then: the connection is closed and Error(deadline_exceeded) thrown.
   Clock::time_point give_up_at = Clock::time_point::max();
+  // Once a cancel was sent (a stop, or cancel_at), the answer is waited for this much
+  // longer at most, then given up as above: a frozen server answers neither.
+  Clock::duration after_cancel = Clock::duration::max();
 };
 
 class PgConnection {
@@ -96,8 +100,13 @@ class PgConnection {
   Reply finish(const QueryLimits& limits);
   [[noreturn]] void broken(const std::string& what);
 
+  // Asks the server to cancel the running statement without waiting for it: PQcancel
+  // blocks until the postmaster answers, as long as the server is frozen. It runs on a
+  // thread of its own, with a cancel object of its own; one at a time per connection.
+  void send_cancel();
+
   PGconn* conn_;
-  PGcancel* cancel_;
+  std::shared_ptr<std::atomic<bool>> cancelling_ = std::make_shared<std::atomic<bool>>(false);
   int pid_;
   int idle_timeout_ms_ = 0;
   std::set<std::string> prepared_;  // statement names prepared on this session

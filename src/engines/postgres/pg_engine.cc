@@ -124,6 +124,9 @@ class PgEngine final : public core::Engine {
     int wait_ms = 0;  // 0: forever
     QueryLimits limits;
     limits.stop = request.stop;
+    // A cancel (a stop, or the deadline's backstop) the server does not answer within
+    // op_timeout ends the wait: a frozen server holds no call past it.
+    limits.after_cancel = config_.op_timeout;
     if (!wait) {
       limits.give_up_at = now + config_.op_timeout;
     } else if (request.deadline != Clock::time_point::max()) {
@@ -137,9 +140,22 @@ class PgEngine final : public core::Engine {
         request.capacity == 0 && request.mode == Mode::exclusive && !request.value.empty();
     const auto sent = Clock::now();
     // Throws with the connection closed: the session, and whatever it took, is gone.
-    Reply reply = request.capacity > 0
-                      ? acquire_permits(*conn, request, id, wait, wait_ms, ttl_ms, limits)
-                      : grant(*conn, request, id, wait, wait_ms, ttl_ms, elect, limits);
+    std::optional<Reply> answered;
+    try {
+      answered.emplace(request.capacity > 0
+                           ? acquire_permits(*conn, request, id, wait, wait_ms, ttl_ms, limits)
+                           : grant(*conn, request, id, wait, wait_ms, ttl_ms, elect, limits));
+    } catch (const Error& e) {
+      // The server answered neither the wait nor its cancel (frozen, or cut off): the
+      // wait ended unanswered, which is a wait that ran out or was cancelled. The closed
+      // session frees whatever it took once the server sees it.
+      if (e.code() == Errc::deadline_exceeded && wait &&
+          (request.stop.stop_requested() || Clock::now() >= request.deadline)) {
+        return std::nullopt;
+      }
+      throw;
+    }
+    Reply reply = std::move(*answered);
     if (reply.ok() && reply.rows() == 1 && !reply.null(0, 0) && reply.integer(0, 0) == -1) {
       // A name that has been a semaphore: the grant took nothing; the checked way
       // refuses it while the semaphore is in use.

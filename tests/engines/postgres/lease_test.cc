@@ -47,6 +47,37 @@ std::string fenced_update(PostgresServer& server, std::uint64_t token, int balan
   return outcome.status == 0 ? text : "psql failed: " + outcome.err;
 }
 
+// A DBA's timeouts on the role (or the database) are for the application's statements,
+// not for the lock's: a wait for ever behind a holder outlasts the role's lock_timeout
+// and statement_timeout and is granted when the holder lets go, and a timed wait waits
+// its own time.
+TEST(PostgresLease, ARolesLockAndStatementTimeoutsDoNotEndAWait) {
+  PostgresServer server;
+  server.query("ALTER ROLE " + std::string(PostgresServer::kSuperuser) +
+               " SET lock_timeout = '300ms'; ALTER ROLE " + PostgresServer::kSuperuser +
+               " SET statement_timeout = '500ms'");
+  Client holder = Client::open(server.uri(), quick_options(3000ms));
+  Client next = Client::open(server.uri(), quick_options(3000ms));
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  Lease other = holder.lock("g", "y").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(other);
+  auto forever = std::async(std::launch::async, [&] {
+    return next.lock("g", "x").acquire(Mode::exclusive, Wait::forever());
+  });
+  const auto started = Clock::now();
+  auto timed = std::async(std::launch::async, [&] {
+    return next.lock("g", "y").acquire(Mode::exclusive, Wait::up_to(1500ms));
+  });
+  EXPECT_FALSE(timed.get()) << "a timed wait on a held lock was granted";
+  EXPECT_GE(Clock::now() - started, 1000ms) << "the role's timeouts ended the timed wait early";
+  std::this_thread::sleep_for(1s);  // twice the role's longest timeout, in the wait
+  held.release();
+  Lease granted;
+  ASSERT_NO_THROW(granted = forever.get()) << "the role's timeout ended the wait with an error";
+  EXPECT_TRUE(granted);
+}
+
 TEST(PostgresLease, KilledHolderFreesTheLockAtOnceAndIsToldItLostIt) {
   PostgresServer server;
   Client holder = Client::open(server.uri(), quick_options(3000ms));
