@@ -42,12 +42,13 @@ AcquireOutcome interpret(const Reply& reply, Clock::time_point sent, const Acqui
 
 enum class Withdrawal { dropped, granted, unanswered };
 
-// Half-closes and reads the server's last word on the parked request.
-Withdrawal withdraw(Connection& conn, const AcquireCall& call, std::vector<GrantReply>& grants) {
+// Half-closes and reads the server's last word on the parked request, until `answer_by`.
+Withdrawal withdraw(Connection& conn, const AcquireCall& call, Clock::time_point answer_by,
+                    std::vector<GrantReply>& grants) {
   conn.shutdown_write();
   std::optional<Reply> reply;
   try {
-    reply = conn.poll_reply(Clock::now() + call.op_timeout);
+    reply = conn.poll_reply(answer_by);
   } catch (const Error&) {
     // The server closed (or the connection broke): a closed connection's waiter is
     // dropped from the queue, and a grant would have been written before the close.
@@ -71,36 +72,38 @@ AcquireOutcome run_acquire(Connection& conn, const AcquireCall& call) {
   conn.flush(sent + call.op_timeout);
   if (!call.command.waits) return interpret(conn.read_reply(sent + call.op_timeout), sent, call);
 
+  // The server answers a wait that ran out at its deadline. Half of op_timeout after it
+  // the client withdraws the request itself, and waits for the server's last word until
+  // the deadline plus op_timeout: a frozen server holds the call no longer than that.
+  // A cancel withdraws at once and waits op_timeout at most.
   const auto give_up = saturating_add(call.deadline, call.op_timeout);
+  const auto withdraw_at = saturating_add(call.deadline, call.op_timeout / 2);
   const resp_client::StopWaker waker(call.stop);
   while (true) {
     const auto now = Clock::now();
-    if (call.stop.stop_requested() || now >= give_up) {
+    if (call.stop.stop_requested() || now >= withdraw_at) {
       AcquireOutcome out;
       out.sent = sent;
-      switch (withdraw(conn, call, out.grants)) {
+      const auto answer_by =
+          call.stop.stop_requested() ? std::min(give_up, now + call.op_timeout) : give_up;
+      switch (withdraw(conn, call, answer_by, out.grants)) {
         case Withdrawal::granted:
           out.kind = Kind::withdrawn_granted;
           return out;
         case Withdrawal::dropped:
-          out.kind = Kind::withdrawn;
-          break;
         case Withdrawal::unanswered:
-          if (!call.stop.stop_requested()) {
-            throw resp_client::transport_error(resp_client::Failure::timeout, conn.endpoint(),
-                                               "no reply to ACQUIRE after its wait deadline");
-          }
-          // Cancelled: the caller wants no lock; the server drops the waiter when it
-          // sees the connection close.
+          // Unanswered: the server is frozen or cut off. It drops the waiter when it
+          // sees the connection close, and grants nothing to it meanwhile; a grant it
+          // made before is on its way in vain and ends by its TTL.
           out.kind = Kind::withdrawn;
           break;
       }
-      // A withdrawal for silence past the deadline is the timed-out wait it was.
+      // A withdrawal past the deadline is the timed-out wait it was.
       if (!call.stop.stop_requested()) out.kind = Kind::not_granted;
       return out;
     }
     const bool woken_by_fd = waker.fd() >= 0 || !call.stop.stop_possible();
-    const auto slice_end = woken_by_fd ? give_up : std::min(give_up, now + kStopSlice);
+    const auto slice_end = woken_by_fd ? withdraw_at : std::min(withdraw_at, now + kStopSlice);
     if (auto reply = conn.poll_reply(slice_end, waker.fd())) {
       return interpret(*reply, sent, call);
     }
