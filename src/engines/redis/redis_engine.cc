@@ -234,9 +234,20 @@ class RedisEngine final : public core::Engine {
         attempt = attempt_of(result.replies.at(0), context("acquire"));
         if (wait_command() != nullptr) acknowledged = replicas_of(result.replies.back());
       } catch (const Error& e) {
-        // The script may have run (and granted, or queued us) with only its reply lost.
-        withdraw(keys, entry);
         const bool transient = e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded;
+        // A wait that was cancelled, or whose deadline passed, ends here as what it is,
+        // never with another round: Redis is in trouble (frozen, cut off, slow to shake
+        // hands), a withdraw would cost up to op_timeout more, and the waiter's entry
+        // lapses by its own TTL (waiter_ttl) as a vanished waiter's does.
+        if (transient && (request.stop.stop_requested() ||
+                          (waits && Clock::now() >= request.deadline))) {
+          return std::nullopt;
+        }
+        // Redis did not answer in time: it would not answer a withdraw either, and every
+        // further round would cost op_timeout more.
+        const bool silent = e.code() == Errc::deadline_exceeded;
+        // The script may have run (and granted, or queued us) with only its reply lost.
+        if (!silent) withdraw(keys, entry);
         if (blocked) {
           // The waiter's own line failed (closed by Redis, say): not used again. The
           // waiter asks again at once on the shared pipeline, at the queue's tail, and
@@ -244,11 +255,13 @@ class RedisEngine final : public core::Engine {
           line.reset();
           blocked = false;
           if (request.stop.stop_requested()) return std::nullopt;
-          if (transient) continue;
+          if (transient && !silent) continue;
         }
         // Behind Sentinel a master that is gone is replaced within seconds: a waiter
-        // asks again (queueing again at the new master) until its own deadline.
+        // asks again (queueing again at the new master) until its own deadline, as long
+        // as a silent attempt still ends by it.
         if (!follows_failover() || !waits || !transient) throw;
+        if (silent && Clock::now() + config_.op_timeout > request.deadline) throw;
         if (!pause_before_retry(request, poll.next_delay())) return std::nullopt;
         continue;
       }

@@ -65,10 +65,15 @@ ClusterRouter::ClusterRouter(ClusterOptions options)
                : nullptr),
       description_(seeds_text(options_.seeds)) {}
 
-SlotMap ClusterRouter::read_map(const Endpoint& endpoint) {
-  const auto conn = Connection::open(node_options(endpoint), tls_);
+SlotMap ClusterRouter::read_map(const Endpoint& endpoint, Clock::time_point until) {
+  const auto reply_by = std::min(until, Clock::now() + options_.op_timeout);
+  ConnectOptions options = node_options(endpoint);
+  options.timeout = std::max(std::chrono::milliseconds(1),
+                             std::min(options.timeout, std::chrono::ceil<std::chrono::milliseconds>(
+                                                           reply_by - Clock::now())));
+  const auto conn = Connection::open(options, tls_);
   const std::string_view args[] = {"CLUSTER", "SLOTS"};
-  const Reply reply = conn->command(args, Clock::now() + options_.op_timeout);
+  const Reply reply = conn->command(args, reply_by);
   if (reply.is_error()) {
     if (reply.text.find("cluster support disabled") != std::string::npos) {
       throw Error(Errc::unavailable, endpoint.to_string() +
@@ -84,7 +89,7 @@ SlotMap ClusterRouter::read_map(const Endpoint& endpoint) {
   return SlotMap(ranges);
 }
 
-void ClusterRouter::refresh() {
+void ClusterRouter::refresh(Clock::time_point until) {
   // The masters met so far first (they know the cluster as it is now), then the seeds.
   std::vector<Endpoint> candidates = masters();
   for (const Endpoint& seed : options_.seeds) {
@@ -95,8 +100,13 @@ void ClusterRouter::refresh() {
   std::string why;
   bool all_refused = true;
   for (const Endpoint& endpoint : candidates) {
+    if (Clock::now() >= until) {
+      why += (why.empty() ? "" : "; ") + std::string("no time left to ask ") + endpoint.to_string();
+      all_refused = false;
+      break;
+    }
     try {
-      SlotMap map = read_map(endpoint);
+      SlotMap map = read_map(endpoint, until);
       std::lock_guard lock(mu_);
       map_ = std::move(map);
       last_refresh_ = Clock::now();
@@ -114,25 +124,25 @@ void ClusterRouter::refresh() {
               description_ + ": no node gave the slot map (" + why + ")");
 }
 
-void ClusterRouter::refresh_soon() {
+void ClusterRouter::refresh_soon(Clock::time_point until) {
   {
     std::lock_guard lock(mu_);
     if (Clock::now() - last_refresh_ < kRefreshSpacing) return;
     last_refresh_ = Clock::now();
   }
   try {
-    refresh();
+    refresh(until);
   } catch (const Error&) {
     // The map stays as it was; the next failure asks again.
   }
 }
 
-std::optional<Endpoint> ClusterRouter::master_of(std::uint16_t slot) {
+std::optional<Endpoint> ClusterRouter::master_of(std::uint16_t slot, Clock::time_point until) {
   {
     std::lock_guard lock(mu_);
     if (auto endpoint = map_.endpoint_for(slot)) return endpoint;
   }
-  refresh_soon();
+  refresh_soon(until);
   std::lock_guard lock(mu_);
   return map_.endpoint_for(slot);
 }
@@ -192,7 +202,7 @@ RoundResult ClusterRouter::run(std::vector<Command> commands) {
     // This round's commands, per node, in their order.
     std::map<Endpoint, std::vector<std::size_t>> by_node;
     for (std::size_t i : pending) {
-      std::optional<Endpoint> target = asked[i] ? asked[i] : master_of(slots[i]);
+      std::optional<Endpoint> target = asked[i] ? asked[i] : master_of(slots[i], deadline);
       if (!target) {
         throw Error(Errc::unavailable, description_ + ": no master serves slot " +
                                            std::to_string(slots[i]) + " (the cluster is down)");
@@ -212,8 +222,9 @@ RoundResult ClusterRouter::run(std::vector<Command> commands) {
         result = run_on(endpoint, std::move(batch));
       } catch (const Error&) {
         // A master that is gone: the cluster names its replica once it has promoted
-        // one, so the next call reads the map again.
-        refresh_soon();
+        // one, so the map is read again (within this call's time; the next call reads
+        // it otherwise).
+        refresh_soon(deadline);
         throw;
       }
       if (first_round) {
@@ -258,7 +269,7 @@ RoundResult ClusterRouter::run(std::vector<Command> commands) {
                                          " did not settle within the op timeout (last answer: " +
                                          out.replies[again[0]].text + ")");
     }
-    if (moved) refresh_soon();
+    if (moved) refresh_soon(deadline);
     if (unsettled)
       std::this_thread::sleep_until(std::min(deadline, Clock::now() + pause.next_delay()));
     pending = std::move(again);

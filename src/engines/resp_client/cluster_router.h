@@ -64,14 +64,16 @@ class ClusterRouter final : public Runner {
   // Reads the slot map now, from the first node that gives one. Throws Error:
   // unavailable naming every node asked and why it gave no map (down, not in cluster
   // mode, refused our password, serving no slot); permission_denied when every node
-  // refused our credentials or certificate.
-  void refresh();
+  // refused our credentials or certificate. Asks no node after `until` (a call's own
+  // deadline: with every node frozen, each would cost op_timeout).
+  void refresh(Clock::time_point until = Clock::time_point::max());
 
   RoundResult run(std::vector<Command> commands) override;
 
-  // The master serving `slot` as far as the router knows (refreshing once if it knows
-  // none); nullopt if the cluster names none.
-  std::optional<Endpoint> master_of(std::uint16_t slot);
+  // The master serving `slot` as far as the router knows (refreshing once, until
+  // `until`, if it knows none); nullopt if the cluster names none.
+  std::optional<Endpoint> master_of(std::uint16_t slot,
+                                    Clock::time_point until = Clock::time_point::max());
   // Every master serving slots, as last read.
   std::vector<Endpoint> masters();
   // The pipeline of the node at `endpoint` (for reads that must stay on one node: a
@@ -94,11 +96,12 @@ class ClusterRouter final : public Runner {
     std::size_t next = 0;  // guarded by the router's mu_
   };
 
-  // The map from one node; throws Error saying why it gave none.
-  SlotMap read_map(const Endpoint& endpoint);
-  // refresh(), unless one ran within kRefreshSpacing; never throws (a failed read
+  // The map from one node, asked until `until` at the latest; throws Error saying why it
+  // gave none.
+  SlotMap read_map(const Endpoint& endpoint, Clock::time_point until);
+  // refresh(until), unless one ran within kRefreshSpacing; never throws (a failed read
   // leaves the map as it was).
-  void refresh_soon();
+  void refresh_soon(Clock::time_point until);
   Node& node(const Endpoint& endpoint);  // mu_ held
   // One pipelined round of `commands` on the node at `endpoint`.
   RoundResult run_on(const Endpoint& endpoint, std::vector<Command> commands);

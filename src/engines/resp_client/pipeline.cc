@@ -45,11 +45,21 @@ Pipeline::~Pipeline() {
 Pipeline::Result Pipeline::run(std::vector<Command> commands) {
   auto mine = std::make_shared<Batch>();
   mine->commands = std::move(commands);
+  // A round under way (another thread's, on a server that went silent) is waited for no
+  // longer than this call's own timeout: a batch it did not take is taken back, and the
+  // call fails as its own round would have. A batch the round took ends with it.
+  const auto give_up = Clock::now() + timeout_;
   std::unique_lock lock(mu_);
   queued_.push_back(mine);
   while (!mine->done) {
     if (leading_) {
-      round_done_.wait(lock);
+      if (round_done_.wait_until(lock, give_up) == std::cv_status::timeout && leading_) {
+        if (const auto it = std::find(queued_.begin(), queued_.end(), mine); it != queued_.end()) {
+          queued_.erase(it);
+          throw Error(Errc::deadline_exceeded,
+                      "no answer in time: the round before this one is still unanswered");
+        }
+      }
       continue;
     }
     lead(lock, /*read_all=*/false);
@@ -196,9 +206,12 @@ std::vector<Pipeline::BatchPtr> Pipeline::execute(const std::vector<BatchPtr>& r
       conn_.reset();
     }
     if (conn_ && owed_.empty() && !conn_->reusable()) conn_.reset();
+    // Taken before a new connection is made: the round's reply deadline covers the
+    // connect too (a TLS handshake with a frozen server answers nothing), and a lease
+    // renewed by this round counts from no later than this.
+    const auto sent = Clock::now();
     if (!conn_) conn_ = connector_->connect();
 
-    const auto sent = Clock::now();
     for (const BatchPtr& batch : round) {
       for (const Command& command : batch->commands) conn_->append(command);
       batch->result.sent = sent;
