@@ -164,9 +164,16 @@ class EtcdEngine final : public core::Engine {
       const std::string key = concurrency            ? keys.lease_request(session->lease)
                               : request.capacity > 0 ? keys.permits_request(id)
                                                      : keys.request(request.mode, id);
-      // Ends the request without a grant; the slot is reused once the key is gone.
+      // Ends the request without a grant; the slot is reused once the key is gone. Past
+      // the acquire's own bound (a frozen or cut-off cluster), the keeper deletes the key
+      // without the caller waiting for it.
       const auto withdraw = [&](const std::string& what) {
-        if (sessions_.withdrawn(session, what) && !concurrency) slots_.give_back(keys.lock, slot);
+        const auto until = request.stop.stop_requested()
+                               ? std::min(bound_of(request), Clock::now() + config_.op_timeout)
+                               : bound_of(request);
+        if (sessions_.withdrawn(session, what, until) && !concurrency) {
+          slots_.give_back(keys.lock, slot);
+        }
       };
       Created created;
       try {
@@ -563,6 +570,13 @@ class EtcdEngine final : public core::Engine {
         });
   }
 
+  // The latest an acquire's calls may end: op_timeout past its deadline (a try: past now).
+  Clock::time_point bound_of(const AcquireRequest& request) const {
+    const auto from = std::max(request.deadline, Clock::now());
+    return from > Clock::time_point::max() - config_.op_timeout ? Clock::time_point::max()
+                                                                : from + config_.op_timeout;
+  }
+
   // What a look at the queue decided: hold now (an empty key), or wait for a deletion of
   // `key` (of the range [key, range_end) when range_end is set).
   struct Watch {
@@ -583,7 +597,15 @@ class EtcdEngine final : public core::Engine {
       TxnRequest look;
       add_key_read(look, key, true);
       add_read(look);
-      const TxnResponse response = rpc_->txn(look);
+      TxnResponse response;
+      try {
+        response = rpc_->txn(look, nullptr, {}, EtcdRpc::Bound{bound_of(request), request.stop});
+      } catch (const Error&) {
+        // Cancelled, or no answer by the deadline (plus op_timeout): the wait ends as
+        // what it is; the caller withdraws the key.
+        if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
+        throw;
+      }
       const auto& own = range_at(response, 0, "wait");
       if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
         session_lost = true;

@@ -198,7 +198,7 @@ grpc::Status EtcdRpc::authorize(Member& member, grpc::ClientContext& context,
 }
 
 void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
-                            Sent* sent) {
+                            Sent* sent, const Bound& bound) {
   // Passes over the members, each visited once per pass starting at the current one
   // (other threads may move current_ meanwhile; a pass of our own still covers them all).
   // A pass in which some member answered that the cluster has no leader just now is
@@ -207,7 +207,13 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
   // unless a member's connection broke under the call, or gRPC gave up connecting to it
   // because it was slow to answer: then one more pass asks again, and waits (within the
   // budget) for gRPC to connect anew, as etcd's own client does.
-  const auto give_up = Clock::now() + timeout;
+  // The caller's bound cuts every attempt short, the first pass's too.
+  const auto give_up = std::min(Clock::now() + timeout, bound.until);
+  const auto out_of_bound = [&] {
+    return Error(Errc::deadline_exceeded,
+                 std::string(what) + ": " +
+                     (bound.stop.stop_requested() ? "cancelled" : "out of the caller's time"));
+  };
   resp_client::Backoff pause(config_.retry);
   std::optional<Error> last;
   // The members asked again after their connection broke; only they wait for a new one.
@@ -224,17 +230,20 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
       const auto attempt_timeout = pass == 0 ? timeout : std::max(give_up - Clock::now(),
                                                                   Clock::duration::zero());
       for (int auth_round = 0; auth_round < 2; ++auth_round) {
+        if (bound.stop.stop_requested() || Clock::now() >= bound.until) throw out_of_bound();
         grpc::ClientContext context;
         const auto started = Clock::now();
-        const auto deadline = started + attempt_timeout;
+        const auto deadline = std::min(started + attempt_timeout, bound.until);
         context.set_deadline(to_system(deadline));
         context.set_wait_for_ready(!reconnecting.empty() && reconnecting[index] != 0);
+        const std::stop_callback cancel(bound.stop, [&context] { context.TryCancel(); });
         grpc::Status status = authorize(member, context, deadline);
         if (status.ok()) status = body(member, context);
         if (status.ok()) {
           if (sent != nullptr) sent->at = started;
           return;
         }
+        if (bound.stop.stop_requested() || Clock::now() >= bound.until) throw out_of_bound();
         if (is_expired_token(status) && config_.user && auth_round == 0) {
           std::lock_guard lock(member.mu);
           member.token.reset();
@@ -289,14 +298,14 @@ void EtcdRpc::ping_members() {
 }
 
 etcdserverpb::TxnResponse EtcdRpc::txn(const etcdserverpb::TxnRequest& request, Sent* sent,
-                                       std::chrono::milliseconds timeout) {
+                                       std::chrono::milliseconds timeout, const Bound& bound) {
   etcdserverpb::TxnResponse response;
   with_failover(
       "txn", timeout.count() > 0 ? timeout : config_.op_timeout,
       [&](Member& member, grpc::ClientContext& context) {
         return member.kv->Txn(&context, request, &response);
       },
-      sent);
+      sent, bound);
   return response;
 }
 
@@ -326,17 +335,19 @@ etcdserverpb::LeaseGrantResponse EtcdRpc::lease_grant(std::int64_t ttl_seconds, 
   return response;
 }
 
-void EtcdRpc::lease_revoke(std::int64_t id) {
+void EtcdRpc::lease_revoke(std::int64_t id, const Bound& bound) {
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(id);
-  with_failover("lease revoke", config_.op_timeout,
-                [&](Member& member, grpc::ClientContext& context) {
-                  etcdserverpb::LeaseRevokeResponse response;
-                  grpc::Status status = member.lease->LeaseRevoke(&context, request, &response);
-                  // Already gone (expired, or revoked by an earlier attempt): done.
-                  if (status.error_code() == grpc::StatusCode::NOT_FOUND) return grpc::Status::OK;
-                  return status;
-                });
+  with_failover(
+      "lease revoke", config_.op_timeout,
+      [&](Member& member, grpc::ClientContext& context) {
+        etcdserverpb::LeaseRevokeResponse response;
+        grpc::Status status = member.lease->LeaseRevoke(&context, request, &response);
+        // Already gone (expired, or revoked by an earlier attempt): done.
+        if (status.error_code() == grpc::StatusCode::NOT_FOUND) return grpc::Status::OK;
+        return status;
+      },
+      nullptr, bound);
 }
 
 std::vector<std::int64_t> EtcdRpc::keep_alive(std::span<const std::int64_t> ids,

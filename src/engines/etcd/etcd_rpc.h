@@ -49,6 +49,14 @@ class Status;
 
 namespace warden::engines::etcd {
 
+// What an EtcdRpc call may not outlast besides its timeout: the end of its caller's
+// budget (a wait's deadline plus op_timeout), and its caller's stop, which cancels the
+// attempt under way. A call that reaches either throws Error(deadline_exceeded).
+struct CallBound {
+  Clock::time_point until = Clock::time_point::max();
+  std::stop_token stop;
+};
+
 class EtcdRpc {
  public:
   explicit EtcdRpc(const EtcdConfig& config);
@@ -67,14 +75,16 @@ class EtcdRpc {
     Clock::time_point at;
   };
 
+  using Bound = CallBound;
+
   // `timeout` bounds each member's attempt; 0 means op_timeout.
   etcdserverpb::TxnResponse txn(const etcdserverpb::TxnRequest& request, Sent* sent = nullptr,
-                                std::chrono::milliseconds timeout = {});
+                                std::chrono::milliseconds timeout = {}, const Bound& bound = {});
   etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request);
   // A new lease of `ttl_seconds`; the response's TTL may be more (the server's minimum).
   etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds, Sent* sent = nullptr);
   // Revokes a lease and deletes its keys; a lease that no longer exists counts as revoked.
-  void lease_revoke(std::int64_t id);
+  void lease_revoke(std::int64_t id, const Bound& bound = {});
 
   // One keep-alive of every lease in `ids`, over one LeaseKeepAlive stream, answered
   // within `timeout`. Per id, the TTL the server renewed it for (<= 0: the lease is
@@ -114,7 +124,7 @@ class EtcdRpc {
   // next member on a transient failure (see above); throws the last error when every
   // member failed.
   void with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
-                     Sent* sent = nullptr);
+                     Sent* sent = nullptr, const Bound& bound = {});
   // Adds the member's auth token to `context`, authenticating first if it has none.
   grpc::Status authorize(Member& member, grpc::ClientContext& context, Clock::time_point deadline);
   void move_on_from(std::size_t index);

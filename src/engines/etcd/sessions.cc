@@ -136,7 +136,8 @@ void Sessions::lose(std::int64_t lease) {
   lose_locked(lock, lease);
 }
 
-bool Sessions::withdrawn(const std::shared_ptr<const Session>& session, const std::string& key) {
+bool Sessions::withdrawn(const std::shared_ptr<const Session>& session, const std::string& key,
+                         Clock::time_point until) {
   {
     std::lock_guard lock(mu_);
     if (const auto entry = entries_.find(session->lease); entry != entries_.end()) {
@@ -152,10 +153,12 @@ bool Sessions::withdrawn(const std::shared_ptr<const Session>& session, const st
       key, 0, session->lease, !session->shared,
       Clock::now() + std::chrono::seconds(lease_seconds(session->ttl)) + config_.op_timeout};
   try {
+    if (Clock::now() >= until) throw Error(Errc::deadline_exceeded, "no time left to withdraw");
+    const EtcdRpc::Bound bound{until, {}};
     if (withdrawal.revoke) {
-      rpc_->lease_revoke(withdrawal.lease);
+      rpc_->lease_revoke(withdrawal.lease, bound);
     } else {
-      delete_key(withdrawal.key, withdrawal.revision);
+      delete_key(withdrawal.key, withdrawal.revision, bound);
       std::lock_guard lock(mu_);
       unname_locked(withdrawal.lease, withdrawal.key);
     }
@@ -229,7 +232,8 @@ std::optional<Clock::time_point> Sessions::expires(std::int64_t lease) const {
   return entry->second.expires;
 }
 
-void Sessions::delete_key(const std::string& key, std::int64_t revision) {
+void Sessions::delete_key(const std::string& key, std::int64_t revision,
+                          const EtcdRpc::Bound& bound) {
   etcdserverpb::TxnRequest request;
   if (revision != 0) {
     auto* compare = request.add_compare();
@@ -239,7 +243,7 @@ void Sessions::delete_key(const std::string& key, std::int64_t revision) {
     compare->set_create_revision(revision);
   }
   request.add_success()->mutable_request_delete_range()->set_key(key);
-  rpc_->txn(request);
+  rpc_->txn(request, nullptr, {}, bound);
 }
 
 void Sessions::keeper_loop(std::stop_token stop) {
@@ -247,8 +251,8 @@ void Sessions::keeper_loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     keep_alive_due(lock);
     drop_overdue(lock);
-    retry_withdrawals(lock);
-    revoke_idle(lock);
+    retry_withdrawals(lock, stop);
+    revoke_idle(lock, stop);
     auto next = Clock::now() + std::chrono::seconds(1);
     for (const auto& [lease, entry] : entries_) {
       if (entry.session->kept || entry.waiters > 0) {
@@ -344,19 +348,21 @@ void Sessions::lose_locked(std::unique_lock<std::mutex>& lock, std::int64_t leas
   lock.lock();
 }
 
-void Sessions::retry_withdrawals(std::unique_lock<std::mutex>& lock) {
+void Sessions::retry_withdrawals(std::unique_lock<std::mutex>& lock, const std::stop_token& stop) {
   if (withdrawals_.empty()) return;
   std::vector<Withdrawal> pending = std::move(withdrawals_);
   withdrawals_.clear();
   lock.unlock();
   std::vector<Withdrawal> failed;
   std::vector<Withdrawal> deleted;
+  // A Client that closes stops this at once: what is left ends with its sessions.
+  const EtcdRpc::Bound bound{Clock::time_point::max(), stop};
   for (Withdrawal& withdrawal : pending) {
     try {
       if (withdrawal.revoke) {
-        rpc_->lease_revoke(withdrawal.lease);
+        rpc_->lease_revoke(withdrawal.lease, bound);
       } else {
-        delete_key(withdrawal.key, withdrawal.revision);
+        delete_key(withdrawal.key, withdrawal.revision, bound);
         deleted.push_back(std::move(withdrawal));
       }
     } catch (const Error&) {
@@ -376,7 +382,7 @@ void Sessions::retry_withdrawals(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void Sessions::revoke_idle(std::unique_lock<std::mutex>& lock) {
+void Sessions::revoke_idle(std::unique_lock<std::mutex>& lock, const std::stop_token& stop) {
   const auto now = Clock::now();
   std::vector<std::int64_t> idle;
   for (auto it = entries_.begin(); it != entries_.end();) {
@@ -397,7 +403,7 @@ void Sessions::revoke_idle(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   for (const std::int64_t lease : idle) {
     try {
-      rpc_->lease_revoke(lease);
+      rpc_->lease_revoke(lease, EtcdRpc::Bound{Clock::time_point::max(), stop});
     } catch (const Error&) {
       // It ends by its TTL: nobody keeps it alive any more.
     }

@@ -93,9 +93,11 @@ class Sessions {
   // vanished): its grants are reported lost and new requests get a new session.
   void lose(std::int64_t lease);
   // The request on `session` ended without a grant. `key`, if not empty, is deleted
-  // now, and again later until confirmed if the cluster cannot be reached. true if the
-  // key is known to be gone now (deleted, or empty: gone with a lost session).
-  bool withdrawn(const std::shared_ptr<const Session>& session, const std::string& key);
+  // now (within `until`: past it, the keeper deletes it without the caller waiting),
+  // and again later until confirmed if the cluster cannot be reached. true if the key is
+  // known to be gone now (deleted, or empty: gone with a lost session).
+  bool withdrawn(const std::shared_ptr<const Session>& session, const std::string& key,
+                 Clock::time_point until = Clock::time_point::max());
   // A grant on `session` was released (its key deleted): an own lease is revoked; a
   // shared session's key name is free again.
   void released(std::int64_t lease, const std::string& key);
@@ -116,12 +118,13 @@ class Sessions {
  private:
   void keeper_loop(std::stop_token stop);
   void keep_alive_due(std::unique_lock<std::mutex>& lock);
-  void retry_withdrawals(std::unique_lock<std::mutex>& lock);
-  void revoke_idle(std::unique_lock<std::mutex>& lock);
+  // Both end at once when `stop` is requested (the Client closes).
+  void retry_withdrawals(std::unique_lock<std::mutex>& lock, const std::stop_token& stop);
+  void revoke_idle(std::unique_lock<std::mutex>& lock, const std::stop_token& stop);
   void drop_overdue(std::unique_lock<std::mutex>& lock);
   void lose_locked(std::unique_lock<std::mutex>& lock, std::int64_t lease);
   // Deletes `key` (only if its create_revision is `revision`, when that is not 0).
-  void delete_key(const std::string& key, std::int64_t revision);
+  void delete_key(const std::string& key, std::int64_t revision, const EtcdRpc::Bound& bound = {});
   // `key`, named after `lease`, is known to be gone: its name may be taken again.
   void unname_locked(std::int64_t lease, const std::string& key);
 
