@@ -38,6 +38,13 @@ class Backend {
   // if this kind of backend keeps no queue the test can read; throws std::runtime_error
   // if the queue could not be read this time.
   virtual std::optional<std::size_t> queued(std::string_view group, std::string_view name) = 0;
+  // Freezes every process of the backend (SIGSTOP), as a long GC pause, a VM migration
+  // or a dead disk would: connections stay open and nothing answers. false if this kind
+  // of backend has no process to freeze (mem://). Only a clause that started a backend
+  // of its own (EngineCase::start) may freeze it.
+  virtual bool freeze() { return false; }
+  // Lets every process run again (SIGCONT).
+  virtual void thaw() {}
 };
 
 struct EngineCase {

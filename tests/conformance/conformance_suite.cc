@@ -200,9 +200,11 @@ LockOptions Conformance::lock_options() const {
   return options;
 }
 
-Client Conformance::open_client(ClientOptions options) {
+Client Conformance::open_client(ClientOptions options) { return open_client_on(*backend_, options); }
+
+Client Conformance::open_client_on(const Backend& backend, ClientOptions options) const {
   if (GetParam().cache) options.lock_defaults.cache = true;
-  return Client::open(backend_->uri(), options);
+  return Client::open(backend.uri(), options);
 }
 
 Client Conformance::open_client_without_renewals() {

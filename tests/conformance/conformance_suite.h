@@ -179,6 +179,9 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   // A Client whose watchdog never renews: a holder that stopped renewing, as a process
   // that died or froze would. Its grants run out after their TTL and are then lost.
   Client open_client_without_renewals();
+  // A new Client, as open_client() makes them, on another backend: one the test started
+  // for itself (GetParam().start()) because it freezes or cuts it off.
+  Client open_client_on(const Backend& backend, ClientOptions options = {}) const;
   // lock_options() with a lease of `ttl`.
   LockOptions lock_options_with_ttl(std::chrono::milliseconds ttl) const;
   // This test's group: unique per test (and per process), so no other test sees its

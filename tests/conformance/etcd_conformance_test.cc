@@ -93,6 +93,14 @@ class EtcdBackend final : public Backend {
     return testing::waiting_requests(requests);
   }
 
+  bool freeze() override {
+    for (int m = 0; m < cluster_.size(); ++m) cluster_.pause(m);
+    return true;
+  }
+  void thaw() override {
+    for (int m = 0; m < cluster_.size(); ++m) cluster_.resume(m);
+  }
+
  private:
   testing::EtcdCluster cluster_;
 };

@@ -51,6 +51,12 @@ class MariaDbBackend final : public Backend {
     return server_.waiting_sessions(group, name);
   }
 
+  bool freeze() override {
+    server_.pause();
+    return true;
+  }
+  void thaw() override { server_.resume(); }
+
  private:
   testing::MariaDbServer server_;
 };

@@ -1,5 +1,6 @@
 // The conformance suite against postgres://, on a real PostgreSQL 15 started once per
 // test process on a free loopback port with a temp data dir (tests/support/postgres_server.h).
+#include <csignal>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -63,6 +64,13 @@ class PostgresBackend final : public Backend {
     return (count ? static_cast<std::size_t>(std::stoul(*count)) : 0) +
            (waiting ? static_cast<std::size_t>(std::stoul(*waiting)) : 0);
   }
+
+  // The postmaster and every backend and worker it started.
+  bool freeze() override {
+    server_.process().signal_family(SIGSTOP);
+    return true;
+  }
+  void thaw() override { server_.process().signal_family(SIGCONT); }
 
  private:
   testing::PostgresServer server_;

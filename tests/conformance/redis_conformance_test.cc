@@ -92,6 +92,12 @@ class RedisBackend final : public Backend {
     return count_of(probe.command({"ZCARD", testing::lock_tag(group, name) + ":w"}));
   }
 
+  bool freeze() override {
+    server_.pause();
+    return true;
+  }
+  void thaw() override { server_.resume(); }
+
  private:
   const bool tls_;
   testing::RedisServer server_;
@@ -117,6 +123,12 @@ class RedisSentinelBackend final : public Backend {
         group_.command(group_.master_port(), {"ZCARD", testing::lock_tag(group, name) + ":w"}));
   }
 
+  bool freeze() override {
+    group_.pause_all();
+    return true;
+  }
+  void thaw() override { group_.resume_all(); }
+
  private:
   mutable testing::RedisSentinelGroup group_;
 };
@@ -141,6 +153,12 @@ class RedisClusterBackend final : public Backend {
     return count_of(
         cluster_.command(master_of(group, name), {"ZCARD", testing::lock_tag(group, name) + ":w"}));
   }
+
+  bool freeze() override {
+    cluster_.pause_all();
+    return true;
+  }
+  void thaw() override { cluster_.resume_all(); }
 
  private:
   std::uint16_t master_of(std::string_view group, std::string_view name) {

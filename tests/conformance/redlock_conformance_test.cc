@@ -55,6 +55,14 @@ class RedlockBackend final : public Backend {
     return std::nullopt;
   }
 
+  bool freeze() override {
+    for (int i = 0; i < masters_.size(); ++i) masters_.server(i).pause();
+    return true;
+  }
+  void thaw() override {
+    for (int i = 0; i < masters_.size(); ++i) masters_.server(i).resume();
+  }
+
  private:
   testing::RedisMasters masters_;
 };
@@ -74,6 +82,12 @@ class RedisSimpleBackend final : public Backend {
                                     std::string_view /*name*/) override {
     return std::nullopt;
   }
+
+  bool freeze() override {
+    server_.pause();
+    return true;
+  }
+  void thaw() override { server_.resume(); }
 
  private:
   testing::RedisServer server_;

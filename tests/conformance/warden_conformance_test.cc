@@ -1,5 +1,6 @@
 // The conformance suite against warden://, a real wardend (one per case kind and test process)
 // on a free loopback port with a data dir of its own.
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -59,6 +60,12 @@ class WardendBackend final : public Backend {
     return testing::WardendProbe(server().port()).inspect(key_of(group, name)).waiters;
   }
 
+  bool freeze() override {
+    server().process().signal(SIGSTOP);
+    return true;
+  }
+  void thaw() override { server().process().signal(SIGCONT); }
+
  private:
   static std::string key_of(std::string_view group, std::string_view name) {
     std::string key(group);
@@ -68,6 +75,7 @@ class WardendBackend final : public Backend {
   }
 
   const testing::Wardend& server() const { return tls_ ? tls_->server : *plain_; }
+  testing::Wardend& server() { return tls_ ? tls_->server : *plain_; }
 
   std::optional<testing::TlsWardend> tls_;  // one of the two
   std::optional<testing::Wardend> plain_;

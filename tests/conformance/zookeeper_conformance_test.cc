@@ -95,6 +95,14 @@ class ZooKeeperBackend final : public Backend {
     return testing::waiting_requests(modes);
   }
 
+  bool freeze() override {
+    for (int i = 0; i < ensemble_.size(); ++i) ensemble_.pause(i);
+    return true;
+  }
+  void thaw() override {
+    for (int i = 0; i < ensemble_.size(); ++i) ensemble_.resume(i);
+  }
+
  private:
   mutable testing::ZooKeeperEnsemble ensemble_;
 };

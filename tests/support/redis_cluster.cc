@@ -1,5 +1,7 @@
 #include "support/redis_cluster.h"
 
+#include <csignal>
+
 #include <hiredis/hiredis.h>
 #include <unistd.h>
 
@@ -576,6 +578,14 @@ const std::string& RedisClusterGroup::node_id(std::uint16_t port) const { return
 
 std::string RedisClusterGroup::log_text(std::uint16_t port) const {
   return node(port).process.log_text();
+}
+
+void RedisClusterGroup::pause_all() {
+  for (auto& node : nodes_) node->process.signal(SIGSTOP);
+}
+
+void RedisClusterGroup::resume_all() {
+  for (auto& node : nodes_) node->process.signal(SIGCONT);
 }
 
 }  // namespace warden::testing

@@ -87,6 +87,9 @@ class RedisClusterGroup {
   // identity; its data is gone), then waits until the cluster is stable with it.
   void restart_node(std::uint16_t port);
   bool running(std::uint16_t port);
+  // SIGSTOP / SIGCONT of every node: the whole cluster frozen.
+  void pause_all();
+  void resume_all();
 
   // After kill_node(old_master_port): waits until a replica took over the slots that
   // master served and the cluster is stable without it; returns the new master's port.

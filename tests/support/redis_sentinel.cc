@@ -1,5 +1,7 @@
 #include "support/redis_sentinel.h"
 
+#include <csignal>
+
 #include <algorithm>
 #include <fstream>
 #include <stdexcept>
@@ -297,6 +299,16 @@ std::string RedisSentinelGroup::logs() {
     out += "--- sentinel " + std::to_string(sentinel.port) + "\n" + text;
   }
   return out;
+}
+
+void RedisSentinelGroup::pause_all() {
+  for (auto& sentinel : sentinels_) sentinel.process.signal(SIGSTOP);
+  for (auto& node : data_) node->pause();
+}
+
+void RedisSentinelGroup::resume_all() {
+  for (auto& node : data_) node->resume();
+  for (auto& sentinel : sentinels_) sentinel.process.signal(SIGCONT);
 }
 
 }  // namespace warden::testing

@@ -53,6 +53,9 @@ class RedisSentinelGroup {
   void restart_node(std::uint16_t port);
   void kill_sentinels();
   void start_sentinels();
+  // SIGSTOP / SIGCONT of every data node and sentinel: the whole deployment frozen.
+  void pause_all();
+  void resume_all();
 
   // One command to the data node or sentinel on `port`; the reply as RedisProbe::command
   // formats it. Throws std::runtime_error if the server cannot be reached.

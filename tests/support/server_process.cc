@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -129,6 +131,41 @@ bool ServerProcess::running() {
 
 void ServerProcess::signal(int sig) const {
   if (pid_ > 0) ::kill(pid_, sig);
+}
+
+namespace {
+
+// The children of every process in `parents`, from /proc/PID/stat's fourth field.
+std::vector<pid_t> children_of(const std::vector<pid_t>& parents) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(text.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    if (!(fields >> state >> parent)) continue;
+    for (pid_t p : parents) {
+      if (p == parent) children.push_back(static_cast<pid_t>(std::stoi(name)));
+    }
+  }
+  return children;
+}
+
+}  // namespace
+
+void ServerProcess::signal_family(int sig) const {
+  if (pid_ <= 0) return;
+  // The parent first: a stopped postmaster forks no new worker meanwhile.
+  std::vector<pid_t> generation{pid_};
+  while (!generation.empty()) {
+    for (pid_t p : generation) ::kill(p, sig);
+    generation = children_of(generation);
+  }
 }
 
 int ServerProcess::stop(int sig, std::chrono::milliseconds timeout) {

@@ -56,6 +56,9 @@ class ServerProcess {
   bool running();  // reaps the child if it exited
   // Sends `sig` (SIGSTOP/SIGCONT leave it running).
   void signal(int sig) const;
+  // Sends `sig` to the process and to every process it started that runs now, as a
+  // server that forks its workers (PostgreSQL) is frozen or thawed as a whole.
+  void signal_family(int sig) const;
   // Sends `sig` and waits up to `timeout` for the exit, then SIGKILLs. Returns the
   // shell-style status (exit code or 128+signal), -1 if it was not running.
   int stop(int sig, std::chrono::milliseconds timeout = std::chrono::seconds(10));
