@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 namespace warden::torture {
@@ -72,9 +74,23 @@ PartitionProxy::~PartitionProxy() {
   ::close(listener_);
 }
 
+void PartitionProxy::silence_connections() {
+  silence_ = true;
+  // The relay thread clears the flag once it has stopped relaying those connections.
+  while (silence_.load() && thread_.joinable()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void PartitionProxy::run(const std::stop_token& stop) {
-  std::map<int, int> peer;   // each relayed socket -> the other end of its pair
-  std::vector<int> waiting;  // accepted while cut: connected upstream once healed
+  std::map<int, int> peer;  // each relayed socket -> the other end of its pair
+  // Accepted, not yet connected upstream: once healed and due (delay_new_connections).
+  struct Waiting {
+    int client;
+    std::chrono::steady_clock::time_point due;
+  };
+  std::vector<Waiting> waiting;
+  std::vector<int> silenced;  // silence_connections(): open, never relayed again
   const auto drop = [&peer](int fd) {
     const auto it = peer.find(fd);
     if (it == peer.end()) return;
@@ -103,10 +119,19 @@ void PartitionProxy::run(const std::stop_token& stop) {
     if (drop_.exchange(false)) {
       while (!peer.empty()) drop(peer.begin()->first);
     }
+    if (silence_.load()) {
+      for (const auto& [fd, other] : peer) silenced.push_back(fd);
+      peer.clear();  // never read or written again; closed when the proxy ends
+      silence_ = false;
+    }
     const bool cut = cut_;
     if (!cut) {
-      for (int client : waiting) connect_upstream(client);
-      waiting.clear();
+      const auto now = std::chrono::steady_clock::now();
+      std::erase_if(waiting, [&](const Waiting& w) {
+        if (w.due > now) return false;
+        connect_upstream(w.client);
+        return true;
+      });
     }
     fds.assign(1, pollfd{listener_, POLLIN, 0});
     if (!cut) {
@@ -117,8 +142,9 @@ void PartitionProxy::run(const std::stop_token& stop) {
     if (fds[0].revents & POLLIN) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (client >= 0) {
-        if (cut) {
-          waiting.push_back(client);
+        const auto delay = std::chrono::milliseconds(delay_ms_.load());
+        if (cut || delay.count() > 0) {
+          waiting.push_back({client, std::chrono::steady_clock::now() + delay});
         } else {
           connect_upstream(client);
         }
@@ -132,7 +158,8 @@ void PartitionProxy::run(const std::stop_token& stop) {
       }
     }
   }
-  for (int client : waiting) ::close(client);
+  for (const Waiting& w : waiting) ::close(w.client);
+  for (int fd : silenced) ::close(fd);
   while (!peer.empty()) drop(peer.begin()->first);
 }
 

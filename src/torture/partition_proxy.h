@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,14 @@ class PartitionProxy {
   // when a NAT or a restarted middlebox drops its state); new connections are relayed
   // as before (or held while cut). Takes effect within milliseconds.
   void drop_connections() { drop_ = true; }
+  // Makes every relayed connection silent for good, both ways, without closing it (no
+  // FIN, no RST: as when a NAT or firewall forgets a connection and drops its packets);
+  // new connections are relayed as before. Returns once in effect: nothing more passes.
+  void silence_connections();
+  // Every connection accepted from now on is relayed only `delay` after it was accepted
+  // (a backend slow to answer new connections: a loaded machine, a slow handshake);
+  // zero, the default, relays at once.
+  void delay_new_connections(std::chrono::milliseconds delay) { delay_ms_ = delay.count(); }
 
  private:
   void run(const std::stop_token& stop);
@@ -42,6 +51,8 @@ class PartitionProxy {
   std::uint16_t port_ = 0;
   std::atomic<bool> cut_{false};
   std::atomic<bool> drop_{false};
+  std::atomic<bool> silence_{false};
+  std::atomic<std::int64_t> delay_ms_{0};
   std::jthread thread_;
 };
 

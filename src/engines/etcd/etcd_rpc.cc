@@ -55,10 +55,10 @@ bool is_slow_connect(const grpc::Status& status) {
   if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
   const std::string& message = status.error_message();
   if (message.find("failed to connect") == std::string::npos) return false;
-  for (const char* sign : {"timed out", "Timeout occurred", "handshaker shutdown"}) {
-    if (message.find(sign) != std::string::npos) return true;
-  }
-  return false;
+  // gRPC writes "Handshaker shutdown" or "handshaker shutdown" by version.
+  return message.find("timed out") != std::string::npos ||
+         message.find("Timeout occurred") != std::string::npos ||
+         message.find("andshaker shutdown") != std::string::npos;
 }
 
 // etcd's "invalid auth token": the token expired (or the member restarted).
@@ -123,13 +123,13 @@ struct EtcdRpc::Member {
     // A restarted member is found again within a second, not after gRPC's default
     // back-off of up to two minutes.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     // gRPC takes the "minimum back-off" as the least time one connection attempt gets
     // (it does not lengthen the 100 ms–1 s pause between attempts). A member on a loaded
     // machine can take longer than 100 ms to send its HTTP/2 SETTINGS frame or finish a
     // TLS handshake: the attempt then failed, and with it the call. An attempt gets
-    // op_timeout, like any call; a refused connection still fails at once.
+    // op_timeout, like any call; a refused connection still fails at once. Set once
+    // only: of two values for one argument, gRPC takes the first.
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
                 static_cast<int>(std::min<std::int64_t>(config.op_timeout.count(), 60'000)));
     // gRPC shares connections to one address between channels by default: a new Client
@@ -205,7 +205,7 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
   // followed by another, after a pause, until `timeout` has passed since the call began:
   // an election is under way. A pass in which no member could be reached ends the call,
   // unless a member's connection broke under the call, or gRPC gave up connecting to it
-  // because it was slow to answer: then one more pass asks again, and waits (within the
+  // because it was slow to answer: then the next pass asks again, and waits (within the
   // budget) for gRPC to connect anew, as etcd's own client does.
   // The caller's bound cuts every attempt short, the first pass's too.
   const auto give_up = std::min(Clock::now() + timeout, bound.until);
@@ -227,8 +227,8 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
       Member& member = *members_[index];
       // The first pass gives every member the whole timeout, so a frozen member costs one
       // timeout before the next is asked; later passes end with the call's budget.
-      const auto attempt_timeout = pass == 0 ? timeout : std::max(give_up - Clock::now(),
-                                                                  Clock::duration::zero());
+      const auto attempt_timeout =
+          pass == 0 ? timeout : std::max(give_up - Clock::now(), Clock::duration::zero());
       for (int auth_round = 0; auth_round < 2; ++auth_round) {
         if (bound.stop.stop_requested() || Clock::now() >= bound.until) throw out_of_bound();
         grpc::ClientContext context;
@@ -255,15 +255,22 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
         const bool waited_in_vain = !reconnecting.empty() && reconnecting[index] != 0 &&
                                     status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
         // No new connection within the budget: the member is down, as the break said.
-        if (!waited_in_vain) last = status_error(status, what, member.endpoint, config_.tls.enabled);
+        if (!waited_in_vain)
+          last = status_error(status, what, member.endpoint, config_.tls.enabled);
         electing = electing || is_leaderless(status);
         broke[index] = is_broken_connection(status) || is_slow_connect(status) ? 1 : 0;
         move_on_from(index);
         break;
       }
     }
+    // A connection can break again while it is made anew (a relay or NAT that dropped
+    // it closes the next one too, until it has settled): each pass after a break waits
+    // for a new connection, within the budget, a short pause apart after the first.
     const bool any_broke = std::find(broke.begin(), broke.end(), 1) != broke.end();
-    if (any_broke && reconnecting.empty() && Clock::now() < give_up) {
+    if (any_broke && Clock::now() < give_up) {
+      if (!reconnecting.empty())
+        std::this_thread::sleep_for(std::min<Clock::duration>(
+            pause.next_delay(), std::max(give_up - Clock::now(), Clock::duration::zero())));
       reconnecting = std::move(broke);
       continue;
     }
@@ -309,11 +316,15 @@ etcdserverpb::TxnResponse EtcdRpc::txn(const etcdserverpb::TxnRequest& request, 
   return response;
 }
 
-etcdserverpb::RangeResponse EtcdRpc::range(const etcdserverpb::RangeRequest& request) {
+etcdserverpb::RangeResponse EtcdRpc::range(const etcdserverpb::RangeRequest& request,
+                                           const Bound& bound) {
   etcdserverpb::RangeResponse response;
-  with_failover("range", config_.op_timeout, [&](Member& member, grpc::ClientContext& context) {
-    return member.kv->Range(&context, request, &response);
-  });
+  with_failover(
+      "range", config_.op_timeout,
+      [&](Member& member, grpc::ClientContext& context) {
+        return member.kv->Range(&context, request, &response);
+      },
+      nullptr, bound);
   return response;
 }
 
@@ -428,8 +439,8 @@ std::optional<std::int64_t> EtcdRpc::wait_for_change(const std::string& key,
 }
 
 bool EtcdRpc::watch_stream(const std::string& key, const std::string& range_end,
-                           std::int64_t start_revision, bool deletes_only,
-                           Clock::time_point until, const std::stop_token& stop,
+                           std::int64_t start_revision, bool deletes_only, Clock::time_point until,
+                           const std::stop_token& stop,
                            const std::function<bool(const etcdserverpb::WatchResponse&)>& done) {
   if (stop.stop_requested() || Clock::now() >= until) return true;
   const std::size_t index = current_.load(std::memory_order_relaxed) % members_.size();

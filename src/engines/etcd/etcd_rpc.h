@@ -6,10 +6,10 @@
 // and the call is retried there. A pass asks every member once. While an election is
 // under way the members that are up may all refuse at once ("leader changed", "no
 // leader"); after such a pass the call pauses (the retry policy) and makes another, until
-// its timeout has passed since it began. A pass that reached no member throws. Every call the engine makes is safe to repeat (creates are guarded
-// by create_revision == 0 on a key of its own, deletes and a proclaim's put by its
-// create_revision, the rest are reads or lease calls), so a retry after a lost reply
-// changes nothing.
+// its timeout has passed since it began. A pass that reached no member throws. Every call the
+// engine makes is safe to repeat (creates are guarded by create_revision == 0 on a key of its own,
+// deletes and a proclaim's put by its create_revision, the rest are reads or lease calls), so a
+// retry after a lost reply changes nothing.
 //
 // Auth: with a user, each member's channel authenticates once and sends the token as
 // the "token" metadata of every call; a call refused because the token expired
@@ -28,11 +28,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -80,7 +80,8 @@ class EtcdRpc {
   // `timeout` bounds each member's attempt; 0 means op_timeout.
   etcdserverpb::TxnResponse txn(const etcdserverpb::TxnRequest& request, Sent* sent = nullptr,
                                 std::chrono::milliseconds timeout = {}, const Bound& bound = {});
-  etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request);
+  etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request,
+                                    const Bound& bound = {});
   // A new lease of `ttl_seconds`; the response's TTL may be more (the server's minimum).
   etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds, Sent* sent = nullptr);
   // Revokes a lease and deletes its keys; a lease that no longer exists counts as revoked.

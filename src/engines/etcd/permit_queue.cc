@@ -22,8 +22,8 @@ std::optional<std::uint32_t> take_number(std::string_view& text) {
 }  // namespace
 
 std::string permits_value(std::uint32_t permits, std::uint32_t capacity, std::string_view client) {
-  return std::string(kPermitsTag) + std::to_string(permits) + ' ' + std::to_string(capacity) +
-         ' ' + std::string(client);
+  return std::string(kPermitsTag) + std::to_string(permits) + ' ' + std::to_string(capacity) + ' ' +
+         std::string(client);
 }
 
 std::optional<QueuedRequest> parse_request(std::string_view rest, std::string_view value,

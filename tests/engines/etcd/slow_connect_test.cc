@@ -30,8 +30,8 @@ TEST(EtcdSlowConnect, OpenWaitsForAMemberThatAnswersItsConnectionLateWithinOpTim
   std::vector<std::unique_ptr<torture::PartitionProxy>> relays;
   const std::string uri = torture::proxied_url(cluster.uri(), relays);
   relays.front()->cut();
-  auto opened = std::async(std::launch::async,
-                           [&] { return Client::open(uri, quick_options(5000ms)); });
+  auto opened =
+      std::async(std::launch::async, [&] { return Client::open(uri, quick_options(5000ms)); });
   std::this_thread::sleep_for(kSilence);
   relays.front()->heal();
   Client client = opened.get();  // before the fix: unavailable, "timed out before SETTINGS"
@@ -56,6 +56,23 @@ TEST(EtcdSlowConnect, AnAcquireAfterABrokenConnectionWaitsForASlowReconnectWithi
   std::this_thread::sleep_for(kSilence);
   relays.front()->heal();
   EXPECT_TRUE(acquired.get());
+}
+
+// Every new connection answered late, not only the first: a connection attempt itself
+// must get op_timeout, or every retry times out the same way. Later than the longest
+// pause between gRPC's attempts (1 s, which gRPC would otherwise also give an attempt).
+constexpr auto kLateAnswer = 1500ms;
+
+TEST(EtcdSlowConnect, EveryConnectionAnsweredLateIsStillMadeWithinOpTimeout) {
+  EtcdCluster cluster;
+  std::vector<std::unique_ptr<torture::PartitionProxy>> relays;
+  const std::string uri = torture::proxied_url(cluster.uri(), relays);
+  relays.front()->delay_new_connections(kLateAnswer);
+  Client client = Client::open(uri, quick_options(5000ms));  // before: unavailable
+  ASSERT_TRUE(client.lock("g", "x").acquire(Mode::exclusive, Wait::none()));
+
+  relays.front()->drop_connections();  // the next acquire connects anew, late again
+  EXPECT_TRUE(client.lock("g", "y").acquire(Mode::exclusive, Wait::up_to(5s)));
 }
 
 }  // namespace
