@@ -178,8 +178,14 @@ def main(argv):
         print(f"test-report: {lost} cases have no result (see above)", file=sys.stderr)
     for _, name, status, _, message in cases:
         if status == "fail":
-            print(f"  FAILED {name}: {message.splitlines()[0] if message else ''}",
-                  file=sys.stderr)
+            # The first lines of GoogleTest's message: where it failed and what it saw, so a
+            # CI log that keeps only its tail still says why.
+            lines = [line[:300] for line in message.splitlines() if line.strip()]
+            print(f"  FAILED {name}", file=sys.stderr)
+            for line in lines[:8]:
+                print(f"    {line}", file=sys.stderr)
+            if len(lines) > 8:
+                print(f"    … {len(lines) - 8} more lines in the JUnit file", file=sys.stderr)
     return 1 if failed else 0
 
 
