@@ -21,7 +21,6 @@ RELEASE_DIR := build/release
 PACKAGE_DIR := build/package
 STAGE_DIR := $(CURDIR)/build/stage
 CONSUMER_DIR := build/consumer
-FUZZ_DIR := build/fuzz
 
 # The main job of `make run`: warden's lock server in the foreground, on 127.0.0.1:7380
 # with its durable state in ./data. Stop it with Ctrl-C (state is kept).
@@ -105,19 +104,16 @@ check: deps asan
 	$(call say,ctest: asan preset (labels unit and check))
 	ctest --preset asan -L '^(unit|check)$$' -LE '^$$' -j $(CTEST_JOBS)
 
-# The libFuzzer targets need clang; each runs for a bounded 20 s from its seed corpus
-# (fuzz/corpus/<target>), two at a time (one per core). Their g++ replays already ran in asan-ctest. The targets:
-# wardend's request parser and dispatcher; engine URIs and the engines' config parsers;
-# sequencers; wardend's state file, table snapshot and users file; the torture history
-# reader; the RESP clients' reading of replies (a server that answers garbage).
-FUZZ_TARGETS := resp_fuzz dispatcher_fuzz uri_fuzz sequencer_fuzz state_file_fuzz \
-                table_snapshot_fuzz users_file_fuzz history_fuzz resp_reply_fuzz
-fuzz:
-	$(call say,fuzz: libFuzzer targets with clang (20 s each))
-	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-	  -DWARDEN_FUZZ=ON
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
-	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure -j $(JOBS)
+# The libFuzzer targets (clang) are built by the asan preset beside the tests, from the
+# objects the tests use; each runs for a bounded 20 s from its seed corpus
+# (fuzz/corpus/<target>), two at a time (one per core). Their replays already ran in
+# asan-ctest. The targets: wardend's request parser and dispatcher; engine URIs and the
+# engines' config parsers; sequencers; wardend's state file, table snapshot and users
+# file; the torture history reader; the RESP clients' reading of replies (a server that
+# answers garbage).
+fuzz: asan
+	$(call say,fuzz: libFuzzer targets (20 s each))
+	ctest --preset asan -L '^fuzz$$' -LE '^$$' --output-on-failure -j $(JOBS)
 
 # The release and package builds compile the same sources with the same flags (they
 # differ in where `cmake --install` puts files, not in what is compiled), so the second

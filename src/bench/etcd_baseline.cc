@@ -12,7 +12,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::string kKeyPrefix = "warden-bench/";
+const std::string kEtcdKeyPrefix = "warden-bench/";
 
 void check(const grpc::Status& status, const std::string& what, const std::string& target) {
   if (status.ok()) return;
@@ -122,7 +122,7 @@ std::vector<std::unique_ptr<CycleClient>> open_etcd_clients(const std::string& u
   std::vector<std::unique_ptr<CycleClient>> clients;
   for (int i = 0; i < workload.clients; ++i) {
     std::vector<std::string> names;
-    for (int k = 0; k < workload.keys; ++k) names.push_back(kKeyPrefix + lock_name(workload, i, k));
+    for (int k = 0; k < workload.keys; ++k) names.push_back(kEtcdKeyPrefix + lock_name(workload, i, k));
     clients.push_back(
         std::make_unique<EtcdCycleClient>(target, std::move(names), workload, i, timeout));
   }

@@ -18,7 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::string kKeyPrefix = "warden-bench:";
+const std::string kRedisKeyPrefix = "warden-bench:";
 
 // One key of a client, and the connection (to its slot's master, on a cluster) it
 // goes through.
@@ -152,7 +152,7 @@ std::vector<std::unique_ptr<CycleClient>> open_redis_clients(const std::string& 
     std::vector<RoutedKey> keys;
     keys.reserve(static_cast<std::size_t>(workload.keys));
     for (int k = 0; k < workload.keys; ++k) {
-      std::string key = kKeyPrefix + lock_name(workload, i, k);
+      std::string key = kRedisKeyPrefix + lock_name(workload, i, k);
       const Endpoint endpoint = router.endpoint_for(key);
       auto [it, added] = conn_of.emplace(endpoint.name(), conns.size());
       if (added) {

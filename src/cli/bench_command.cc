@@ -22,6 +22,7 @@
 #include "cli/duration.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
+#include "cli/print.h"
 #include "core/uri.h"
 #include "warden/error.h"
 
@@ -37,7 +38,7 @@ constexpr auto kHandoffStepTimeout = 10s;
 constexpr std::size_t kHoldLocksBatch = 10'000;
 constexpr auto kMaxDuration = 24h;
 
-struct Plan {
+struct BenchPlan {
   std::string url;
   std::string url_text;  // redacted, for output
   bench::Workload workload;
@@ -72,8 +73,8 @@ std::string make_run_id() {
   return text;
 }
 
-Plan make_plan(const BenchOptions& o) {
-  Plan plan;
+BenchPlan make_plan(const BenchOptions& o) {
+  BenchPlan plan;
   plan.url = o.url;
   if (plan.url.empty()) {
     if (const char* env = std::getenv("WARDEN_URL")) plan.url = env;
@@ -163,10 +164,6 @@ auto step(const std::string& what, F&& f) {
   }
 }
 
-void print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
 
 bench::PhaseFigures figures(const std::string& url, bench::RunResult& run) {
   bench::PhaseFigures f;
@@ -178,7 +175,7 @@ bench::PhaseFigures figures(const std::string& url, bench::RunResult& run) {
   return f;
 }
 
-int hold_locks(const BenchOptions& o, const Plan& plan) {
+int hold_locks(const BenchOptions& o, const BenchPlan& plan) {
   if (o.key_bytes < std::to_string(o.hold_locks).size()) {
     throw Failure(exit_code::kUsage, "--key-bytes",
                   "too short for " + std::to_string(o.hold_locks) + " distinct names");
@@ -191,7 +188,7 @@ int hold_locks(const BenchOptions& o, const Plan& plan) {
   return exit_code::kOk;
 }
 
-int election_failover(const Plan& plan, int samples) {
+int election_failover(const BenchPlan& plan, int samples) {
   std::error_code error;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) throw Failure(exit_code::kInternal, "bench", "cannot find the warden executable");
@@ -203,7 +200,7 @@ int election_failover(const Plan& plan, int samples) {
   return exit_code::kOk;
 }
 
-int idle_connections(const BenchOptions& o, const Plan& plan) {
+int idle_connections(const BenchOptions& o, const BenchPlan& plan) {
   const auto hold = whole_milliseconds(duration_option("--idle-hold", o.idle_hold));
   const auto result = step("idle connections to " + plan.url_text, [&] {
     return bench::idle_connections(plan.url, o.idle_connections, hold);
@@ -224,7 +221,7 @@ bench::Workload locks_only(bench::Workload w) {
 }  // namespace
 
 int run_bench(const BenchOptions& options) {
-  const Plan plan = make_plan(options);
+  const BenchPlan plan = make_plan(options);
   if (options.hold_locks > 0) return hold_locks(options, plan);
   if (options.idle_connections > 0) return idle_connections(options, plan);
   if (options.election_failover > 0) return election_failover(plan, options.election_failover);

@@ -21,7 +21,7 @@ namespace warden::cli {
 namespace {
 
 // Everything elect() needs, checked before any I/O so that bad input changes nothing.
-struct Plan {
+struct ElectPlan {
   std::string url;
   std::string value;
   std::optional<std::chrono::nanoseconds> wait;  // nullopt: forever
@@ -29,8 +29,8 @@ struct Plan {
   LostPolicy lost;
 };
 
-Plan make_plan(const ElectOptions& options, const std::string& election_text) {
-  Plan plan;
+ElectPlan make_plan(const ElectOptions& options, const std::string& election_text) {
+  ElectPlan plan;
   plan.url = url_or_environment(options.url);
   plan.wait = wait_option(options.wait);
   plan.lock.ttl = millis_option("--ttl", options.ttl);
@@ -53,7 +53,7 @@ Plan make_plan(const ElectOptions& options, const std::string& election_text) {
   return plan;
 }
 
-Election open_election(const Client& client, const ElectOptions& options, const Plan& plan,
+Election open_election(const Client& client, const ElectOptions& options, const ElectPlan& plan,
                        const std::string& election_text) {
   try {
     return client.election(options.group, options.name, plan.lock);
@@ -75,7 +75,7 @@ std::string default_leader_value() {
 
 int elect(const ElectOptions& options) {
   const std::string election_text = printable(options.group + '/' + options.name);
-  const Plan plan = make_plan(options, election_text);
+  const ElectPlan plan = make_plan(options, election_text);
 
   // Before Client::open: the watchdog thread must inherit the blocked signal mask.
   Events events;

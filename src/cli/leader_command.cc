@@ -15,6 +15,7 @@
 #include "cli/failure.h"
 #include "cli/hold_options.h"
 #include "cli/leader_format.h"
+#include "cli/print.h"
 #include "core/names.h"
 #include "core/uri.h"
 #include "warden/client.h"
@@ -27,12 +28,8 @@ namespace {
 using namespace std::chrono_literals;
 
 // Each look at the backend gives up after this; a watch then looks again.
-constexpr auto kTimeout = 5s;
+constexpr auto kLookTimeout = 5s;
 
-void print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);  // a watch's reader (a pipe, a log) sees each change at once
-}
 
 // Runs Election::observe on a helper thread, printing each change with `show`, until a
 // signal arrives. SIGINT and SIGTERM are how a watch is meant to end: 0.
@@ -95,7 +92,7 @@ int leader(const LeaderOptions& o) {
 
   const std::string what = "leader " + url_text;
   ClientOptions options;
-  options.op_timeout = kTimeout;
+  options.op_timeout = kLookTimeout;
   const Client client = [&] {
     try {
       return Client::open(url, options);

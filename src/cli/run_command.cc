@@ -17,7 +17,7 @@ namespace warden::cli {
 namespace {
 
 // Everything run() needs, checked before any I/O so that bad input changes nothing.
-struct Plan {
+struct RunPlan {
   std::string url;
   Mode mode = Mode::exclusive;
   std::optional<std::chrono::nanoseconds> wait;  // nullopt: forever
@@ -50,8 +50,8 @@ Fairness fairness_option(const RunOptions& options) {
   return fairness;
 }
 
-Plan make_plan(const RunOptions& options) {
-  Plan plan;
+RunPlan make_plan(const RunOptions& options) {
+  RunPlan plan;
   plan.url = url_or_environment(options.url);
   plan.mode = options.shared ? Mode::shared : Mode::exclusive;
   if (options.names.size() > 1 && options.permits > 0) {
@@ -82,7 +82,7 @@ std::string locks_text(const RunOptions& options) {
   return printable(text + '}');
 }
 
-std::vector<Lease> acquire_lock(Client& client, const RunOptions& options, const Plan& plan,
+std::vector<Lease> acquire_lock(Client& client, const RunOptions& options, const RunPlan& plan,
                                 Wait wait, Events& events) {
   Lock lock = [&] {
     try {
@@ -94,7 +94,7 @@ std::vector<Lease> acquire_lock(Client& client, const RunOptions& options, const
   return acquire_interruptibly(lock, plan.mode, wait, timeout_why(plan.wait), events);
 }
 
-std::vector<Lease> acquire_permit(Client& client, const RunOptions& options, const Plan& plan,
+std::vector<Lease> acquire_permit(Client& client, const RunOptions& options, const RunPlan& plan,
                                   Wait wait, Events& events) {
   const std::string text = locks_text(options);
   Semaphore semaphore = [&] {
@@ -117,7 +117,7 @@ std::vector<Lease> acquire_permit(Client& client, const RunOptions& options, con
 }
 
 // Every name of the group, all or nothing: the members' leases in name order.
-std::vector<Lease> acquire_multi(Client& client, const RunOptions& options, const Plan& plan,
+std::vector<Lease> acquire_multi(Client& client, const RunOptions& options, const RunPlan& plan,
                                  Wait wait, Events& events) {
   const std::string text = locks_text(options);
   MultiLock multi = [&] {
@@ -140,7 +140,7 @@ std::vector<Lease> acquire_multi(Client& client, const RunOptions& options, cons
 }  // namespace
 
 int run(const RunOptions& options) {
-  const Plan plan = make_plan(options);
+  const RunPlan plan = make_plan(options);
   const std::string lock_text = locks_text(options);
 
   // Before Client::open: the watchdog thread must inherit the blocked signal mask.

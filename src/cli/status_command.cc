@@ -14,6 +14,7 @@
 #include "bench/resp_connection.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
+#include "cli/print.h"
 #include "cli/status_format.h"
 #include "core/names.h"
 #include "core/uri.h"
@@ -26,17 +27,13 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr auto kTimeout = 5s;
+constexpr auto kStatusTimeout = 5s;
 
 bool all_digits(const std::string& s) {
   return !s.empty() && s.size() < 19 &&
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-void print(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
 
 std::string info_text(const std::string& url,
                       const std::vector<std::pair<std::string, std::string>>& fields) {
@@ -102,7 +99,7 @@ int status(const StatusOptions& o) {
 
   try {
     if (o.group.empty()) {
-      bench::RespConnection conn = bench::RespConnection::open(bench::endpoint_of(url), kTimeout);
+      bench::RespConnection conn = bench::RespConnection::open(bench::endpoint_of(url), kStatusTimeout);
       const std::string text =
           bench::expect_text(*conn.command({"INFO"}), "INFO on " + conn.endpoint());
       const auto fields = bench::parse_info(text);
@@ -111,7 +108,7 @@ int status(const StatusOptions& o) {
     }
     // Every engine answers through the client: one read, no lock taken.
     ClientOptions options;
-    options.op_timeout = kTimeout;
+    options.op_timeout = kStatusTimeout;
     const Client client = Client::open(url, options);
     if (!o.name) {
       const auto locks = client.list(o.group);

@@ -15,6 +15,7 @@
 #include "torture/clock.h"
 #include "torture/history.h"
 #include "torture/resource_link.h"
+#include "torture/stop_signal.h"
 #include "warden/client.h"
 #include "warden/election.h"
 #include "warden/error.h"
@@ -23,9 +24,6 @@
 
 namespace warden::torture {
 namespace {
-
-volatile sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
 
 // The client's history file; written from the loop and from the watchdog's thread
 // (lost signals).
@@ -131,7 +129,7 @@ int run_client_loop(const ClientLoopOptions& options) {
                                                      options.hold_max.count());
     const std::string me = std::to_string(options.client);
 
-    while (!g_stop) {
+    while (!stop_signalled) {
       recorder.record(EventKind::request);
       Taken lease;
       try {

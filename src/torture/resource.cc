@@ -19,13 +19,11 @@
 
 #include "torture/clock.h"
 #include "torture/history.h"
+#include "torture/stop_signal.h"
 #include "warden/fence_gate.h"
 
 namespace warden::torture {
 namespace {
-
-volatile sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
 
 constexpr const char* kLock = "torture";
 
@@ -145,7 +143,7 @@ int run_resource(const ResourceOptions& options) {
   const int listener = listen_on(options.socket_path);
   std::vector<pollfd> fds;
   char buffer[4096];
-  while (!g_stop) {
+  while (!stop_signalled) {
     fds.assign(1, pollfd{listener, POLLIN, 0});
     for (const auto& [fd, conn] : resource.connections) fds.push_back(pollfd{fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), 200) < 0) {
