@@ -91,7 +91,7 @@ std::shared_ptr<Hold> ClientState::acquire(const core::LockKey& key, Mode mode,
   }
 
   if (lock_options.cache) {
-    auto taken = cache_.take(key.joined(), mode);
+    auto taken = cache_.take(key.joined(), mode, lock_options.ttl, lock_options.lock_delay);
     give_back(std::move(taken.give_back));
     if (taken.hit) {
       if (auto hold = unpark(taken.hit, mode)) return hold;
@@ -115,6 +115,11 @@ std::vector<std::shared_ptr<Hold>> ClientState::acquire_set(
     Clock::time_point deadline, std::stop_token stop) {
   core::AcquireSetRequest request{members, lock_options, deadline, std::move(stop)};
   request.options.fairness = capabilities.resolve(request.options.fairness);
+  // A try of the set must not find a member still held by this client's own release in
+  // flight, as a try of one lock (grant) must not.
+  if (deadline <= Clock::now()) {
+    for (const auto& member : members) settle_release_of(member.key);
+  }
   for (const auto& member : members) metrics->add(member.key.group, core::Counter::attempts);
   const auto started = Clock::now();
   std::optional<std::vector<core::Granted>> granted;
@@ -191,7 +196,8 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
   const auto& group = request.key.group;
   metrics->add(group, core::Counter::attempts);
   // Read before the request goes out: a revoke of everything after this covers its grant.
-  Hold::Caching caching{false, request.options.cache ? cache_.epoch() : 0};
+  Hold::Caching caching{false, request.options.cache ? cache_.epoch() : 0, request.options.ttl,
+                        request.options.lock_delay};
   const auto started = Clock::now();
   std::optional<core::Granted> granted;
   try {
@@ -230,9 +236,12 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
 
   const auto& group = hold->grant.key.group;
   if (removed == Hold::Removed::nothing_to_release) {
-    // Lost (or already released): the backend no longer holds it, nothing to send.
+    // Lost (or already released): the backend no longer holds it, nothing to send. Its
+    // revoke watch ends with it: kept, its thread and backend watch would outlive it, and
+    // a stale revoke of it could be taken for a live grant's.
     watchdog_.unwatch(hold.get());
     forget(*hold);
+    unwatch_revokes(*hold);
     return;
   }
   // unlock() and a dropped Lease keep a cacheable grant; Lease::release() gives it back.
@@ -439,7 +448,8 @@ Election Client::election(std::string_view group, std::string_view name,
   core::validate_name(name);
   core::validate_lock_options(options);
   core::refuse_cache(options, "an election");
-  if (!state_->capabilities.election) throw Error(Errc::unsupported, "this engine has no elections");
+  if (!state_->capabilities.election)
+    throw Error(Errc::unsupported, "this engine has no elections");
   core::require_capabilities(state_->capabilities, Mode::exclusive, options);
   return Election(state_, std::string(group), std::string(name), options);
 }

@@ -16,8 +16,8 @@
 #include "core/engine.h"
 #include "core/hold.h"
 #include "core/lock_cache.h"
-#include "core/watch_revokes.h"
 #include "core/metrics.h"
+#include "core/watch_revokes.h"
 #include "core/watchdog.h"
 #include "warden/options.h"
 
@@ -62,10 +62,10 @@ class ClientState {
       Clock::time_point deadline, std::stop_token stop);
 
   // Releases one count of `mode` on `hold`. On the last count, releases the grant on the
-  // backend, or keeps it in the lock cache (a cacheable grant not revoked). With `report` (Lease::release) it waits for the backend's answer: if the
-  // backend does not confirm, the count is restored and the Error rethrown. Without
-  // (unlock(), a Lease dropped) it sends the release and returns; a release the backend
-  // does not confirm is retried in the background.
+  // backend, or keeps it in the lock cache (a cacheable grant not revoked). With `report`
+  // (Lease::release) it waits for the backend's answer: if the backend does not confirm, the count
+  // is restored and the Error rethrown. Without (unlock(), a Lease dropped) it sends the release
+  // and returns; a release the backend does not confirm is retried in the background.
   void release(const std::shared_ptr<Hold>& hold, Mode mode, bool report);
 
   // The calling thread's hold of `key`, or nullptr.

@@ -49,8 +49,8 @@ void Leadership::proclaim(std::string value) {
   value_ = std::move(value);
 }
 
-Election::Election(std::shared_ptr<detail::ClientState> client, std::string group,
-                   std::string name, LockOptions options)
+Election::Election(std::shared_ptr<detail::ClientState> client, std::string group, std::string name,
+                   LockOptions options)
     : client_(std::move(client)),
       group_(std::move(group)),
       name_(std::move(name)),
@@ -64,7 +64,11 @@ Leadership Election::campaign(std::string value, Wait wait, std::stop_token stop
 }
 
 std::optional<Leader> Election::leader() const {
-  return leader_in(client_->engine().inspect(core::LockKey{group_, name_}));
+  const core::LockKey key{group_, name_};
+  // A Leadership this client dropped sent its release without waiting: the client must
+  // not report itself as the leader it let go (docs/contract.md).
+  client_->settle_release_of(key);
+  return leader_in(client_->engine().inspect(key));
 }
 
 void Election::observe(const std::function<void(const std::optional<Leader>&)>& on_change,

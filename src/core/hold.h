@@ -41,6 +41,10 @@ ThreadKey this_thread_key() noexcept;
 struct HoldCaching {
   bool cacheable = false;
   std::uint64_t epoch = 0;
+  // The options the grant was asked with that a cache hit must match: a hit serves only
+  // a request asking for the same lease length and lock delay.
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds lock_delay{0};
 };
 
 class Hold {

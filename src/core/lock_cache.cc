@@ -37,7 +37,8 @@ std::uint64_t LockCache::epoch() const {
   return epoch_;
 }
 
-LockCache::Taken LockCache::take(const std::string& lock, Mode mode) {
+LockCache::Taken LockCache::take(const std::string& lock, Mode mode, std::chrono::milliseconds ttl,
+                                 std::chrono::milliseconds lock_delay) {
   Taken taken;
   std::lock_guard guard(mu_);
   const auto it = entries_.find(lock);
@@ -46,8 +47,11 @@ LockCache::Taken LockCache::take(const std::string& lock, Mode mode) {
   entries_.erase(it);
   // A grant in the other mode would serve this request wrongly (a shared grant cannot
   // be counted exclusive; an exclusive one would keep other shared holders out), and a
-  // lost one serves nobody: the caller gives it back and asks the backend.
-  if (parked->grant.mode == mode && parked->state() == Hold::State::active) {
+  // lost one serves nobody, and one asked with another lease length or lock delay
+  // would give the request what it did not ask for: the caller gives it back and asks
+  // the backend.
+  if (parked->grant.mode == mode && parked->state() == Hold::State::active &&
+      parked->caching.ttl == ttl && parked->caching.lock_delay == lock_delay) {
     taken.hit = std::move(parked);
   } else {
     taken.give_back.push_back(std::move(parked));
@@ -63,14 +67,9 @@ LockCache::Holds LockCache::park(std::shared_ptr<Hold> parked) {
     out.push_back(std::move(parked));
     return out;
   }
-  if (const auto it = revoked_.find(name); it != revoked_.end()) {
-    // Tokens of one lock only grow: an older token's revoke was for an earlier grant.
-    const bool this_one = it->second == parked->grant.token;
-    if (it->second <= parked->grant.token) revoked_.erase(it);
-    if (this_one) {
-      out.push_back(std::move(parked));
-      return out;
-    }
+  if (take_revoke(name, parked->grant.token)) {
+    out.push_back(std::move(parked));
+    return out;
   }
   if (entries_.size() >= capacity_ && !entries_.contains(name)) {
     const auto victim = oldest();
@@ -91,9 +90,26 @@ LockCache::Holds LockCache::park(std::shared_ptr<Hold> parked) {
 bool LockCache::revoked(const Hold& hold) {
   std::lock_guard guard(mu_);
   if (hold.caching.epoch < epoch_) return true;
-  const auto it = revoked_.find(hold.grant.key.joined());
-  if (it == revoked_.end() || it->second != hold.grant.token) return false;
-  revoked_.erase(it);
+  return take_revoke(hold.grant.key.joined(), hold.grant.token);
+}
+
+void LockCache::remember_revoke(const std::string& lock, std::uint64_t token) {
+  // Revokes whose grant was released for real before they came never find it: past the
+  // bound, the oldest of some lock goes (tokens of one lock only grow).
+  if (revoked_count_ >= capacity_ * kRevokesPerSlot && !revoked_.empty()) {
+    auto oldest = revoked_.begin();
+    oldest->second.erase(oldest->second.begin());
+    --revoked_count_;
+    if (oldest->second.empty()) revoked_.erase(oldest);
+  }
+  if (revoked_[lock].insert(token).second) ++revoked_count_;
+}
+
+bool LockCache::take_revoke(const std::string& lock, std::uint64_t token) {
+  const auto it = revoked_.find(lock);
+  if (it == revoked_.end() || it->second.erase(token) == 0) return false;
+  --revoked_count_;
+  if (it->second.empty()) revoked_.erase(it);
   return true;
 }
 
@@ -106,8 +122,7 @@ LockCache::Holds LockCache::revoke(const std::string& lock, std::uint64_t token)
     entries_.erase(it);
     return out;
   }
-  if (revoked_.size() >= capacity_ * kRevokesPerSlot) revoked_.erase(revoked_.begin());
-  revoked_[lock] = token;
+  remember_revoke(lock, token);
   return out;
 }
 
@@ -119,6 +134,7 @@ LockCache::Holds LockCache::revoke_everything() {
   for (auto& [name, entry] : entries_) out.push_back(std::move(entry.parked));
   entries_.clear();
   revoked_.clear();
+  revoked_count_ = 0;
   return out;
 }
 

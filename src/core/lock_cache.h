@@ -10,7 +10,10 @@
 //
 // Revokes can overtake what they revoke: one may arrive while its grant is still on its
 // way to the cache (the backend answered the acquire, the client has not yet registered
-// it). Such a revoke is remembered by (lock, token) and applied when the grant is parked.
+// it), or come while a thread holds it. Such a revoke is remembered by (lock, token), per
+// grant: one client can hold several shared grants of one lock (one per thread), and
+// each revoke must find its own, in whichever order they come. It is applied when that
+// grant is parked or released.
 // A revoke of everything (the engine may have missed some) bumps the epoch instead:
 // every grant asked for before it counts as revoked.
 //
@@ -25,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,8 +55,11 @@ class LockCache {
     std::shared_ptr<detail::Hold> hit;  // the cached grant of the lock in the mode asked
     Holds give_back;  // a cached grant of the lock that cannot serve (other mode, lost)
   };
-  // Takes the cached grant of `lock` ("group/name") in `mode` out of the cache.
-  Taken take(const std::string& lock, Mode mode);
+  // Takes the cached grant of `lock` ("group/name") out of the cache: a hit if it was
+  // asked in `mode` with this `ttl` and `lock_delay` (a grant asked otherwise would
+  // serve the request with a lease or a delay it did not ask for: it goes back).
+  Taken take(const std::string& lock, Mode mode, std::chrono::milliseconds ttl,
+             std::chrono::milliseconds lock_delay);
 
   // Keeps `parked` (an active hold of no thread, watched by the watchdog). Returns what
   // to give back now: `parked` itself if its grant was revoked, or the longest unused
@@ -93,8 +100,13 @@ class LockCache {
   mutable std::mutex mu_;
   std::condition_variable_any changed_;
   std::map<std::string, Entry> entries_;  // by lock; guarded by mu_
-  // Revokes of grants not cached when they came, by lock: the token. guarded by mu_
-  std::map<std::string, std::uint64_t> revoked_;
+  // Revokes of grants not cached when they came: by lock, the tokens. guarded by mu_
+  std::map<std::string, std::set<std::uint64_t>> revoked_;
+  std::size_t revoked_count_ = 0;  // tokens in revoked_; guarded by mu_
+  // Requires mu_: remembers a revoke of (lock, token); takes one back (true if it was
+  // remembered).
+  void remember_revoke(const std::string& lock, std::uint64_t token);
+  bool take_revoke(const std::string& lock, std::uint64_t token);
   std::uint64_t epoch_ = 0;  // guarded by mu_
   std::jthread sweeper_;     // started by the first park; guarded by mu_
   bool stopped_ = false;     // guarded by mu_

@@ -164,8 +164,8 @@ bool parse_wait_option(std::span<const std::string_view> args, std::size_t& i, T
 // An election's value: any bytes, at most kMaxLeaderValueBytes.
 std::string_view parse_leader_value(std::string_view text) {
   if (text.size() > kMaxLeaderValueBytes) {
-    throw Reject{"INVALID", "a leader's value is at most " +
-                                std::to_string(kMaxLeaderValueBytes) + " bytes"};
+    throw Reject{"INVALID",
+                 "a leader's value is at most " + std::to_string(kMaxLeaderValueBytes) + " bytes"};
   }
   return text;
 }
@@ -218,6 +218,11 @@ Dispatcher::Dispatcher(DispatcherConfig config, table::TokenSource* tokens, Gran
       tokens_(tokens ? tokens : &default_tokens_),
       guard_(guard ? guard : &default_guard_),
       table_(tokens_) {}
+
+bool Dispatcher::authenticated(ConnId conn) const {
+  const auto it = connections_.find(conn);
+  return it != connections_.end() && it->second.authenticated;
+}
 
 bool Dispatcher::connect(ConnId conn) {
   if (connections_.size() >= config_.limits.max_connections) return false;
@@ -573,6 +578,17 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
   if (cache_by && (request.capacity > 0 || campaign)) {
     throw Reject{"INVALID", "a cached grant is a lock's (not with PERMITS or VALUE)"};
   }
+  if (cache_by) {
+    // Only a listener of the caller's own user: another user's listener must not be told
+    // of grants it has no right to know of, nor hold them back. An id that is no listener
+    // (any more: it may have just closed) makes an ordinary grant, as before.
+    const auto listener = connections_.find(*cache_by);
+    if (listener != connections_.end() && listener->second.listening &&
+        listener->second.user != c.user) {
+      throw Reject{"NOPERM", "CACHE " + std::to_string(*cache_by) +
+                                 " is the revoke listener of another user"};
+    }
+  }
   if (request.capacity > 0 && request.mode != Mode::shared) {
     throw Reject{"INVALID", "a semaphore's request (PERMITS) is shared"};
   }
@@ -708,8 +724,7 @@ void Dispatcher::survive(Time now, const std::function<void()>& call) {
 bool Dispatcher::owns(std::string_view key, std::uint64_t token, const Secret& secret) const {
   const auto grant = table_.find(key, token);
   // Computed and compared when there is no grant too, so both answers cost the same.
-  const Secret expected =
-      grant ? secret_of(*grant) : owner_secrets_.of(key, token);
+  const Secret expected = grant ? secret_of(*grant) : owner_secrets_.of(key, token);
   const bool same = CRYPTO_memcmp(expected.data(), secret.data(), secret.size()) == 0;
   return grant.has_value() && same;
 }
@@ -769,8 +784,7 @@ void Dispatcher::collect(Time now) {
         stats_.grants += event.grants.size();
         resp::array(w.reply, static_cast<std::int64_t>(event.grants.size()));
         for (std::size_t i = 0; i < event.grants.size(); ++i) {
-          grant_reply(w.reply, event.grants[i].token, secret_of(event.grants[i]), p.received,
-                      now);
+          grant_reply(w.reply, event.grants[i].token, secret_of(event.grants[i]), p.received, now);
         }
       } else {
         ++stats_.timeouts;

@@ -110,6 +110,8 @@ class Dispatcher {
 
   // false (and nothing changes) when the connection limit is reached.
   bool connect(ConnId conn);
+  // Whether `conn` may send commands other than AUTH (always, without a password).
+  bool authenticated(ConnId conn) const;
   // Forgets the connection; its parked waiter leaves the queue at once. Its grants
   // stay: they live until released or expired.
   void disconnect(ConnId conn, Time now);

@@ -1,6 +1,9 @@
 #include "server/server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +17,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "server/auth_worker.h"
 #include "server/durable_state.h"
@@ -32,6 +36,25 @@ constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::size_t kTlsReadChunk = 4 * 1024;
 constexpr auto kAcceptReportEvery = std::chrono::seconds(10);
 constexpr auto kHandshakeReportEvery = std::chrono::seconds(10);
+constexpr auto kPushOverflowReportEvery = std::chrono::seconds(10);
+// How often connections are looked at for the AUTH deadline and the idle timeout: the
+// deadlines are kept to within this.
+constexpr auto kSweepEvery = std::chrono::milliseconds(500);
+// TCP keep-alive after the first probe: one every 10 s, the peer gone after 3 unanswered.
+constexpr int kKeepAliveInterval = 10;
+constexpr int kKeepAliveProbes = 3;
+
+// Turns on TCP keep-alive on `socket`, first probe after `idle` of silence. A failure
+// leaves the connection as it was: keep-alive is a safety net, not a requirement.
+void enable_keepalive(asio::ip::tcp::socket& socket, std::chrono::seconds idle) {
+  std::error_code ignored;
+  socket.set_option(asio::socket_base::keep_alive(true), ignored);
+  const int fd = socket.native_handle();
+  const int first = static_cast<int>(idle.count());
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &first, sizeof first);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepAliveInterval, sizeof kKeepAliveInterval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepAliveProbes, sizeof kKeepAliveProbes);
+}
 
 // Lets one process hold as many connections as the hard limit allows (10,000 idle
 // clients need more than the usual soft limit of 1,024 descriptors).
@@ -75,7 +98,12 @@ struct Server::Impl {
   };
 
   struct Connection : std::enable_shared_from_this<Connection> {
-    Connection(Impl& s, tcp::socket sock, ConnId i) : server(s), socket(std::move(sock)), id(i) {}
+    Connection(Impl& s, tcp::socket sock, ConnId i)
+        : server(s),
+          socket(std::move(sock)),
+          id(i),
+          accepted_at(Clock::now()),
+          last_heard(accepted_at) {}
     Impl& server;
     tcp::socket socket;
     std::unique_ptr<Tls> tls;  // null: plain text. Declared after `socket`, which it uses.
@@ -89,6 +117,8 @@ struct Server::Impl {
     bool parked = false;
     bool closing = false;  // close once `out` is written
     bool closed = false;
+    Clock::time_point accepted_at;
+    Clock::time_point last_heard;  // when bytes last came from the client
   };
 
   // A listening socket, plain or TLS, and its pause after running out of descriptors.
@@ -109,7 +139,8 @@ struct Server::Impl {
         plain(io, false),
         secure(io, true),
         timer(io),
-        signals(io) {
+        signals(io),
+        sweep_timer(io) {
     raise_fd_limit();
     restore_table();
     start_users();
@@ -187,6 +218,7 @@ struct Server::Impl {
       }
       l.backoff = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true));
+      if (options.tcp_keepalive.count() > 0) enable_keepalive(socket, options.tcp_keepalive);
       socket.non_blocking(true);  // read() reads only after a readiness wait
       const ConnId id = ++next_id;
       auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
@@ -345,6 +377,7 @@ struct Server::Impl {
       close(c);
       return;
     }
+    c->last_heard = Clock::now();
     if (c->fresh) {
       c->fresh = false;
       // A TLS client on the plain port waits for a ServerHello that never comes, and
@@ -437,7 +470,15 @@ struct Server::Impl {
       auto it = connections.find(w.conn);
       if (it == connections.end()) continue;
       auto c = it->second;
+      // A wake-up of a connection not waiting for one is a push (REVOKE, CHANGED) the
+      // client did not ask for: bounded like a reply, it closes the connection instead.
+      const bool push = !c->parked;
       c->out += w.reply;
+      if (push && c->out.size() + c->writing.size() > options.max_output_bytes) {
+        report_push_overflow(c);
+        close(c);
+        continue;
+      }
       c->parked = false;
       // Requests pipelined behind the parked one run now; process() flushes and reads.
       asio::post(io, [this, c] {
@@ -445,6 +486,54 @@ struct Server::Impl {
         reschedule();
       });
     }
+  }
+
+  // One stderr line per kPushOverflowReportEvery at most, as for failed handshakes.
+  void report_push_overflow(const std::shared_ptr<Connection>& c) {
+    ++push_overflows;
+    const auto now = Clock::now();
+    if (now < next_push_overflow_report) return;
+    std::fprintf(stderr,
+                 "wardend: closed connection %llu: more than %zu bytes of pushes pending (it "
+                 "does not read); %llu such connection(s) since the last report\n",
+                 static_cast<unsigned long long>(c->id), options.max_output_bytes,
+                 static_cast<unsigned long long>(push_overflows));
+    push_overflows = 0;
+    next_push_overflow_report = now + kPushOverflowReportEvery;
+  }
+
+  bool auth_required() const { return !options.password.empty() || !options.users_file.empty(); }
+
+  // Closes the connections past their AUTH deadline (told why) or idle too long, every
+  // kSweepEvery, while either applies.
+  void sweep() {
+    if (!auth_required() && options.idle_timeout.count() == 0) return;
+    sweep_timer.expires_after(kSweepEvery);
+    sweep_timer.async_wait([this](std::error_code ec) {
+      if (ec) return;
+      const auto now = Clock::now();
+      std::vector<std::shared_ptr<Connection>> late;
+      std::vector<std::shared_ptr<Connection>> idle;
+      for (const auto& [id, c] : connections) {
+        if (c->closing || c->closed || c->handshaking) continue;
+        if (auth_required() && now - c->accepted_at >= options.auth_timeout &&
+            !dispatcher.authenticated(id)) {
+          late.push_back(c);
+        } else if (options.idle_timeout.count() > 0 && !c->parked &&
+                   now - c->last_heard >= options.idle_timeout) {
+          idle.push_back(c);
+        }
+      }
+      for (const auto& c : late) {
+        resp::error(
+            c->out, "NOAUTH",
+            "no AUTH within " + std::to_string(options.auth_timeout.count()) + " ms; closing");
+        c->closing = true;
+        flush(c);
+      }
+      for (const auto& c : idle) close(c);
+      sweep();
+    });
   }
 
   void flush(const std::shared_ptr<Connection>& c) {
@@ -507,6 +596,7 @@ struct Server::Impl {
       l->retry_timer.cancel();
     }
     timer.cancel();
+    sweep_timer.cancel();
     signals.cancel(ignored);
     // Waiters leave without a reply before their connections close, so that closing
     // one cannot grant another's request that nobody would hear of.
@@ -530,6 +620,9 @@ struct Server::Impl {
   asio::steady_timer timer;
   std::optional<Clock::time_point> armed;
   asio::signal_set signals;
+  asio::steady_timer sweep_timer;    // AUTH deadlines and the idle timeout
+  std::uint64_t push_overflows = 0;  // since the last report on stderr
+  Clock::time_point next_push_overflow_report;
   std::unordered_map<ConnId, std::shared_ptr<Connection>> connections;
   std::array<char, kReadChunk> read_buffer{};  // shared: the loop reads one socket at a time
   ConnId next_id = 0;
@@ -560,6 +653,7 @@ void Server::run(bool handle_signals) {
   for (Impl::Listener* l : {&s.plain, &s.secure}) {
     if (l->acceptor.is_open()) s.start_accept(*l);
   }
+  s.sweep();
   s.io.run();
   s.save_table();
 }

@@ -45,7 +45,20 @@ struct ServerOptions {
   std::string metrics_listen;  // "host:port" for Prometheus text over HTTP; empty: off
   Limits limits;
   std::size_t max_request_bytes = 64 * 1024;
-  std::size_t max_output_bytes = 4 * 1024 * 1024;  // stop reading a client that doesn't read
+  // Replies pending to a client that does not read: past this, wardend stops reading its
+  // requests. Pushes (REVOKE, CHANGED) come unasked, so a push that takes a connection's
+  // pending output past it closes the connection instead (as Redis closes a pub/sub
+  // client past its output limit): the client sees its channel broken.
+  std::size_t max_output_bytes = 4 * 1024 * 1024;
+  // A connection that has not authenticated this long after it was accepted is closed
+  // (only when AUTH is required): silent connections must not hold every slot.
+  std::chrono::milliseconds auth_timeout{10'000};
+  // A connection that sent nothing for this long is closed, unless a request of it is
+  // waiting; 0: never. warden:// clients renew and ping well within a minute.
+  std::chrono::seconds idle_timeout{0};
+  // TCP keep-alive on every accepted socket, first probe after this much silence (then
+  // every 10 s, 3 probes): a client whose host vanished is found and closed; 0: off.
+  std::chrono::seconds tcp_keepalive{60};
 };
 
 class Server {

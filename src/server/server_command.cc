@@ -153,6 +153,30 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
       ->default_val(o.limits.max_waiters_per_key);
   app.add_option("--max-request-bytes", o.max_request_bytes, "limit on one request's size")
       ->default_val(o.max_request_bytes);
+  app.add_option("--max-output-bytes", o.max_output_bytes,
+                 "replies pending to a client that does not read: past this its requests are "
+                 "not read; pushes (REVOKE, CHANGED) past it close the connection")
+      ->default_val(o.max_output_bytes)
+      ->check(CLI::PositiveNumber);
+  app.add_option_function<unsigned>(
+         "--auth-timeout",
+         [&o](unsigned ms) {
+           if (ms == 0) throw CLI::ValidationError("--auth-timeout", "must be > 0");
+           o.auth_timeout = std::chrono::milliseconds(ms);
+         },
+         "milliseconds a connection has to authenticate when AUTH is required (default "
+         "10000); then it is closed")
+      ->default_str(std::to_string(o.auth_timeout.count()));
+  app.add_option_function<unsigned>(
+         "--idle-timeout", [&o](unsigned s) { o.idle_timeout = std::chrono::seconds(s); },
+         "close a connection that sent nothing for SECONDS and has no request waiting "
+         "(default 0: never)")
+      ->default_str(std::to_string(o.idle_timeout.count()));
+  app.add_option_function<unsigned>(
+         "--tcp-keepalive", [&o](unsigned s) { o.tcp_keepalive = std::chrono::seconds(s); },
+         "TCP keep-alive on every connection, first probe after SECONDS of silence, so a "
+         "client whose host vanished is closed (default 60; 0: off)")
+      ->default_str(std::to_string(o.tcp_keepalive.count()));
   app.add_flag("--reset-state", o.reset_state,
                "start with fresh state even though the data dir lost it: fencing tokens "
                "may go backwards (dangerous; for disaster recovery only)")

@@ -53,8 +53,8 @@ TEST_P(ElectionConformance, TheNextCandidateLeadsWhenTheLeaderResignsWithAHigher
   Leadership first = ea.campaign("a", Wait::none());
   ASSERT_TRUE(first);
   const std::uint64_t first_term = first.term();
-  auto second = std::async(std::launch::async,
-                           [&] { return eb.campaign("b", Wait::up_to(kPatience)); });
+  auto second =
+      std::async(std::launch::async, [&] { return eb.campaign("b", Wait::up_to(kPatience)); });
   EXPECT_TRUE(queue_reaches("leader", 1)) << "the second candidate queues behind the leader";
   EXPECT_EQ(second.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   EXPECT_EQ(ea.leader(), (Leader{"a", first_term})) << "a waiting candidate is not shown";
@@ -73,6 +73,21 @@ TEST_P(ElectionConformance, TheNextCandidateLeadsWhenTheLeaderResignsWithAHigher
   EXPECT_EQ(ea.leader(), std::nullopt);
 }
 
+// A Leadership dropped sends its release without waiting; the same client's leader()
+// and observe() settle it first, as a try does (docs/contract.md): the client never
+// reports itself as the leader after it let go.
+TEST_P(ElectionConformance, LeaderRightAfterALeadershipIsDroppedIsNotTheDroppedOne) {
+  Client a = open_client();
+  Election ea = a.election(group(), "leader", lock_options());
+  for (int i = 0; i < 30; ++i) {
+    {
+      Leadership dropped = ea.campaign("a", Wait::none());
+      ASSERT_TRUE(dropped) << "cycle " << i;
+    }
+    ASSERT_EQ(ea.leader(), std::nullopt) << "cycle " << i << ": the dropped leader is still shown";
+  }
+}
+
 TEST_P(ElectionConformance, ACampaignThatTimesOutOrIsCancelledLeavesNoTrace) {
   Client a = open_client();
   Client b = open_client();
@@ -83,9 +98,8 @@ TEST_P(ElectionConformance, ACampaignThatTimesOutOrIsCancelledLeavesNoTrace) {
   EXPECT_FALSE(eb.campaign("b", Wait::none()));
   EXPECT_FALSE(eb.campaign("b", Wait::up_to(std::chrono::milliseconds(100))));
   std::stop_source cancel;
-  auto cancelled = std::async(std::launch::async, [&] {
-    return eb.campaign("b", Wait::forever(), cancel.get_token());
-  });
+  auto cancelled = std::async(
+      std::launch::async, [&] { return eb.campaign("b", Wait::forever(), cancel.get_token()); });
   EXPECT_TRUE(queue_reaches("leader", 1));
   cancel.request_stop();
   EXPECT_FALSE(cancelled.get());
@@ -126,7 +140,8 @@ TEST_P(ElectionConformance, ALeaderThatStopsRenewingLosesAndTheNextCandidateLead
   Election stalled_election = stalled.election(group(), "leader", short_lease);
   Leadership old = stalled_election.campaign("old", Wait::none());
   ASSERT_TRUE(old);
-  Leadership next = b.election(group(), "leader", short_lease).campaign("new", Wait::up_to(kPatience));
+  Leadership next =
+      b.election(group(), "leader", short_lease).campaign("new", Wait::up_to(kPatience));
   ASSERT_TRUE(next) << "the next candidate was never made leader";
   EXPECT_GT(next.term(), old.term());
   EXPECT_TRUE(eventually([&] { return old.lost(); })) << "the old leader was not told";
@@ -184,8 +199,8 @@ TEST_P(ElectionConformance, AnObserverIsToldOfEveryKindOfChangeWhereTheEngineWat
   ObservedLeaders observed;
   std::jthread observer = observed.observe(watcher.election(group(), "leader"), poll);
   ASSERT_TRUE(observed.saw(std::nullopt)) << "the observer did not report the start";
-  Leadership first = lapsing.election(group(), "leader", lock_options_with_ttl(1s))
-                         .campaign("a", Wait::none());
+  Leadership first =
+      lapsing.election(group(), "leader", lock_options_with_ttl(1s)).campaign("a", Wait::none());
   ASSERT_TRUE(first);
   ASSERT_TRUE(observed.saw(Leader{"a", first.term()})) << "a grant was not signalled";
   first.proclaim("a2");

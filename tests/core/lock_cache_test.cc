@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,9 @@ using detail::HoldCaching;
 using detail::ThreadKey;
 using Holds = LockCache::Holds;
 
+// The lease length every grant here was asked with.
+constexpr std::chrono::milliseconds kTtl = 30s;
+
 // Long enough that the sweeper never gives back during a test that is not about it.
 constexpr std::chrono::milliseconds kNeverIdle = 1h;
 
@@ -33,9 +37,9 @@ constexpr std::chrono::milliseconds kNeverIdle = 1h;
 std::shared_ptr<Hold> grant(const std::string& name, Mode mode, std::uint64_t token,
                             std::uint64_t epoch = 0) {
   const auto now = Clock::now();
-  GrantRef ref{LockKey{"g", name}, mode, token, 30s, "", 0};
-  return std::make_shared<Hold>(nullptr, std::move(ref), now + 30s, now, ThreadKey{0},
-                                HoldCaching{true, epoch});
+  GrantRef ref{LockKey{"g", name}, mode, token, kTtl, "", 0};
+  return std::make_shared<Hold>(nullptr, std::move(ref), now + kTtl, now, ThreadKey{0},
+                                HoldCaching{true, epoch, kTtl, 0ms});
 }
 
 // A GiveBack that records what it is handed, from whichever thread calls it.
@@ -78,12 +82,12 @@ TEST(LockCache, TakeInTheParkedModeReturnsTheGrantAndEmptiesItsEntry) {
   EXPECT_TRUE(cache.park(a).empty());
   EXPECT_EQ(cache.size(), 1u);
 
-  LockCache::Taken taken = cache.take("g/a", Mode::exclusive);
+  LockCache::Taken taken = cache.take("g/a", Mode::exclusive, kTtl, 0ms);
   EXPECT_EQ(taken.hit, a);
   EXPECT_TRUE(taken.give_back.empty());
   EXPECT_EQ(cache.size(), 0u);
 
-  taken = cache.take("g/a", Mode::exclusive);
+  taken = cache.take("g/a", Mode::exclusive, kTtl, 0ms);
   EXPECT_EQ(taken.hit, nullptr) << "the grant was taken out once already";
   EXPECT_TRUE(taken.give_back.empty());
 }
@@ -95,14 +99,28 @@ TEST(LockCache, TakeInTheOtherModeHandsTheGrantBackAndIsNoHit) {
   cache.park(shared);
   cache.park(exclusive);
 
-  LockCache::Taken taken = cache.take("g/s", Mode::exclusive);
+  LockCache::Taken taken = cache.take("g/s", Mode::exclusive, kTtl, 0ms);
   EXPECT_EQ(taken.hit, nullptr) << "a shared grant cannot be counted exclusive";
   EXPECT_EQ(taken.give_back, (Holds{shared}));
 
-  taken = cache.take("g/x", Mode::shared);
+  taken = cache.take("g/x", Mode::shared, kTtl, 0ms);
   EXPECT_EQ(taken.hit, nullptr) << "an exclusive grant would keep other shared holders out";
   EXPECT_EQ(taken.give_back, (Holds{exclusive}));
   EXPECT_EQ(cache.size(), 0u);
+}
+
+// A hit serves only a request that asks for the lease length and lock delay the grant
+// was asked with; otherwise the cached grant goes back and the backend is asked.
+TEST(LockCache, TakeWithAnotherTtlOrLockDelayHandsTheGrantBackAndIsNoHit) {
+  LockCache cache(8, kNeverIdle, no_give_back());
+  for (const auto& [ttl, delay] : {std::pair{kTtl + 1ms, 0ms}, std::pair{kTtl, 500ms}}) {
+    const auto a = grant("a", Mode::exclusive, 7);
+    ASSERT_TRUE(cache.park(a).empty());
+    const LockCache::Taken taken = cache.take("g/a", Mode::exclusive, ttl, delay);
+    EXPECT_EQ(taken.hit, nullptr) << "ttl " << ttl.count() << " ms, lock delay " << delay.count();
+    EXPECT_EQ(taken.give_back, (Holds{a}));
+    EXPECT_EQ(cache.size(), 0u);
+  }
 }
 
 TEST(LockCache, TakeOfALostGrantHandsItBack) {
@@ -111,7 +129,7 @@ TEST(LockCache, TakeOfALostGrantHandsItBack) {
   cache.park(a);
   a->mark_lost();
 
-  const LockCache::Taken taken = cache.take("g/a", Mode::exclusive);
+  const LockCache::Taken taken = cache.take("g/a", Mode::exclusive, kTtl, 0ms);
   EXPECT_EQ(taken.hit, nullptr);
   EXPECT_EQ(taken.give_back, (Holds{a}));
   EXPECT_EQ(cache.size(), 0u);
@@ -126,7 +144,7 @@ TEST(LockCache, RevokeOfAnIdleCachedGrantReturnsItAtOnce) {
 
   EXPECT_EQ(cache.revoke("g/a", 7), (Holds{a}));
   EXPECT_EQ(cache.size(), 0u);
-  EXPECT_EQ(cache.take("g/a", Mode::exclusive).hit, nullptr);
+  EXPECT_EQ(cache.take("g/a", Mode::exclusive, kTtl, 0ms).hit, nullptr);
 }
 
 TEST(LockCache, RevokeOfAnotherTokenLeavesTheCachedGrantAndWaitsForItsOwn) {
@@ -135,7 +153,7 @@ TEST(LockCache, RevokeOfAnotherTokenLeavesTheCachedGrantAndWaitsForItsOwn) {
   cache.park(old_grant);
 
   EXPECT_TRUE(cache.revoke("g/a", 8).empty()) << "token 8 is not the grant cached";
-  EXPECT_EQ(cache.take("g/a", Mode::exclusive).hit, old_grant);
+  EXPECT_EQ(cache.take("g/a", Mode::exclusive, kTtl, 0ms).hit, old_grant);
 
   // The grant with token 8 arrives after its revoke: parking it hands it straight back.
   const auto new_grant = grant("a", Mode::exclusive, 8);
@@ -150,19 +168,58 @@ TEST(LockCache, ARevokeThatOvertookItsGrantGivesTheGrantBackWhenParked) {
   const auto a = grant("a", Mode::exclusive, 9);
   EXPECT_EQ(cache.park(a), (Holds{a}));
   EXPECT_EQ(cache.size(), 0u);
-  EXPECT_EQ(cache.take("g/a", Mode::exclusive).hit, nullptr);
+  EXPECT_EQ(cache.take("g/a", Mode::exclusive, kTtl, 0ms).hit, nullptr);
 }
 
-TEST(LockCache, ParkingALaterTokenForgetsAStaleRevokeAndKeepsTheGrant) {
+TEST(LockCache, ParkingALaterTokenKeepsTheGrantAndTheEarlierRevokeForItsOwnHold) {
   LockCache cache(8, kNeverIdle, no_give_back());
   EXPECT_TRUE(cache.revoke("g/a", 5).empty());
 
   const auto later = grant("a", Mode::exclusive, 6);
-  EXPECT_TRUE(cache.park(later).empty()) << "the revoke was for an earlier grant";
+  EXPECT_TRUE(cache.park(later).empty()) << "the revoke was for another grant";
   EXPECT_EQ(cache.size(), 1u);
-  // Forgotten, not merely skipped: a hold with the revoked token no longer counts as revoked.
-  EXPECT_FALSE(cache.revoked(*grant("a", Mode::exclusive, 5)));
-  EXPECT_EQ(cache.take("g/a", Mode::exclusive).hit, later);
+  // Still remembered for the grant it names (another thread's shared grant, say).
+  EXPECT_TRUE(cache.revoked(*grant("a", Mode::exclusive, 5)));
+  EXPECT_EQ(cache.take("g/a", Mode::exclusive, kTtl, 0ms).hit, later);
+}
+
+// One client, two threads, two shared grants of one lock: each revoke finds its own
+// grant, whichever comes first and whether the grant is held or cached when it comes.
+TEST(LockCache, TwoSharedGrantsOfOneLockAreEachRevokedInEitherOrder) {
+  for (const bool first_revoke_first : {true, false}) {
+    SCOPED_TRACE(first_revoke_first ? "revoke 1 then 2" : "revoke 2 then 1");
+    LockCache cache(8, kNeverIdle, no_give_back());
+    const auto one = grant("a", Mode::shared, 1);  // both held by threads
+    const auto two = grant("a", Mode::shared, 2);
+    for (const std::uint64_t token : first_revoke_first ? std::array{1, 2} : std::array{2, 1}) {
+      EXPECT_TRUE(cache.revoke("g/a", token).empty());
+    }
+    EXPECT_TRUE(cache.revoked(*one)) << "grant 1's revoke was lost";
+    EXPECT_TRUE(cache.revoked(*two)) << "grant 2's revoke was lost";
+  }
+  for (const bool parked_revoke_first : {true, false}) {
+    SCOPED_TRACE(parked_revoke_first ? "cached one revoked first" : "held one revoked first");
+    LockCache cache(8, kNeverIdle, no_give_back());
+    const auto cached = grant("a", Mode::shared, 1);
+    const auto held = grant("a", Mode::shared, 2);
+    ASSERT_TRUE(cache.park(cached).empty());
+    if (parked_revoke_first) {
+      EXPECT_EQ(cache.revoke("g/a", 1), (Holds{cached}));
+      EXPECT_TRUE(cache.revoke("g/a", 2).empty());
+    } else {
+      EXPECT_TRUE(cache.revoke("g/a", 2).empty());
+      EXPECT_EQ(cache.revoke("g/a", 1), (Holds{cached}));
+    }
+    EXPECT_TRUE(cache.revoked(*held)) << "the held grant's revoke was lost";
+    EXPECT_EQ(cache.size(), 0u);
+  }
+  // A grant parked while another's revoke waits for it keeps both apart.
+  LockCache cache(8, kNeverIdle, no_give_back());
+  const auto one = grant("a", Mode::shared, 1);
+  const auto two = grant("a", Mode::shared, 2);
+  EXPECT_TRUE(cache.revoke("g/a", 1).empty());
+  EXPECT_TRUE(cache.park(two).empty()) << "grant 2 was not revoked";
+  EXPECT_TRUE(cache.revoked(*one)) << "parking grant 2 lost grant 1's revoke";
 }
 
 TEST(LockCache, RevokedIsTrueOnceForARememberedRevoke) {
@@ -221,13 +278,13 @@ TEST(LockCache, ParkBeyondCapacityReturnsTheLongestUnusedGrant) {
   EXPECT_EQ(cache.size(), 2u);
 
   // Used again, b becomes the most recent: c is now the longest unused, not the first by name.
-  EXPECT_EQ(cache.take("g/b", Mode::exclusive).hit, b);
+  EXPECT_EQ(cache.take("g/b", Mode::exclusive, kTtl, 0ms).hit, b);
   std::this_thread::sleep_for(1ms);
   EXPECT_TRUE(cache.park(b).empty());
   std::this_thread::sleep_for(1ms);
   EXPECT_EQ(cache.park(d), (Holds{c}));
-  EXPECT_EQ(cache.take("g/b", Mode::exclusive).hit, b);
-  EXPECT_EQ(cache.take("g/d", Mode::exclusive).hit, d);
+  EXPECT_EQ(cache.take("g/b", Mode::exclusive, kTtl, 0ms).hit, b);
+  EXPECT_EQ(cache.take("g/d", Mode::exclusive, kTtl, 0ms).hit, d);
 }
 
 // --- the idle sweeper
@@ -245,7 +302,7 @@ TEST(LockCache, TheSweeperGivesBackAGrantUnusedForIdle) {
   EXPECT_GE(Clock::now() - parked_at, kIdle) << "given back before it was idle long enough";
   EXPECT_EQ(given.holds(), (Holds{a}));
   EXPECT_EQ(cache.size(), 0u);
-  EXPECT_EQ(cache.take("g/a", Mode::exclusive).hit, nullptr);
+  EXPECT_EQ(cache.take("g/a", Mode::exclusive, kTtl, 0ms).hit, nullptr);
 }
 
 TEST(LockCache, AfterStopSweepingDrainReturnsWhatIsLeftAndNothingIsGivenBack) {

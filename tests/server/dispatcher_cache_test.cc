@@ -352,5 +352,39 @@ TEST(DispatcherCacheRightsTest, RevokesNeedsTheLockRightOnAnyGroup) {
   EXPECT_EQ(run(2, {"PING"}), "+PONG\r\n") << "the refused REVOKES left it an ordinary connection";
 }
 
+// ACQUIRE … CACHE names a listener of the caller's own user, or none: another user's
+// listener would learn of (and hold back) grants it has no right to.
+TEST(DispatcherCacheRightsTest, CacheMayNameOnlyAListenerOfTheCallersOwnUser) {
+  DispatcherConfig config;
+  config.version = "9.9.9";
+  config.users = std::make_shared<const UserTable>(
+      parse_users("alice " + hash_of("a-pass") + " * lock\nbob " + hash_of("b-pass") + " * lock\n",
+                  "users.txt"));
+  Dispatcher d(std::move(config), nullptr, nullptr);
+  for (ConnId c : {1, 2, 3}) ASSERT_TRUE(d.connect(c));
+  const auto run = [&](ConnId conn, std::vector<std::string> args) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::string reply;
+    if (d.execute(conn, views, at(0), reply) == Outcome::parked) {
+      for (const auto& check : d.take_auth_checks()) {
+        d.auth_checked(check.id, verify_password(check.hash, check.password));
+      }
+      const auto wakeups = d.take_wakeups();
+      return wakeups.size() == 1 ? wakeups[0].reply : std::string("<no answer>");
+    }
+    return reply;
+  };
+  ASSERT_EQ(run(1, {"AUTH", "alice", "a-pass"}), kOk);
+  ASSERT_EQ(run(2, {"AUTH", "alice", "a-pass"}), kOk);
+  ASSERT_EQ(run(3, {"AUTH", "bob", "b-pass"}), kOk);
+  ASSERT_EQ(run(1, {"REVOKES"}), ":1\r\n");
+  EXPECT_EQ(run(3, {"ACQUIRE", "g/k", "x", "1000", "CACHE", "1"}),
+            "-NOPERM CACHE 1 is the revoke listener of another user\r\n");
+  EXPECT_EQ(d.stats().cached, 0u);
+  EXPECT_TRUE(granted(run(2, {"ACQUIRE", "g/k", "x", "1000", "CACHE", "1"})).token > 0)
+      << "alice's other connection may name alice's listener";
+  EXPECT_EQ(d.stats().cached, 1u);
+}
+
 }  // namespace
 }  // namespace warden::server

@@ -795,6 +795,72 @@ TEST(WardendTest, ConnectionOverTheLimitGetsLimitAndIsClosed) {
   EXPECT_EQ(answer, "+PONG\r\n");
 }
 
+// --- clients that say nothing, vanish, or do not read
+
+TEST(WardendTest, AConnectionThatDoesNotAuthenticateIsClosedAtItsDeadline) {
+  Wardend server({"--requirepass", "s3cret", "--auth-timeout", "300"});
+  Client silent(server.port());
+  Client authed(server.port());
+  ASSERT_EQ(authed.call({"AUTH", "s3cret"}), "+OK\r\n");
+  ASSERT_TRUE(silent.closed_by_server(5s)) << "a silent connection kept its slot";
+  EXPECT_EQ(silent.unread(), "-NOAUTH no AUTH within 300 ms; closing\r\n");
+  std::this_thread::sleep_for(500ms);  // past the deadline: the authenticated one stays
+  EXPECT_EQ(authed.call({"PING"}), "+PONG\r\n");
+}
+
+TEST(WardendTest, AnIdleConnectionIsClosedButAWaitingOneIsNot) {
+  Wardend server({"--idle-timeout", "1"});
+  Client idle(server.port());
+  Client holder(server.port());
+  Client waiter(server.port());
+  const std::uint64_t held = token_of(holder.call({"ACQUIRE", "t/k", "x", "30000"}));
+  ASSERT_EQ(held, 1u);
+  ASSERT_TRUE(waiter.send({"ACQUIRE", "t/k", "x", "30000", "FOREVER"}));
+  // Twice the idle timeout: the holder stays by pinging, the waiter by waiting.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(holder.call({"PING"}), "+PONG\r\n") << "the holder was closed though it pinged";
+    std::this_thread::sleep_for(250ms);
+  }
+  EXPECT_TRUE(idle.closed_by_server(5s)) << "an idle connection was kept";
+  EXPECT_EQ(idle.unread(), "");
+  ASSERT_EQ(holder.call({"RELEASE", "t/k", "1", owner(held)}), ":1\r\n");
+  EXPECT_EQ(token_of(waiter.reply()), 2u) << "the waiting connection was closed while it waited";
+}
+
+// A revoke listener that stops reading: every REVOKE pushed to it is output pending at
+// wardend. Past --max-output-bytes the connection is closed, not grown without bound.
+TEST(WardendTest, AListenerThatDoesNotReadIsClosedPastTheOutputLimit) {
+  Wardend server({"--max-output-bytes", "65536"});
+  Client listener(server.port());
+  const std::string id = listener.call({"REVOKES"});
+  ASSERT_TRUE(id.starts_with(":")) << id;
+  const std::string listener_id = id.substr(1, id.size() - 3);
+  Client holder(server.port());
+  Client contender(server.port());
+  // Each revoke pushes about 520 bytes; 16,000 of them are more than the loopback
+  // socket's buffers take (a few MiB), so most of them wait at wardend.
+  const std::string long_name(500, 'n');
+  constexpr int kKeys = 16'000;
+  constexpr int kBatch = 1'000;
+  bool closed = false;
+  for (int from = 0; from < kKeys && !closed; from += kBatch) {
+    std::string cache;
+    std::string tries;
+    for (int i = from; i < from + kBatch; ++i) {
+      const std::string key = "t/" + std::to_string(i) + long_name;
+      cache += command({"ACQUIRE", key, "x", "30000", "CACHE", listener_id});
+      tries += command({"ACQUIRE", key, "x", "30000"});
+    }
+    ASSERT_TRUE(holder.send(cache));
+    for (int i = 0; i < kBatch; ++i) ASSERT_GT(token_of(holder.reply()), 0u) << from + i;
+    ASSERT_TRUE(contender.send(tries));
+    for (int i = 0; i < kBatch; ++i) ASSERT_EQ(contender.reply(), kNil) << from + i;
+    closed = info(server.port())["connections"] == "3";  // INFO's own connection counts
+  }
+  EXPECT_TRUE(listener.closed_by_server(10s)) << "the listener that does not read was kept";
+  EXPECT_EQ(holder.call({"PING"}), "+PONG\r\n") << "the others are served as before";
+}
+
 // --- metrics
 
 TEST(WardendTest, MetricsEndpointServesPrometheusTextMatchingTheState) {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/client_id.h"
+#include "core/recent_map.h"
 #include "engines/mysql/connection.h"
 #include "engines/mysql/mysql_config.h"
 #include "engines/mysql/pool.h"
@@ -345,7 +346,7 @@ class MysqlEngine final : public core::Engine {
     const std::string joined = key.joined();
     {
       std::lock_guard lock(mu_);
-      if (const auto it = ids_.find(joined); it != ids_.end()) return it->second;
+      if (const auto id = ids_.find(joined)) return *id;
     }
     const std::uint64_t id = pool_.with([&](Connection& c) {
       const auto sets = c.query("INSERT INTO warden_locks (grp, name) VALUES (" +
@@ -359,7 +360,7 @@ class MysqlEngine final : public core::Engine {
       return to_u64(sets[0][0][0], "lock id");
     });
     std::lock_guard lock(mu_);
-    ids_.emplace(joined, id);
+    ids_.put(joined, id);
     return id;
   }
 
@@ -395,8 +396,9 @@ class MysqlEngine final : public core::Engine {
     try {
       // A stop asks for KILL QUERY (sent by killer_, not waited for) and waits op_timeout
       // more for the killed statement's reply; then the session is closed.
-      sets = connection->query(sql, reply_by, "acquire " + request.key.joined(), request.stop,
-                               [&] { killer_.kill(session); }, pool_.config().op_timeout);
+      sets = connection->query(
+          sql, reply_by, "acquire " + request.key.joined(), request.stop,
+          [&] { killer_.kill(session); }, pool_.config().op_timeout);
     } catch (const Error& e) {
       if (request.stop.stop_requested()) {
         withdraw(std::move(connection));
@@ -485,8 +487,7 @@ class MysqlEngine final : public core::Engine {
 
   std::uint32_t known_capacity(std::uint64_t id) {
     std::lock_guard lock(mu_);
-    const auto it = capacities_.find(id);
-    return it == capacities_.end() ? 0 : it->second;
+    return capacities_.find(id).value_or(0);
   }
 
   void forget_capacity(std::uint64_t id) {
@@ -537,7 +538,7 @@ class MysqlEngine final : public core::Engine {
     });
     if (!refused.empty()) throw Error(Errc::invalid_argument, "mysql: " + refused);
     std::lock_guard lock(mu_);
-    capacities_[id] = request.capacity;
+    capacities_.put(id, request.capacity);
   }
 
   void forget_id(const core::LockKey& key) {
@@ -598,9 +599,11 @@ class MysqlEngine final : public core::Engine {
   std::atomic<std::uint64_t> grants_{0};
   std::atomic<std::uint64_t> durable_{0};  // no token up to it can be drawn again
   std::mutex mu_;
-  std::map<std::string, std::uint64_t> ids_;           // guarded by mu_
-  std::map<std::uint64_t, std::uint32_t> capacities_;  // guarded by mu_: N last settled
-  std::map<std::string, std::shared_ptr<Held>> held_;  // guarded by mu_; by owner
+  // Of the locks used lately, bounded (a client locking per-user names must not keep
+  // every one it ever used); guarded by mu_. A miss asks the server again.
+  core::RecentMap<std::string, std::uint64_t> ids_;
+  core::RecentMap<std::uint64_t, std::uint32_t> capacities_;  // N last settled
+  std::map<std::string, std::shared_ptr<Held>> held_;         // guarded by mu_; by owner
 };
 
 }  // namespace

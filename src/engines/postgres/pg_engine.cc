@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/client_id.h"
+#include "core/recent_map.h"
 #include "engines/postgres/pg_config.h"
 #include "engines/postgres/pg_connection.h"
 #include "engines/postgres/pg_schema.h"
@@ -395,13 +396,13 @@ class PgEngine final : public core::Engine {
   std::int64_t id_of(const core::LockKey& key) {
     {
       std::lock_guard lock(mu_);
-      if (const auto it = ids_.find(key.joined()); it != ids_.end()) return it->second;
+      if (const auto id = ids_.find(key.joined())) return *id;
     }
     auto conn = take();
     const std::int64_t id = lock_id(*conn, config_.schema, key, op_limits());
     give_back(std::move(conn));
     std::lock_guard lock(mu_);
-    ids_.emplace(key.joined(), id);
+    ids_.put(key.joined(), id);
     return id;
   }
 
@@ -473,7 +474,9 @@ class PgEngine final : public core::Engine {
   std::mutex mu_;
   std::vector<std::unique_ptr<PgConnection>> idle_;    // guarded by mu_
   std::map<std::string, std::shared_ptr<Held>> held_;  // by owner; guarded by mu_
-  std::map<std::string, std::int64_t> ids_;            // "group/name" -> id; guarded by mu_
+  // "group/name" -> registry id, of the locks used lately; guarded by mu_. Bounded: a
+  // client locking per-user names must not keep every id it ever used.
+  core::RecentMap<std::string, std::int64_t> ids_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -22,6 +23,7 @@ using resp_client::Reply;
 // How long one read waits before the thread looks at its orders again; orders also
 // wake it at once through the eventfd, so this only bounds a missed notification.
 constexpr auto kReadSlice = std::chrono::seconds(1);
+constexpr auto kPingEvery = std::chrono::seconds(1);
 
 // true if `entry` is one of the space-separated words of `payload`.
 bool names(std::string_view payload, std::string_view entry) {
@@ -156,6 +158,8 @@ void Subscriber::run() {
       try {
         conn = resp_client::open_connection(options_, tls_);
         backoff.reset();
+        next_ping_ = Clock::now() + kPingEvery;
+        pong_due_.reset();
       } catch (const Error&) {
         // Waiters poll meanwhile; orders are not lost: a fresh connection subscribes
         // to every channel watched at that time.
@@ -193,7 +197,19 @@ void Subscriber::exchange(Connection& conn, std::vector<Order> orders) {
     }
     conn.flush(Clock::now() + options_.timeout);
   }
-  auto reply = conn.poll_reply(Clock::now() + kReadSlice, event_fd_);
+  const auto now = Clock::now();
+  if (pong_due_ && now >= *pong_due_) {
+    throw Error(Errc::unavailable, "redis subscriber: no answer to PING within the timeout");
+  }
+  if (!pong_due_ && now >= next_ping_) {
+    // In subscribed mode Redis answers ["pong", ""] (handle() takes it).
+    const std::string_view ping[] = {"PING"};
+    conn.append(std::span<const std::string_view>(ping));
+    conn.flush(now + options_.timeout);
+    pong_due_ = now + options_.timeout;
+  }
+  auto reply =
+      conn.poll_reply(std::min(now + kReadSlice, pong_due_.value_or(next_ping_)), event_fd_);
   if (!reply) {
     sleep_for_notification(Clock::duration::zero());  // clears the notification
     return;
@@ -209,6 +225,14 @@ void Subscriber::lose_subscriptions() {
 }
 
 void Subscriber::handle(const Reply& reply) {
+  const bool pong =
+      (reply.is_array() && reply.elements.size() == 2 && reply.elements[0].text == "pong") ||
+      (reply.type == Reply::Type::status && reply.text == "PONG");
+  if (pong) {
+    pong_due_.reset();
+    next_ping_ = Clock::now() + kPingEvery;
+    return;
+  }
   if (!reply.is_array() || reply.elements.size() < 3) return;
   const std::string& kind = reply.elements[0].text;
   const std::string& channel = reply.elements[1].text;

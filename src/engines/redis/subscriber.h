@@ -14,6 +14,11 @@
 // node): messages published before that, or since, were not seen, so each waiter looks
 // once.
 //
+// A subscribed connection hears nothing while nothing is published, so one dropped
+// silently (a NAT or firewall that forgot it) would look quiet for ever: the thread
+// PINGs it every second and counts a PING unanswered within the timeout as a broken
+// connection (reconnect, and every watch looks again).
+//
 // Messages can be lost (a killed connection, a Redis restart, a slot that moved to
 // another node); waiters therefore also
 // poll (see redis_engine.cc), and a lost message costs at most one poll interval.
@@ -28,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -125,6 +131,9 @@ class Subscriber {
   std::set<std::string> confirmed_;
   std::vector<Order> orders_;
   bool stopping_ = false;
+  // The thread's own: the liveness PING on the current connection (see exchange).
+  Clock::time_point next_ping_;
+  std::optional<Clock::time_point> pong_due_;
   std::thread thread_;  // started by the first watch
 };
 

@@ -47,6 +47,16 @@ LockKeys KeyNaming::of(std::string_view group, std::string_view name) const {
   }
   auto [before, after] = around_name(group);
   std::string lock = before + std::string(name) + after;
+  // A lock whose key is another lock's counter or withdrawal mark ("n:warden-token" is
+  // lock n's counter under {group}:{name}) would corrupt that lock's tokens.
+  if (lock.ends_with(kFenceSuffix) || lock.find(kWithdrawnInfix) != std::string::npos) {
+    throw Error(Errc::invalid_argument,
+                "redis://…?layout=simple: lock '" + std::string(name) + "' has the key '" + lock +
+                    "', which is the layout's own key beside another lock ('" +
+                    std::string(kFenceSuffix.substr(1)) + "' or '" +
+                    std::string(kWithdrawnInfix.substr(1, kWithdrawnInfix.size() - 2)) +
+                    "'); choose another name");
+  }
   std::string fence = lock + std::string(kFenceSuffix);
   std::string withdrawn = lock + std::string(kWithdrawnInfix);
   return LockKeys{std::move(lock), std::move(fence), std::move(withdrawn)};

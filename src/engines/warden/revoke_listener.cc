@@ -1,5 +1,7 @@
 #include "engines/warden/revoke_listener.h"
 
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +14,12 @@
 #include "warden/error.h"
 
 namespace warden::engines::wardend {
+namespace {
+
+// How often a quiet listener asks wardend whether the connection still carries anything.
+constexpr auto kPingEvery = std::chrono::seconds(1);
+
+}  // namespace
 
 using resp_client::Reply;
 
@@ -54,9 +62,7 @@ void RevokeListener::run(std::stop_token stop) {
       }
       first_try_.notify_all();
       backoff.reset();
-      while (!stop.stop_requested()) {
-        if (auto push = conn->poll_reply(Clock::time_point::max(), waker.fd())) deliver(*push);
-      }
+      listen_until_broken(*conn, waker.fd(), stop);
       return;
     } catch (const Error&) {
       // The server went away, or refused us: reported below, then tried again later.
@@ -73,6 +79,38 @@ void RevokeListener::run(std::stop_token stop) {
     // Pushes may have been lost with the connection: every cached grant goes back.
     if (was_up) on_revoke_(core::Revoke{{}, 0, true});
     core::sleep_for(backoff.next_delay(), stop);
+  }
+}
+
+void RevokeListener::listen_until_broken(resp_client::Connection& conn, int wake_fd,
+                                         const std::stop_token& stop) {
+  // The server never writes unasked except to revoke, so a connection dropped silently
+  // (a NAT or firewall that forgot it, a peer whose host vanished) would look like a quiet
+  // one for ever while the client serves its cache. A PING every kPingEvery, answered
+  // within op_timeout, tells the two apart: no PONG in time is a broken channel.
+  auto next_ping = Clock::now() + kPingEvery;
+  std::optional<Clock::time_point> pong_due;
+  while (!stop.stop_requested()) {
+    if (auto reply = conn.poll_reply(pong_due.value_or(next_ping), wake_fd)) {
+      if (reply->type == Reply::Type::status && reply->text == "PONG") {
+        pong_due.reset();
+        next_ping = Clock::now() + kPingEvery;
+      } else {
+        deliver(*reply);
+      }
+      continue;
+    }
+    const auto now = Clock::now();
+    if (pong_due && now >= *pong_due) {
+      throw Error(Errc::unavailable,
+                  "REVOKES on " + connector_->endpoint() + ": no answer to PING within op_timeout");
+    }
+    if (!pong_due && now >= next_ping) {
+      const std::string_view ping[] = {"PING"};
+      conn.append(std::span<const std::string_view>(ping));
+      conn.flush(now + op_timeout_);
+      pong_due = now + op_timeout_;
+    }
   }
 }
 

@@ -5,6 +5,9 @@
 // pushes `REVOKE key token` down this connection when another client asks for the lock.
 // The thread hands each push to the engine's revoke sink.
 //
+// The listener PINGs a quiet connection every second: a PING unanswered within
+// op_timeout means the connection was dropped silently, and counts as broken.
+//
 // When the connection breaks, pushes may have been lost: the listener reports a revoke
 // of everything at once, and connects again (by the retry policy's back-off). A grant is
 // cacheable only if the listener its ACQUIRE named was still the one up when the reply
@@ -18,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "core/engine.h"
@@ -51,6 +55,9 @@ class RevokeListener {
   void run(std::stop_token stop);
   // Connects and sends REVOKES; the listener id. Throws Error.
   std::uint64_t listen(resp_client::Connection& conn);
+  // Hands every push to deliver() until `stop`; throws Error when the connection broke
+  // or went silent (a PING unanswered within op_timeout).
+  void listen_until_broken(resp_client::Connection& conn, int wake_fd, const std::stop_token& stop);
   void deliver(const resp_client::Reply& push);
 
   const std::shared_ptr<resp_client::Connector> connector_;
@@ -60,10 +67,10 @@ class RevokeListener {
 
   mutable std::mutex mu_;
   std::condition_variable first_try_;
-  bool tried_ = false;               // guarded by mu_: the first connection attempt ended
-  std::optional<Ticket> up_;         // guarded by mu_
-  std::uint64_t generation_ = 0;     // guarded by mu_
-  std::jthread thread_;              // last: it uses everything above
+  bool tried_ = false;            // guarded by mu_: the first connection attempt ended
+  std::optional<Ticket> up_;      // guarded by mu_
+  std::uint64_t generation_ = 0;  // guarded by mu_
+  std::jthread thread_;           // last: it uses everything above
 };
 
 }  // namespace warden::engines::wardend

@@ -11,12 +11,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "compose/engine_registry.h"
 #include "core/uri.h"
 #include "engines/redis/test_util.h"
 #include "support/caching_child.h"
 #include "support/info_fields.h"
+#include "torture/partition_proxy.h"
 
 namespace warden::testing {
 namespace {
@@ -215,6 +217,45 @@ TEST(RedisCache, AHolderWhoseSubscriberCannotConnectStillGivesTheLockBack) {
   EXPECT_TRUE(theirs) << "the cached lock was not given back";
   EXPECT_EQ(counter(a, "warden_cache_revokes_total"), 1u);
   EXPECT_EQ(subscribers(probe, "g", "x"), 0) << "a subscriber got in after all";
+}
+
+// A cacheable grant lost while a thread holds it (its keys deleted behind the client's
+// back): released, it has nothing to give back, and its revoke watch ends with it. A
+// watch left behind would keep its thread and its subscription for the Client's life.
+TEST(RedisCache, AGrantLostWhileHeldEndsItsRevokeWatchWhenReleased) {
+  RedisServer server;
+  RedisProbe probe(server);
+  Client a = Client::open(server.uri(), caching_client());
+  Lease lease = a.lock("g", "x", cached(1500ms)).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  ASSERT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 1; }))
+      << "the revoke watch never subscribed";
+  const std::string tag = lock_tag("g", "x");
+  probe.command({"DEL", tag + ":h", tag + ":i", tag + ":q", tag + ":w", tag + ":p"});
+  ASSERT_TRUE(eventually([&] { return lease.lost(); }, 5s)) << "the loss was not noticed";
+  lease = Lease();  // nothing to release: the grant is gone
+  EXPECT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 0; }, 5s))
+      << "the revoke watch of the lost grant lives on";
+}
+
+// The subscriber's connection dropped silently (a NAT or firewall forgot it: no FIN, no
+// RST, nothing gets through): its PING goes unanswered, the connection counts as broken,
+// the revoke watch looks at the lock instead of waiting to hear '?', and the cached lock
+// is given back, instead of being kept for cache_idle while another client waits.
+TEST(RedisCache, ACachedLockIsGivenBackWhenTheSubscriberGoesSilent) {
+  RedisServer server;
+  RedisProbe probe(server);
+  std::vector<std::unique_ptr<torture::PartitionProxy>> relays;
+  Client a = Client::open(torture::proxied_url(server.uri(), relays), caching_client());
+  Client b = Client::open(server.uri(), quick_options());
+  { Lease lease = a.lock("g", "x", cached()).acquire(Mode::exclusive, Wait::none()); }
+  ASSERT_TRUE(eventually([&] { return subscribers(probe, "g", "x") == 1; }))
+      << "a's revoke watch never subscribed";
+
+  relays.front()->silence_connections();  // a's subscriber and pooled connections alike
+  // cache_idle is an hour and the lease 30 s: only the give-back frees it within the wait.
+  Lease theirs = b.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(20s));
+  EXPECT_TRUE(theirs) << "the cached lock was kept although its subscriber was silent";
 }
 
 // The revoke watch itself (RedisEngine::watch_requests). A '?' published before its

@@ -15,6 +15,7 @@
 #include "support/server_process.h"
 #include "test_util.h"
 #include "warden/client.h"
+#include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
 
@@ -91,6 +92,31 @@ TEST(RedisSimpleLayout, LockKeyNamesTheKeyFromTheGroupAndName) {
   const auto listed = client.list("g");
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].name, "n");
+}
+
+// Lock "n:warden-token" would be lock n's fence counter under GROUP:NAME: refused, and
+// lock n's token is untouched.
+TEST(RedisSimpleLayout, ANameWhoseKeyIsTheLayoutsOwnKeyBesideALockIsRefused) {
+  RedisServer server;
+  RedisProbe probe(server);
+  Client client = Client::open(simple_uri(server));
+  Lease lease = client.lock("g", "n").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(lease);
+  const std::string counter = probe.command({"GET", "g:n:warden-token"});
+  for (const std::string name :
+       {"n:warden-token", "n:warden-withdrawn:x", "warden-token:n:warden-token"}) {
+    try {
+      (void)client.lock("g", name).acquire(Mode::exclusive, Wait::none());
+      ADD_FAILURE() << name << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << name << ": " << e.what();
+    }
+  }
+  EXPECT_EQ(probe.command({"GET", "g:n:warden-token"}), counter) << "lock n's counter changed";
+  EXPECT_TRUE(client.check(lease.sequencer()));
+  lease.release();
+  // A name that only contains the word is an ordinary lock.
+  EXPECT_TRUE(client.lock("g", "warden-token:n").acquire(Mode::exclusive, Wait::none()));
 }
 
 TEST(RedisSimpleLayout, ExclusiveAndNonFairOnly) {

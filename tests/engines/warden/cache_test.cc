@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "support/server_process.h"
 #include "support/waiting.h"
 #include "support/wardend_probe.h"
+#include "torture/partition_proxy.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
@@ -68,6 +70,26 @@ TEST(WardenCache, ARepeatedAcquireIsServedFromTheCacheWithTheSameToken) {
   EXPECT_EQ(counter(client, "warden_acquire_attempts_total"), 1u) << "only the first cycle asked";
   // Released by the client, the lock stays granted on the server.
   EXPECT_EQ(holders(server, "g/hot"), std::vector<std::uint64_t>{first});
+}
+
+// The revoke listener's connection dropped silently (a NAT or firewall forgot it: no FIN,
+// no RST, nothing gets through): the listener's PING goes unanswered, the channel counts
+// as broken, and the cached lock is given back, instead of being kept for cache_idle
+// while another client waits for it.
+TEST(WardenCache, ACachedLockIsGivenBackWhenTheRevokeChannelGoesSilent) {
+  Wardend server;
+  std::vector<std::unique_ptr<torture::PartitionProxy>> relays;
+  Client a = Client::open(torture::proxied_url(server.uri(), relays), caching_client());
+  Client b = Client::open(server.uri(), quick_options());
+  { Lease lease = a.lock("g", "x", cached()).acquire(Mode::exclusive, Wait::none()); }
+  ASSERT_EQ(holders(server, "g/x").size(), 1u) << "cached, still granted";
+
+  relays.front()->silence_connections();  // a's listener and pooled connections alike
+  // cache_idle is an hour and the lease 30 s: only a give-back on the broken channel frees
+  // it within the wait (detection takes a PING interval and op_timeout, the give-back
+  // another op_timeout on a silent pooled connection, then one on a new one).
+  Lease theirs = b.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(20s));
+  EXPECT_TRUE(theirs) << "the cached lock was kept although its revoke channel was silent";
 }
 
 TEST(WardenCache, AnotherClientsWaitRevokesAnIdleCachedLock) {
