@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
@@ -129,8 +130,40 @@ bool ServerProcess::running() {
   return true;
 }
 
+namespace {
+
+// Whether every thread of `pid` is stopped ('T' or 't' in /proc/PID/task/TID/stat); a
+// process that is gone counts as stopped.
+bool all_threads_stopped(pid_t pid) {
+  std::error_code ec;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& entry : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream in(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = text.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= text.size()) continue;  // just ended
+    const char state = text[paren + 2];
+    if (state != 'T' && state != 't') return false;
+  }
+  return true;
+}
+
+// SIGSTOP is delivered to each thread as it next runs: on a loaded machine a server can
+// go on answering for a moment after kill(2) returned. A freeze is in place only once
+// every thread has stopped (bounded: a process that cannot stop is not waited for).
+void wait_until_stopped(pid_t pid) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!all_threads_stopped(pid) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
 void ServerProcess::signal(int sig) const {
-  if (pid_ > 0) ::kill(pid_, sig);
+  if (pid_ <= 0) return;
+  ::kill(pid_, sig);
+  if (sig == SIGSTOP) wait_until_stopped(pid_);
 }
 
 namespace {
@@ -164,6 +197,9 @@ void ServerProcess::signal_family(int sig) const {
   std::vector<pid_t> generation{pid_};
   while (!generation.empty()) {
     for (pid_t p : generation) ::kill(p, sig);
+    if (sig == SIGSTOP) {
+      for (pid_t p : generation) wait_until_stopped(p);
+    }
     generation = children_of(generation);
   }
 }
