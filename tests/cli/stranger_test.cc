@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -52,8 +53,12 @@ TEST(WardenRunOnWardend, StrangerCannotRenewOrReleaseTheHoldersLock) {
   warden::testing::Wardend server;
   const warden::testing::WardendProbe probe(server.port());
   // A short ttl, so the holder's watchdog renews many times while the stranger tries.
+  // The holder's CMD runs until the test says so (a file appears): a fixed sleep could
+  // end before a loaded machine got through the checks below.
+  const warden::testing::TempDir dir("stranger");
+  const std::string done = (dir.path() / "done").string();
   Process holder({kWarden, "run", "--url", server.uri(), "--group", "g", "--name", "n", "--ttl",
-                  "500ms", "--", "sleep", "2"},
+                  "500ms", "--", "sh", "-c", "while [ ! -e '" + done + "' ]; do sleep 0.05; done"},
                  environment({"WARDEN_URL"}));
   std::uint64_t token = 0;
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -82,6 +87,7 @@ TEST(WardenRunOnWardend, StrangerCannotRenewOrReleaseTheHoldersLock) {
                              "--wait", "0", "--", "true"},
                             environment({"WARDEN_URL"}));
   EXPECT_NE(other.status, 0) << "another client got the lock while it was held";
+  std::ofstream(done).put('\n');  // the holder's CMD ends
 
   // The holder's CMD ran to its end under its lease, never lost: warden run exits 0.
   const Outcome o = holder.finish(30s);

@@ -45,6 +45,10 @@ class Backend {
   virtual bool freeze() { return false; }
   // Lets every process run again (SIGCONT).
   virtual void thaw() {}
+  // How many servers a call that finds none answering asks in turn, each for the whole
+  // op_timeout, before it fails: release() and check() on a frozen backend take up to
+  // this many op_timeouts (etcd://'s failover, docs/engines/etcd.md); 1 elsewhere.
+  virtual int servers_asked_in_turn() const { return 1; }
 };
 
 struct EngineCase {

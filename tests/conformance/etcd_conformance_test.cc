@@ -1,7 +1,7 @@
-// The conformance suite against etcd://, on a real etcd (one per case kind and test process) on free
-// loopback ports with temp data dirs: a single member, a 3-member cluster (short
-// election timeouts, see tests/support/etcd_server.h), and a single member that serves
-// clients over mutual TLS only (etcds://, certificates from support/test_certs.h).
+// The conformance suite against etcd://, on a real etcd (one per case kind and test process) on
+// free loopback ports with temp data dirs: a single member, a 3-member cluster (short election
+// timeouts, see tests/support/etcd_server.h), and a single member that serves clients over mutual
+// TLS only (etcds://, certificates from support/test_certs.h).
 #include <cstddef>
 #include <cstdio>
 #include <memory>
@@ -100,6 +100,7 @@ class EtcdBackend final : public Backend {
   void thaw() override {
     for (int m = 0; m < cluster_.size(); ++m) cluster_.resume(m);
   }
+  int servers_asked_in_turn() const override { return cluster_.size(); }
 
  private:
   testing::EtcdCluster cluster_;

@@ -1,7 +1,10 @@
 // Conformance: release, renew-by-owner-only and lock-delay (DESIGN §2 "Release",
 // "Lock-delay").
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <future>
+#include <latch>
 #include <memory>
 #include <span>
 #include <stop_token>
@@ -84,8 +87,9 @@ TEST_P(Conformance, ATryRightAfterAnUnlockOnTheSameClientFindsTheLockFree) {
     }
     // Another thread of the same client, after the drop.
     bool granted = false;
-    std::thread([&] { granted = static_cast<bool>(lock.acquire(Mode::exclusive, Wait::none())); })
-        .join();
+    std::thread([&] {
+      granted = static_cast<bool>(lock.acquire(Mode::exclusive, Wait::none()));
+    }).join();
     ASSERT_TRUE(granted) << "cycle " << i << ": refused after the client's own release";
   }
 }
@@ -228,6 +232,44 @@ TEST_P(Conformance, ExpiredLeaseBlocksTheLockForLockDelayButReleasedOneDoesNot) 
       << "a released (not expired) lock was delayed";
   EXPECT_TRUE(next.lock(group(), "y", plain).acquire(Mode::exclusive, Wait::none()))
       << "a released (not expired) lock was delayed";
+}
+
+// One client, two threads, a shared grant each: two grants of one lock, both kept in the
+// client's cache when let go on a caching instance. Another client's exclusive wait is
+// served soon after both threads let go, whichever lets go first: each revoke the backend
+// sends finds its own grant (a revoke lost to the other grant's would leave one cached
+// until cache_idle, longer than the bound here).
+TEST_P(Conformance, TwoSharedGrantsOfOneClientBothGoToAnotherClientsWaitInEitherOrder) {
+  WARDEN_SKIP_UNLESS(shared);
+  for (const int first : {0, 1}) {
+    SCOPED_TRACE("thread " + std::to_string(first) + " lets go first");
+    const std::string name = "x" + std::to_string(first);
+    Client a = open_client();
+    Client b = open_client();
+    std::latch both_granted(2);
+    std::array<std::promise<void>, 2> let_go;
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < 2; ++i) {
+      threads.emplace_back([&, i, go = let_go[i].get_future()] {
+        Lease lease = a.lock(group(), name).acquire(Mode::shared, Wait::up_to(kPatience));
+        EXPECT_TRUE(lease) << "thread " << i << ": a shared grant beside another was refused";
+        both_granted.count_down();
+        go.wait();
+      });  // the Lease is dropped: unlock(), kept in the cache where caching is on
+    }
+    both_granted.wait();
+    auto waiter = std::async(std::launch::async, [&] {
+      return b.lock(group(), name).acquire(Mode::exclusive, Wait::up_to(kLongDeadline));
+    });
+    EXPECT_TRUE(queue_reaches(name, 1)) << "the other client's exclusive request did not queue";
+    let_go[first].set_value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    let_go[1 - first].set_value();
+    threads.clear();
+    ASSERT_EQ(waiter.wait_for(kPatience), std::future_status::ready)
+        << "the other client's wait was not served after both shared grants were let go";
+    EXPECT_TRUE(waiter.get());
+  }
 }
 
 }  // namespace

@@ -295,9 +295,7 @@ class EtcdEngine final : public core::Engine {
     add_owner_guard(request, owner, grant.token);
     request.add_success()->mutable_request_delete_range()->set_key(owner.key);
     sessions_.releasing(owner.lease, owner.key);
-    // One op_timeout for the whole release, whichever members it asks: a frozen cluster
-    // costs a release() that, not op_timeout per member (docs/contract.md).
-    rpc_->txn(request, nullptr, {}, within_op_timeout());
+    rpc_->txn(request);
     // An own lease is revoked too; the session lease (layout=concurrency too) lives on.
     sessions_.released(owner.lease, owner.key);
     give_back(owner);
@@ -351,7 +349,7 @@ class EtcdEngine final : public core::Engine {
     request.set_max_create_revision(token);
     request.set_keys_only(true);
     request.set_limit(1);
-    const auto response = rpc_->range(request, within_op_timeout());  // as release()
+    const auto response = rpc_->range(request);
     if (response.kvs_size() != 1) return false;
     // Every request of layout=concurrency is exclusive.
     if (keys.layout == Layout::concurrency) return sequencer.mode == Mode::exclusive;
@@ -573,11 +571,6 @@ class EtcdEngine final : public core::Engine {
   }
 
   // The latest an acquire's calls may end: op_timeout past its deadline (a try: past now).
-  // The bound of a call that answers its caller within op_timeout, all members asked.
-  EtcdRpc::Bound within_op_timeout() const {
-    return EtcdRpc::Bound{Clock::now() + config_.op_timeout, {}};
-  }
-
   Clock::time_point bound_of(const AcquireRequest& request) const {
     const auto from = std::max(request.deadline, Clock::now());
     return from > Clock::time_point::max() - config_.op_timeout ? Clock::time_point::max()
