@@ -93,39 +93,58 @@ std::uint64_t search_token(Pool& pool, const std::string& lock, const std::strin
 // A semaphore's holders (the sessions holding its slots, but its head, which is still
 // taking them) with their permits and tokens, and its waiters (sessions running
 // warden_take on it: the head first, then by time waited) with theirs.
+//
+// The head is told apart by what it is doing, not by the turnstile (read before the
+// slots, it misses a head that arrives in between). The sessions running warden_take are
+// read just before and just after the slots: one still taking after holds slots it was
+// not granted; one taking before and gone after was granted in between (it holds its
+// token lock, a holder) or gave up (it holds none, and is neither).
 void add_semaphore(Pool& pool, const std::string& lock, std::uint32_t capacity, const Field& head,
                    std::uint64_t bound, LockStatus& status) {
   const auto& config = pool.config();
+  const std::string taking_sql =
+      " FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query' AND LOCATE('warden_take(''" +
+      lock + "'',', INFO) > 0";
   const auto sets = pool.with([&](Connection& c) {
-    return c.query(
-        "SELECT h, COUNT(*) FROM (SELECT IS_USED_LOCK(CONCAT('" + lock +
-            "/s', seq)) AS h FROM seq_0_to_" + std::to_string(capacity - 1) +
-            ") slots WHERE h IS NOT NULL GROUP BY h; "
-            "SELECT INFO FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query' AND "
-            "LOCATE('warden_take(''" +
-            lock + "'',', INFO) > 0 ORDER BY ID <=> " + head.value_or("NULL") +
-            " DESC, TIME_MS DESC",
-        Clock::now() + config.op_timeout, "inspect a semaphore");
+    return c.query("SELECT ID" + taking_sql +
+                       "; SELECT h, COUNT(*) FROM (SELECT IS_USED_LOCK(CONCAT('" + lock +
+                       "/s', seq)) AS h FROM seq_0_to_" + std::to_string(capacity - 1) +
+                       ") slots WHERE h IS NOT NULL GROUP BY h; SELECT ID, INFO" + taking_sql +
+                       " ORDER BY ID <=> " + head.value_or("NULL") +
+                       " DESC, TIME_MS DESC; SELECT next_not_cached_value FROM warden_tokens",
+                   Clock::now() + config.op_timeout, "inspect a semaphore");
   });
-  if (sets.size() != 2) throw Error(Errc::internal, "mysql: unexpected reply to inspect");
-  std::vector<HolderStatus> holders;
+  if (sets.size() != 4) throw Error(Errc::internal, "mysql: unexpected reply to inspect");
+  std::vector<std::string> taking_before;
   for (const Row& row : sets[0]) {
-    if (row.size() != 2 || !row[0] || (head && *row[0] == *head)) continue;
+    if (row.size() == 1 && row[0]) taking_before.push_back(*row[0]);
+  }
+  const std::string call = "warden_take('" + lock + "', ";
+  std::vector<std::string> taking_after;
+  for (const Row& row : sets[2]) {
+    if (row.size() != 2 || !row[0] || !row[1]) continue;
+    const auto at = row[1]->find(call);
+    if (at == std::string::npos) continue;
+    taking_after.push_back(*row[0]);
+    WaiterStatus waiter{Mode::shared, std::nullopt};
+    waiter.permits = static_cast<std::uint32_t>(number(Field(row[1]->substr(at + call.size()))));
+    status.waiters.push_back(waiter);
+  }
+  // A grant between the first read and this one may have a token above the first bound.
+  if (sets[3].size() == 1 && sets[3][0].size() == 1) bound = std::max(bound, number(sets[3][0][0]));
+  const auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  std::vector<HolderStatus> holders;
+  for (const Row& row : sets[1]) {
+    if (row.size() != 2 || !row[0] || listed(taking_after, *row[0])) continue;
     HolderStatus holder{Mode::shared, search_token(pool, lock, *row[0], 0, bound), std::nullopt};
+    if (holder.token == 0 && listed(taking_before, *row[0])) continue;  // gave up
     holder.permits = static_cast<std::uint32_t>(number(row[1]));
     holders.push_back(holder);
   }
   std::sort(holders.begin(), holders.end(),
             [](const HolderStatus& a, const HolderStatus& b) { return a.token < b.token; });
-  const std::string call = "warden_take('" + lock + "', ";
-  for (const Row& row : sets[1]) {
-    if (row.size() != 1 || !row[0]) continue;
-    const auto at = row[0]->find(call);
-    if (at == std::string::npos) continue;
-    WaiterStatus waiter{Mode::shared, std::nullopt};
-    waiter.permits = static_cast<std::uint32_t>(number(Field(row[0]->substr(at + call.size()))));
-    status.waiters.push_back(waiter);
-  }
   for (HolderStatus& holder : holders) status.holders.push_back(std::move(holder));
   if (!status.holders.empty() || !status.waiters.empty()) status.permits = capacity;
 }

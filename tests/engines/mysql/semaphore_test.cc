@@ -13,6 +13,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <thread>
 
 #include "core/engine.h"
 #include "core/uri.h"
@@ -121,6 +122,36 @@ TEST_F(MysqlSemaphore, PermitsAreSlotLocksOfTheGrantsSessionAndReleaseLeavesNoth
   const LockStatus idle = engine->inspect(core::LockKey{"g", "s"});
   EXPECT_TRUE(idle.holders.empty() && idle.waiters.empty());
   EXPECT_EQ(idle.permits, 0u) << "an idle semaphore shows no N";
+}
+
+// The head of the queue holds the slots it took so far while it waits for the rest; status
+// shows it as a waiter, never as a holder, however its taking and giving back interleave
+// with the reads status makes (a head whose turnstile was read before it had it).
+TEST_F(MysqlSemaphore, AHeadTakingSlotsIsNeverShownAsAHolder) {
+  auto holder = open_engine(server_);
+  auto head = open_engine(server_);
+  auto reader = open_engine(server_);
+  const auto three = holder->acquire(permits(3, 4, Clock::time_point::min()));
+  ASSERT_TRUE(three);
+  std::jthread waiter([&](std::stop_token stop) {
+    // Each try becomes the head, takes the free slot, waits for one more and gives both
+    // back: many heads, each appearing and leaving while status reads.
+    while (!stop.stop_requested()) {
+      EXPECT_FALSE(head->acquire(permits(2, 4, Clock::now() + 20ms)));
+    }
+  });
+  int heads_seen = 0;
+  for (int i = 0; i < 400; ++i) {
+    const LockStatus status = reader->inspect(core::LockKey{"g", "s"});
+    ASSERT_EQ(status.holders.size(), 1u) << "read " << i << " shows a head as a holder";
+    EXPECT_EQ(status.holders[0].permits, 3u);
+    EXPECT_EQ(status.holders[0].token, three->grant.token);
+    heads_seen += status.waiters.empty() ? 0 : 1;
+  }
+  waiter.request_stop();
+  waiter.join();
+  EXPECT_GT(heads_seen, 0) << "no read saw the head: the case tested nothing";
+  holder->release(three->grant);
 }
 
 TEST_F(MysqlSemaphore, KillingAHoldersSessionFreesItsPermitsToAWaiter) {
