@@ -48,7 +48,13 @@ class Lease {
   Mode mode() const;  // the mode this count was acquired in
   std::uint32_t permits() const;  // of a semaphore's grant; 0 for a lock's
   std::uint64_t token() const;  // fencing token of the backend grant
-  Sequencer sequencer() const;  // "group/name:mode:token" of the backend grant
+  // Which hold of the grant this is: 0 for the one the backend granted, n for the n-th
+  // re-acquire from the client's lock cache (LockOptions::cache), whose token is the
+  // same. A resource fenced by (token, reuse) rejects a write delayed from before an
+  // unlock() once a later hold wrote (FenceGate, Sequencer).
+  std::uint64_t reuse() const;
+  // "group/name:mode:token" of the backend grant, "…:token+reuse" for a hold from the cache
+  Sequencer sequencer() const;
   const std::string& group() const;
   const std::string& name() const;
 

@@ -274,8 +274,10 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
 }
 
 std::shared_ptr<Hold> ClientState::unpark(const std::shared_ptr<Hold>& parked, Mode mode) {
+  Hold::Caching caching = parked->caching;
+  ++caching.reuse;  // a new hold of the same grant: fences tell it from the earlier ones
   auto hold = std::make_shared<Hold>(this, parked->grant, parked->expires(), Clock::now(),
-                                     this_thread_key(), parked->caching);
+                                     this_thread_key(), caching);
   hold->add(mode);
   watchdog_.replace(parked.get(), hold);
   if (parked->state() != Hold::State::active) {

@@ -45,6 +45,9 @@ struct HoldCaching {
   // a request asking for the same lease length and lock delay.
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds lock_delay{0};
+  // How many times the grant was taken from the cache before this hold: 0 for the hold
+  // the backend granted. Fences order the holds of one grant by it (Sequencer::reuse).
+  std::uint64_t reuse = 0;
 };
 
 class Hold {

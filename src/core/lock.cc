@@ -62,7 +62,12 @@ std::uint64_t Lease::token() const {
 Sequencer Lease::sequencer() const {
   require_valid();
   const auto& g = hold_->grant;
-  return Sequencer{g.key.group, g.key.name, g.mode, g.token};
+  return Sequencer{g.key.group, g.key.name, g.mode, g.token, hold_->caching.reuse};
+}
+
+std::uint64_t Lease::reuse() const {
+  require_valid();
+  return hold_->caching.reuse;
 }
 
 const std::string& Lease::group() const {

@@ -7,12 +7,20 @@
 #include "warden/error.h"
 
 namespace warden {
+namespace {
+
+bool decimal(std::string_view text, std::uint64_t& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
 
 Sequencer Sequencer::parse(std::string_view text) {
   auto bad = [&](const char* why) -> Error {
     return Error(Errc::invalid_argument,
                  "malformed sequencer '" + std::string(text) + "': " + why +
-                     " (expected group/name:mode:token)");
+                     " (expected group/name:mode:token or group/name:mode:token+reuse)");
   };
   // The group cannot hold '/', mode and token cannot hold ':': split on the first '/'
   // and the last two ':' so a name may hold either.
@@ -27,7 +35,13 @@ Sequencer Sequencer::parse(std::string_view text) {
   s.group = std::string(text.substr(0, slash));
   s.name = std::string(text.substr(slash + 1, middle - slash - 1));
   const std::string_view mode = text.substr(middle + 1, last - middle - 1);
-  const std::string_view token = text.substr(last + 1);
+  std::string_view token = text.substr(last + 1);
+  std::string_view reuse;
+  if (const auto plus = token.find('+'); plus != std::string_view::npos) {
+    reuse = token.substr(plus + 1);
+    token = token.substr(0, plus);
+    if (!decimal(reuse, s.reuse)) throw bad("reuse is not a decimal 64-bit number");
+  }
   core::validate_group(s.group);
   core::validate_name(s.name);
   if (mode == "exclusive") {
@@ -37,10 +51,7 @@ Sequencer Sequencer::parse(std::string_view text) {
   } else {
     throw bad("mode is neither 'exclusive' nor 'shared'");
   }
-  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), s.token);
-  if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
-    throw bad("token is not a decimal 64-bit number");
-  }
+  if (!decimal(token, s.token)) throw bad("token is not a decimal 64-bit number");
   return s;
 }
 
@@ -52,6 +63,10 @@ std::string Sequencer::str() const {
   out += to_string(mode);
   out += ':';
   out += std::to_string(token);
+  if (reuse != 0) {
+    out += '+';
+    out += std::to_string(reuse);
+  }
   return out;
 }
 

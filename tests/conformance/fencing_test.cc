@@ -63,6 +63,36 @@ TEST_P(Conformance, SequencerNamesTheGrantAndRoundTrips) {
   EXPECT_EQ(Sequencer::parse(shared_seq.str()), shared_seq);
 }
 
+// The fencing contract across an unlock() and the next acquire by the same client: once
+// the later hold's write was admitted, a write fenced by the earlier hold (delayed: a
+// timed-out request, another thread) is rejected. On a cached instance the later hold
+// comes from the client's cache with the same token, and its reuse tells it apart.
+TEST_P(Conformance, AWriteOfAnEarlierHoldIsRejectedOnceTheNextHoldOfTheClientWrote) {
+  Client a = open_client();
+  FenceGate gate;
+  Sequencer earlier;
+  {
+    Lease first = a.lock(group(), "x").acquire(Mode::exclusive, Wait::none());
+    ASSERT_TRUE(first);
+    earlier = first.sequencer();
+    EXPECT_EQ(earlier.reuse, first.reuse());
+    EXPECT_TRUE(gate.admit(earlier));
+  }  // unlocked: a cached instance keeps the grant
+  Lease next = a.lock(group(), "x").acquire(Mode::exclusive, Wait::up_to(kPatience));
+  ASSERT_TRUE(next);
+  const Sequencer later = next.sequencer();
+  if (caching()) {
+    EXPECT_EQ(later.token, earlier.token) << "not served from the client's cache";
+    EXPECT_EQ(later.reuse, earlier.reuse + 1);
+  }
+  EXPECT_TRUE(gate.admit(later));
+  EXPECT_FALSE(gate.admit(earlier)) << "a write of the earlier hold " << earlier.str()
+                                    << " was admitted after the later hold's " << later.str();
+  EXPECT_FALSE(gate.admit(Sequencer::parse(earlier.str()))) << "the text form lost the order";
+  EXPECT_TRUE(gate.admit(Sequencer::parse(later.str())));
+  if (capabilities().check) EXPECT_TRUE(a.check(later)) << "check answers for the grant";
+}
+
 TEST_P(Conformance, CheckIsTrueWhileHeldAndFalseAfterRelease) {
   WARDEN_SKIP_UNLESS(check);
   Client a = open_client();

@@ -30,6 +30,20 @@ TEST(FenceGate, SequencerIsKeyedByGroupAndName) {
   EXPECT_FALSE(gate.admit("g/n", 2));
 }
 
+// Two holds of one cached grant share its token; the later hold's reuse is larger, and
+// a write delayed from the earlier hold is rejected once the later one wrote.
+TEST(FenceGate, HoldsOfOneCachedGrantAreOrderedByTheirReuse) {
+  FenceGate gate;
+  EXPECT_TRUE(gate.admit(Sequencer{"g", "n", Mode::exclusive, 7, 0}));
+  EXPECT_TRUE(gate.admit(Sequencer{"g", "n", Mode::exclusive, 7, 1}));
+  EXPECT_TRUE(gate.admit(Sequencer{"g", "n", Mode::exclusive, 7, 1}));
+  EXPECT_FALSE(gate.admit(Sequencer{"g", "n", Mode::exclusive, 7, 0})) << "the earlier hold";
+  EXPECT_FALSE(gate.admit("g/n", 7)) << "a token alone is the grant's first hold";
+  EXPECT_TRUE(gate.admit(Sequencer{"g", "n", Mode::exclusive, 8, 0})) << "a later grant";
+  EXPECT_FALSE(gate.admit(Sequencer{"g", "n", Mode::exclusive, 7, 5}));
+  EXPECT_EQ(gate.highest("g/n"), 8u);
+}
+
 TEST(FenceGate, ConcurrentAdmitsKeepTheMaximum) {
   FenceGate gate;
   std::vector<std::thread> threads;
