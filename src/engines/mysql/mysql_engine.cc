@@ -206,9 +206,13 @@ class MysqlEngine final : public core::Engine {
     }
   }
 
+  // A grant reported lost is forgotten: the core never releases a lost grant, so a record
+  // kept for it would stay for the client's life (a flapping network would pile them up),
+  // and a release of it finds nothing, as for any grant the server no longer holds.
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
     std::vector<Renewed> out;
     out.reserve(grants.size());
+    std::vector<std::string> lost;
     for (const GrantRef& grant : grants) {
       const auto held = find(grant.owner);
       if (!held) {
@@ -218,6 +222,7 @@ class MysqlEngine final : public core::Engine {
       std::lock_guard lock(held->mu);
       if (!held->connection) {
         out.push_back(Renewed::lost());
+        lost.push_back(grant.owner);
         continue;
       }
       const auto send = Clock::now();
@@ -246,7 +251,9 @@ class MysqlEngine final : public core::Engine {
       }
       end_session(*held);
       out.push_back(Renewed::lost());
+      lost.push_back(grant.owner);
     }
+    for (const std::string& owner : lost) forget(owner);
     return out;
   }
 
@@ -573,8 +580,6 @@ class MysqlEngine final : public core::Engine {
     }
   }
 
-  // Ends the waiting statement of session `id` from another session; a statement that
-  // already ended is not affected (the caller closes its session in any case).
   std::shared_ptr<Held> find(const std::string& owner) {
     std::lock_guard lock(mu_);
     const auto it = held_.find(owner);

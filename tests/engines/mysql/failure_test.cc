@@ -12,6 +12,9 @@
 #include <thread>
 
 #include "cli/process.h"
+#include "core/engine.h"
+#include "core/uri.h"
+#include "engines/mysql/mysql_engine.h"
 #include "support/mariadb_server.h"
 #include "warden/client.h"
 #include "warden/error.h"
@@ -66,6 +69,30 @@ TEST(MysqlFailure, KillingTheHoldersSessionFreesTheLockAtOnceAndTheHolderLosesIt
   EXPECT_TRUE(eventually([&] { return held.lost(); })) << "the next renewal finds it gone";
   EXPECT_FALSE(holder.check(held.sequencer()));
   EXPECT_TRUE(other.check(next.sequencer()));
+}
+
+// The core never releases a grant that a renewal reported lost, so the engine must not
+// keep it: a record kept for it would stay for the client's life. Its release finds
+// nothing and returns, as for any grant the server no longer holds.
+TEST(MysqlFailure, AGrantReportedLostIsForgottenByTheEngine) {
+  MariaDbServer server;
+  auto engine = engines::mysql::open(core::Uri::parse(server.uri()), ClientOptions{});
+  core::AcquireRequest request;
+  request.key = core::LockKey{"g", "x"};
+  request.options.ttl = 60s;  // the lost grant's lease has long to run
+  request.deadline = Clock::time_point::min();
+  const auto granted = engine->acquire(request);
+  ASSERT_TRUE(granted);
+  const auto session = server.holder_session("g", "x");
+  ASSERT_TRUE(session);
+  server.query("KILL CONNECTION " + std::to_string(*session));
+  const core::GrantRef grants[] = {granted->grant};
+  const auto renewed = engine->renew(grants);
+  ASSERT_EQ(renewed.size(), 1u);
+  EXPECT_FALSE(renewed[0].expires || renewed[0].undecided)
+      << "a grant whose session was killed was not reported lost";
+  EXPECT_NO_THROW(engine->release(granted->grant))
+      << "the engine still keeps a grant it reported lost";
 }
 
 TEST(MysqlFailure, AHolderSilentPastItsTtlIsDisconnectedByTheServerAndFencedOff) {
