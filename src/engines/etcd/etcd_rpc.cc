@@ -99,6 +99,9 @@ Error status_error(const grpc::Status& status, const std::string& what, const st
   }
 }
 
+// How often a connection with calls under way is pinged (above the 5 s etcd accepts).
+constexpr std::chrono::milliseconds kKeepAliveTime{10'000};
+
 // The longest a TLS diagnosis of a failed open may take per member (tls_probe.h).
 constexpr std::chrono::milliseconds kProbeLimit{2'000};
 
@@ -136,6 +139,17 @@ struct EtcdRpc::Member {
     // would inherit another Client's connection still backing off from a member that was
     // down, and fail at once although the member is back. Each channel its own.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    // A connection that went silent (a NAT or firewall forgot it: no FIN, no RST) would
+    // otherwise look alive forever, and every call on it ran out of time, also long after
+    // the network healed. While calls are under way, a ping every kKeepAliveTime that
+    // gets no answer within op_timeout closes it, and the next call connects anew. Only
+    // while calls are under way: etcd (like every gRPC server by default) answers pings
+    // on an idle connection, or more often than every 5 s, by closing it.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(kKeepAliveTime.count()));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                static_cast<int>(std::clamp<std::int64_t>(config.op_timeout.count(), 1'000, 60'000)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     channel = grpc::CreateCustomChannel(endpoint, credentials, args);
     kv = etcdserverpb::KV::NewStub(channel);
     lease = etcdserverpb::Lease::NewStub(channel);
