@@ -524,7 +524,10 @@ class ZkEngine final : public core::Engine, public SessionListener {
     return nullptr;
   }
 
-  void ensure_parents(ZkSession& session, const LockNodes& nodes) {
+  // Creates the lock node's missing parents; ZOK once they all exist, else the first
+  // error (a connection error: the caller may wait for the session and try again, since
+  // each create is idempotent).
+  int ensure_parents(ZkSession& session, const LockNodes& nodes) {
     std::vector<std::future<CreateResult>> pending;
     // The prefix's levels are persistent; the group and lock nodes are containers,
     // which the server deletes once their last child is gone.
@@ -535,12 +538,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
     }
     pending.push_back(session.create(nodes.group, "", ZOO_CONTAINER));
     pending.push_back(session.create(nodes.lock, "", ZOO_CONTAINER));
+    int rc = ZOK;
     for (auto& future : pending) {
       const CreateResult result = session.await(std::move(future));
-      if (result.rc != ZOK && result.rc != ZNODEEXISTS) {
-        throw_zk_error(result.rc, "create of " + nodes.lock + "'s parents");
-      }
+      if (rc == ZOK && result.rc != ZOK && result.rc != ZNODEEXISTS) rc = result.rc;
     }
+    return rc;
   }
 
   // Creates the request's node and lists the lock's children behind it in one round
@@ -567,7 +570,14 @@ class ZkEngine final : public core::Engine, public SessionListener {
         return created;
       }
       if (result.rc == ZNONODE) {
-        ensure_parents(session, nodes);
+        const int rc = ensure_parents(session, nodes);
+        if (rc == ZOK) continue;
+        // A connection lost while the parents were made (a server just back from a
+        // pause): once the session is connected again, they are made again.
+        if (!is_connection_error(rc) ||
+            session.wait_while_suspended(config_.op_timeout) != SessionState::connected) {
+          throw_zk_error(rc, "create of " + nodes.lock + "'s parents");
+        }
         continue;
       }
       if (!is_connection_error(result.rc)) {
@@ -625,8 +635,18 @@ class ZkEngine final : public core::Engine, public SessionListener {
         session_lost = true;  // our ephemeral node is gone: so is the session it was on
         return std::nullopt;
       }
+      drop_own_strays(session, nodes, created, children);
       const auto blocker = blocker_of(children, created.own, nodes);
-      if (!blocker) return grant(request, session, created, listed_at, session_lost);
+      if (!blocker) {
+        bool suspended = false;
+        auto granted = grant(request, session, created, listed_at, session_lost, suspended);
+        if (!suspended) return granted;
+        // on_suspend=lose and the connection broke as the grant was made: a grant told
+        // now would be lost at once. The node stays the session's; once the session is
+        // connected again, a new listing proves it alive and grants.
+        if (!await_reconnect(request, session, session_lost)) return std::nullopt;
+        continue;
+      }
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
 
       // Watch the one node in the way (a semaphore's request: the lock's children, since
@@ -679,6 +699,23 @@ class ZkEngine final : public core::Engine, public SessionListener {
     }
   }
 
+  // A node of this request's GUID that is not its own node: a create whose answer a
+  // connection break lost and that the server carried out only after create() had looked
+  // for it (a session's requests on its next connection can overtake those of the broken
+  // one). It is this client's and ahead of the request, which would wait for it until the
+  // session ends: it is deleted (now, or by the maintainer) and left out of `children`.
+  // Others see it as ahead of the request until it is gone, so nobody is let in beside it.
+  void drop_own_strays(ZkSession& session, const LockNodes& nodes, const Created& created,
+                       std::vector<std::string>& children) {
+    std::erase_if(children, [&](const std::string& child) {
+      if (child == created.own.name) return false;
+      const auto node = parse_request(child, nodes.layout);
+      if (!node || node->guid != created.own.guid) return false;
+      withdraw(session, nodes.lock, created.own.guid, nodes.lock + '/' + child);
+      return true;
+    });
+  }
+
   // After a connection error in a wait: sleeps until the session is connected again
   // (true), expired (false, session_lost), or the wait is over (false).
   bool await_reconnect(const AcquireRequest& request, ZkSession& session, bool& session_lost) {
@@ -695,9 +732,11 @@ class ZkEngine final : public core::Engine, public SessionListener {
     }
   }
 
+  // nullopt with `session_lost` when the session expired; with `suspended` when it is
+  // suspended and on_suspend=lose (the caller waits for it to connect again).
   std::optional<Granted> grant(const AcquireRequest& request, ZkSession& session,
                                const Created& created, Clock::time_point listed_at,
-                               bool& session_lost) {
+                               bool& session_lost, bool& suspended) {
     // The lease is the session: a grant lasts min(ttl, session timeout) past the last
     // answer, so the core must renew it at a third of that, not of the ttl asked for.
     GrantRef ref{request.key,
@@ -710,14 +749,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
     // (and free the node) earlier than a session timeout after that.
     const auto expires = listed_at + std::min(request.options.ttl, session.timeout());
     std::lock_guard lock(mu_);
-    if (session.state() == SessionState::expired ||
-        (session.state() == SessionState::suspended && config_.lose_on_suspend)) {
-      session_lost = session.state() == SessionState::expired;
-      if (!session_lost) {
-        withdrawals_.push_back(Withdrawal{session.id(), "", "", created.path});
-        throw Error(Errc::unavailable,
-                    "ZooKeeper connection lost while granting " + request.key.joined());
-      }
+    if (session.state() == SessionState::expired) {
+      session_lost = true;
+      return std::nullopt;
+    }
+    if (session.state() == SessionState::suspended && config_.lose_on_suspend) {
+      suspended = true;
       return std::nullopt;
     }
     held_[created.path] = Held{ref, session.id()};
