@@ -42,7 +42,9 @@ std::uint16_t default_port(const std::string& scheme) {
   if (scheme == "redis" || scheme == "redlock") return 6379;
   if (scheme == "etcd") return 2379;
   if (scheme == "zk") return 2181;
-  if (scheme == "warden") return 7380;
+  if (scheme == "warden" || scheme == "wardens") return 7380;
+  if (scheme == "postgres" || scheme == "postgresql") return 5432;
+  if (scheme == "mysql") return 3306;
   throw std::runtime_error("partition-client cannot route " + scheme + ":// URLs");
 }
 

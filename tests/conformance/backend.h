@@ -49,6 +49,11 @@ class Backend {
   // op_timeout, before it fails: release() and check() on a frozen backend take up to
   // this many op_timeouts (etcd://'s failover, docs/engines/etcd.md); 1 elsewhere.
   virtual int servers_asked_in_turn() const { return 1; }
+  // Whether a client connects only to the host:ports written in uri(), so that a relay in
+  // front of each sees every connection it makes (the silent-partition clause). false
+  // where the backend tells clients where to connect (Redis Sentinel and Cluster name
+  // the master and the nodes) or there is no network (mem://).
+  virtual bool reached_only_at_its_uri() const { return false; }
 };
 
 struct EngineCase {

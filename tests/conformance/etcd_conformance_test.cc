@@ -47,6 +47,7 @@ class EtcdBackend final : public Backend {
       : cluster_(testing::EtcdOptions{members, {}}, std::move(tls)) {}
 
   std::string uri() const override { return cluster_.uri(); }
+  bool reached_only_at_its_uri() const override { return true; }
 
   // Behind the clients' back, as an operator could: delete every request key of the
   // lock. The holders' sessions live on; only their keys are gone.

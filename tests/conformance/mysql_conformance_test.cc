@@ -35,6 +35,7 @@ constexpr Capabilities kMysql{.shared = false,
 class MariaDbBackend final : public Backend {
  public:
   std::string uri() const override { return server_.uri(); }
+  bool reached_only_at_its_uri() const override { return true; }
 
   // Behind the clients' back, as an operator could: KILL the session that holds the
   // lock. The client's other sessions live on.

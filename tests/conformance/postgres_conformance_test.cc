@@ -34,6 +34,7 @@ constexpr Capabilities kPostgres{.shared = true,
 class PostgresBackend final : public Backend {
  public:
   std::string uri() const override { return server_.uri(); }
+  bool reached_only_at_its_uri() const override { return true; }
 
   // Behind the clients' back, as an operator could: end every session that holds the
   // lock (pg_terminate_backend), which frees its advisory locks.

@@ -72,6 +72,7 @@ class RedisBackend final : public Backend {
       : tls_(tls), server_(tls ? tls_server() : testing::RedisOptions{}) {}
 
   std::string uri() const override { return tls_ ? server_.tls_uri() : server_.uri(); }
+  bool reached_only_at_its_uri() const override { return true; }
 
   // Behind the clients' back, as an operator or an eviction could: delete every key
   // the engine keeps for the lock. They share the lock's hash tag `{warden:GROUP/NAME}`

@@ -40,6 +40,7 @@ class RedlockBackend final : public Backend {
   std::string uri() const override {
     return masters_.uri("node_timeout_ms=1000&retry_delay_ms=2&retry_jitter_ms=3");
   }
+  bool reached_only_at_its_uri() const override { return true; }
 
   // Behind the clients' back, as an operator or an eviction could: delete the lock's
   // grant key (":rl") on every master. Its fence counter (":rf") stays, as it does
@@ -71,6 +72,7 @@ class RedlockBackend final : public Backend {
 class RedisSimpleBackend final : public Backend {
  public:
   std::string uri() const override { return server_.uri() + "?layout=simple"; }
+  bool reached_only_at_its_uri() const override { return true; }
 
   bool drop_grants(std::string_view group, std::string_view name) override {
     testing::RedisProbe probe(server_);

@@ -46,6 +46,7 @@ class WardendBackend final : public Backend {
     }
   }
   std::string uri() const override { return tls_ ? tls_->uri(true) : server().uri(); }
+  bool reached_only_at_its_uri() const override { return true; }
 
   // wardend releases a grant only for its holder's owner secret, which only the
   // holder's ACQUIRE reply carried, and has no command that drops grants: nothing

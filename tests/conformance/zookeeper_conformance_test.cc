@@ -42,6 +42,7 @@ class ZooKeeperBackend final : public Backend {
   explicit ZooKeeperBackend(int servers) : ensemble_(testing::ZooKeeperOptions{servers}) {}
 
   std::string uri() const override { return ensemble_.uri(); }
+  bool reached_only_at_its_uri() const override { return true; }
 
   // Behind the clients' back, as an operator could: delete every request node of the
   // lock. The holders' sessions live on; only their nodes are gone.
