@@ -361,12 +361,16 @@ class ZkEngine final : public core::Engine, public SessionListener {
   };
 
   // A request node to delete once ZooKeeper can be reached: by `path`, or (when the
-  // create's answer was lost) the child of `lock` whose name holds `guid`.
+  // create's answer was lost) the child of `lock` whose name holds `guid`. A create can
+  // be carried out after a listing that did not show it (a session's requests on its
+  // next connection can overtake those of the broken one), so a search that finds
+  // nothing is made again until `look_until`, a session timeout after it was queued.
   struct Withdrawal {
     std::int64_t session = 0;
     std::string lock;
     std::string guid;
     std::string path;
+    Clock::time_point look_until{};
   };
 
   struct Watch {
@@ -781,7 +785,8 @@ class ZkEngine final : public core::Engine, public SessionListener {
                       const std::string& path) {
     {
       std::lock_guard guard(mu_);
-      withdrawals_.push_back(Withdrawal{session, lock, guid, path});
+      withdrawals_.push_back(
+          Withdrawal{session, lock, guid, path, Clock::now() + config_.session_timeout});
     }
     changed_.notify_all();
   }
@@ -861,7 +866,11 @@ class ZkEngine final : public core::Engine, public SessionListener {
             if (node && node->guid == withdrawal.guid)
               withdrawal.path = withdrawal.lock + '/' + child;
           }
-          if (withdrawal.path.empty()) continue;  // the create never happened
+          if (withdrawal.path.empty()) {
+            // Not (yet) made: looked for again until a late create is out of the question.
+            if (Clock::now() < withdrawal.look_until) failed.push_back(std::move(withdrawal));
+            continue;
+          }
         }
         const int rc = session->await(session->remove(withdrawal.path));
         if (rc != ZOK && rc != ZNONODE) failed.push_back(std::move(withdrawal));
