@@ -26,7 +26,7 @@ namespace warden {
 namespace detail {
 class ClientState;
 class Hold;
-}
+}  // namespace detail
 
 class Lease {
  public:
@@ -45,9 +45,9 @@ class Lease {
   explicit operator bool() const noexcept { return valid(); }
 
   // Precondition for the accessors below: valid().
-  Mode mode() const;  // the mode this count was acquired in
+  Mode mode() const;              // the mode this count was acquired in
   std::uint32_t permits() const;  // of a semaphore's grant; 0 for a lock's
-  std::uint64_t token() const;  // fencing token of the backend grant
+  std::uint64_t token() const;    // fencing token of the backend grant
   // Which hold of the grant this is: 0 for the one the backend granted, n for the n-th
   // re-acquire from the client's lock cache (LockOptions::cache), whose token is the
   // same. A resource fenced by (token, reuse) rejects a write delayed from before an
@@ -83,7 +83,7 @@ class Lease {
   Lease(std::shared_ptr<detail::ClientState> client, std::shared_ptr<detail::Hold> hold,
         Mode mode) noexcept;
   void require_valid() const;
-  void drop() noexcept;  // releases without reporting
+  void drop() noexcept;                          // releases without reporting
   std::shared_ptr<detail::ClientState> client_;  // keeps the engine and watchdog alive
   std::shared_ptr<detail::Hold> hold_;
   Mode mode_ = Mode::exclusive;

@@ -27,8 +27,9 @@ struct Sequencer {
   std::uint64_t token = 0;
   std::uint64_t reuse = 0;
 
-  // Parses "group/name:mode:token" or "group/name:mode:token+reuse". Throws Error(invalid_argument) on malformed text,
-  // an invalid group or name, an unknown mode or a token (or reuse) that is not a decimal uint64.
+  // Parses "group/name:mode:token" or "group/name:mode:token+reuse". Throws
+  // Error(invalid_argument) on malformed text, an invalid group or name, an unknown mode
+  // or a token (or reuse) that is not a decimal uint64.
   static Sequencer parse(std::string_view text);
   std::string str() const;
 

@@ -10,8 +10,8 @@
 
 #include "conformance/backend.h"
 #include "conformance/conformance_suite.h"
-#include "conformance/multi_lock_suite.h"
 #include "conformance/election_suite.h"
+#include "conformance/multi_lock_suite.h"
 #include "conformance/semaphore_suite.h"
 #include "support/server_process.h"
 #include "support/tls_wardend.h"

@@ -1,5 +1,5 @@
-// The conformance suite against zk://, on a real ZooKeeper (one per case kind and test process) on free
-// loopback ports with temp data dirs: a standalone server, and a 3-server ensemble
+// The conformance suite against zk://, on a real ZooKeeper (one per case kind and test process) on
+// free loopback ports with temp data dirs: a standalone server, and a 3-server ensemble
 // (tests/support/zookeeper_server.h).
 #include <algorithm>
 #include <cstddef>

@@ -146,8 +146,8 @@ struct EtcdRpc::Member {
     // while calls are under way: etcd (like every gRPC server by default) answers pings
     // on an idle connection, or more often than every 5 s, by closing it.
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(kKeepAliveTime.count()));
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-                static_cast<int>(std::clamp<std::int64_t>(config.op_timeout.count(), 1'000, 60'000)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(std::clamp<std::int64_t>(
+                                                   config.op_timeout.count(), 1'000, 60'000)));
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     channel = grpc::CreateCustomChannel(endpoint, credentials, args);
