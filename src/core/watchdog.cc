@@ -26,7 +26,7 @@ void run_callback(const std::function<void()>& callback) {
 
 }  // namespace
 
-milliseconds loss_margin(milliseconds ttl) { return ttl / 100 + milliseconds(2); }
+milliseconds loss_margin(milliseconds ttl) { return ttl / 100 + milliseconds(20); }
 
 struct Watchdog::State {
   State(std::shared_ptr<Engine> e, std::shared_ptr<Metrics> m, const ClientOptions& o)

@@ -33,7 +33,7 @@
 //
 // Clock rates: the embargo is measured on the restarted server's steady clock, leases on
 // the clients' clocks from the send time of their last renewal. Clients already declare
-// a lease lost ttl/100 + 2 ms early (core/watchdog.h) to absorb clock-rate drift; the
+// a lease lost ttl/100 + 20 ms early (core/watchdog.h) to absorb clock-rate drift; the
 // same margin covers the embargo.
 //
 // Thread safety: none. Like the LockTable it feeds, a DurableTokens belongs to the one
