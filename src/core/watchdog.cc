@@ -26,7 +26,11 @@ void run_callback(const std::function<void()>& callback) {
 
 }  // namespace
 
-milliseconds loss_margin(milliseconds ttl) { return ttl / 100 + milliseconds(20); }
+milliseconds loss_margin(milliseconds ttl) {
+  // At most a quarter of the lease: a lease of a few tens of milliseconds (10 ms is
+  // allowed) must not be lost the moment it is granted; it gets less allowance.
+  return std::min(ttl / 100 + milliseconds(20), ttl / 4);
+}
 
 struct Watchdog::State {
   State(std::shared_ptr<Engine> e, std::shared_ptr<Metrics> m, const ClientOptions& o)
