@@ -55,18 +55,18 @@ TEST_P(Conformance, LeaseWithoutWatchdogIsLostByItsTtlBeforeAnotherClientIsGrant
 TEST_P(Conformance, WatchdogRenewsLeaseAcrossSeveralTtls) {
   Client holder = open_client();
   LockOptions options = lock_options();
-  // Renewed every ~700 ms, so a renewal may run ~1.3 s late and still be in time. (With
-  // 1.2 s, an etcd renewal on a machine with two CPU hogs beside ctest once came later
-  // than 800 ms: the lease was rightly lost, and the clause said nothing of renewals.)
-  options.ttl = 2000ms;
+  // Renewed every second, so a renewal may run 2 s late and still be in time. (With
+  // 1.2 s and 2 s, etcd renewals on a machine with two CPU hogs beside ctest came later
+  // than that: the lease was rightly lost, and the clause said nothing of renewals.)
+  options.ttl = 3000ms;
 
   Lease lease = holder.lock(group(), "x", options).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lease);
   std::atomic<bool> callback_ran{false};
   lease.on_lost([&] { callback_ran = true; });
 
-  // Three TTLs pass; the lock stays held throughout.
-  const auto until = Clock::now() + 3 * options.ttl;
+  // Two TTLs pass; the lock stays held throughout.
+  const auto until = Clock::now() + 2 * options.ttl;
   int probes = 0;
   while (Clock::now() < until) {
     EXPECT_FALSE(grantable("x", Mode::exclusive, options)) << "the lease ran out while held";
