@@ -5,7 +5,8 @@
 //   - parse returns a Sequencer or throws Error(invalid_argument); nothing else escapes;
 //   - a parsed sequencer has a valid group and name (core/names.h), and its text form
 //     round-trips: parse(s.str()) == s; the text is exactly the input unless the
-//     token was written with leading zeros;
+//     token or the reuse was written with leading zeros (a reuse of 0 written out,
+//     "+0", is one: its text form leaves it out);
 //   - any sequencer built from the input's pieces (group and name as given, both modes,
 //     a token) that passes validation also round-trips, so a name holding '/' or ':'
 //     is never misread.
@@ -54,6 +55,7 @@ void check_built(std::string_view input) {
   const std::string group(input.substr(0, first));
   std::string name;
   std::uint64_t token = 0;
+  std::uint64_t reuse = 0;
   if (first != std::string_view::npos) {
     const std::string_view rest = input.substr(first + 1);
     const auto second = rest.find('\0');
@@ -61,11 +63,15 @@ void check_built(std::string_view input) {
     if (second != std::string_view::npos) {
       const std::string_view tail = rest.substr(second + 1);
       std::memcpy(&token, tail.data(), std::min(tail.size(), sizeof token));
+      if (tail.size() > sizeof token) {
+        std::memcpy(&reuse, tail.data() + sizeof token,
+                    std::min(tail.size() - sizeof token, sizeof reuse));
+      }
     }
   }
   if (!valid_identity(group, name)) return;
   for (const Mode mode : {Mode::exclusive, Mode::shared}) {
-    check_round_trip(Sequencer{group, name, mode, token});
+    check_round_trip(Sequencer{group, name, mode, token, reuse});
   }
 }
 
@@ -87,11 +93,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_round_trip(s);
   const std::string str = s.str();
   if (str != text) {
-    // Only the token's digits may differ: "007" reads as 7.
+    // Only the digits of the token or the reuse may differ: "007" reads as 7, and
+    // "+0" (or "+00") is the reuse the text form leaves out.
     const auto colon = text.rfind(':');
     WARDEN_FUZZ_CHECK(colon != std::string_view::npos &&
                       str.substr(0, str.rfind(':')) == text.substr(0, colon));
-    WARDEN_FUZZ_CHECK(text.substr(colon + 1).starts_with('0'));
+    const std::string_view digits = text.substr(colon + 1);
+    const auto plus = digits.find('+');
+    WARDEN_FUZZ_CHECK(digits.starts_with('0') ||
+                      (plus != std::string_view::npos && digits.substr(plus + 1).starts_with('0')));
   }
   return 0;
 }
