@@ -19,11 +19,12 @@ ClientState::ClientState(std::string uri_text, ClientOptions client_options,
       engine_(std::move(engine)),
       watchdog_(engine_, metrics, options),
       cache_(options.cache_capacity, options.cache_idle,
-             [this](core::LockCache::Holds holds) { give_back(std::move(holds)); }) {
+             [this](core::LockCache::Holds holds) { give_back(std::move(holds)); }),
+      revokes_by_watching_(capabilities.cache && !engine_->reports_revokes()) {
   engine_->set_loss_sink(watchdog_.loss_sink());
   if (capabilities.cache) {
     engine_->set_revoke_sink([this](const core::Revoke& revoke) { on_revoke(revoke); });
-    if (!engine_->reports_revokes()) {
+    if (revokes_by_watching_) {
       watch_revokes_ = std::make_unique<core::WatchRevokes>(
           engine_, [this](const core::Revoke& revoke) { on_revoke(revoke); },
           options.retry.initial);
@@ -35,7 +36,13 @@ ClientState::~ClientState() {
   // No revoke and no idle sweep runs from here on; the cached grants go back with the
   // releases still due.
   if (capabilities.cache) engine_->set_revoke_sink(nullptr);
-  watch_revokes_.reset();
+  std::unique_ptr<core::WatchRevokes> watching;
+  {
+    // A release answered on an engine thread may be in unwatch_revokes right now.
+    std::lock_guard guard(revokes_mu_);
+    watching.swap(watch_revokes_);
+  }
+  watching.reset();  // joins its threads, whose revokes find watch_revokes_ empty
   cache_.stop_sweeping();
   give_back(cache_.drain());
   // Releases sent without waiting are answered while the watchdog can still take the
@@ -214,11 +221,14 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
     return nullptr;
   }
   metrics->add(group, core::Counter::grants);
-  caching.cacheable = request.options.cache && (watch_revokes_ || granted->cacheable);
+  caching.cacheable = request.options.cache && (revokes_by_watching_ || granted->cacheable);
   auto hold = std::make_shared<Hold>(this, std::move(granted->grant), granted->expires, now,
                                      this_thread_key(), caching);
   hold->add(request.mode);
-  if (caching.cacheable && watch_revokes_) watch_revokes_->start(hold->grant);
+  if (caching.cacheable && revokes_by_watching_) {
+    std::lock_guard guard(revokes_mu_);
+    if (watch_revokes_) watch_revokes_->start(hold->grant);
+  }
   return hold;
 }
 
@@ -318,7 +328,9 @@ void ClientState::give_back(core::LockCache::Holds holds) {
 }
 
 void ClientState::unwatch_revokes(const Hold& hold) {
-  if (watch_revokes_ && hold.caching.cacheable) watch_revokes_->stop(hold.grant);
+  if (!hold.caching.cacheable || !revokes_by_watching_) return;
+  std::lock_guard guard(revokes_mu_);
+  if (watch_revokes_) watch_revokes_->stop(hold.grant);
 }
 
 void ClientState::on_revoke(const core::Revoke& revoke) {

@@ -126,7 +126,11 @@ class ClientState {
   // Last: its sweeper gives back through this client, so it stops first.
   core::LockCache cache_;
   // Revokes by watching, for an engine that caches but does not report revokes itself.
-  std::unique_ptr<core::WatchRevokes> watch_revokes_;
+  const bool revokes_by_watching_;
+  // Guards watch_revokes_, which the destructor empties while releases answered on
+  // engine threads may still stop watches (unwatch_revokes).
+  std::mutex revokes_mu_;
+  std::unique_ptr<core::WatchRevokes> watch_revokes_;  // guarded by revokes_mu_
 };
 
 }  // namespace warden::detail
