@@ -156,6 +156,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
         withdraw_later(session->id(), nodes.lock, guid, "");
         throw;
       }
+      if (created.recreated) withdraw_later(session->id(), nodes.lock, guid, "", created.path);
       bool session_lost = false;
       std::optional<Granted> granted;
       try {
@@ -353,6 +354,9 @@ class ZkEngine final : public core::Engine, public SessionListener {
     std::int64_t czxid = 0;
     std::vector<std::string> children;  // listed right after the create
     Clock::time_point sent;             // of the listing
+    // Another create of this GUID lost its answer and was not found: it may yet be
+    // carried out, as a stray node of this request.
+    bool recreated = false;
   };
 
   struct Held {
@@ -360,17 +364,19 @@ class ZkEngine final : public core::Engine, public SessionListener {
     std::int64_t session = 0;
   };
 
-  // A request node to delete once ZooKeeper can be reached: by `path`, or (when the
-  // create's answer was lost) the child of `lock` whose name holds `guid`. A create can
-  // be carried out after a listing that did not show it (a session's requests on its
-  // next connection can overtake those of the broken one), so a search that finds
-  // nothing is made again until `look_until`, a session timeout after it was queued.
+  // A request node to delete once ZooKeeper can be reached: by `path`, and/or every
+  // child of `lock` whose name holds `guid` except `keep` (the request's own node). A
+  // create whose answer was lost can be carried out after a listing that did not show it
+  // (a session's requests on its next connection can overtake those of the broken one),
+  // so the GUID is looked for again, and what it finds deleted, until `look_until`, a
+  // session timeout after it was queued.
   struct Withdrawal {
     std::int64_t session = 0;
     std::string lock;
     std::string guid;
     std::string path;
     Clock::time_point look_until{};
+    std::string keep{};
   };
 
   struct Watch {
@@ -552,12 +558,16 @@ class ZkEngine final : public core::Engine, public SessionListener {
 
   // Creates the request's node and lists the lock's children behind it in one round
   // trip (a session's requests are answered in order, so the listing sees the node).
+  // A connection that breaks under it is waited out and the step made again, until the
+  // request's deadline (at least an op_timeout, for a request that tries once).
   Created create(ZkSession& session, const LockNodes& nodes, const AcquireRequest& request,
                  const std::string& guid) {
     const std::string value = request_data(request.mode, client_id_, request.value);
     const std::string to_create =
         nodes.request(request.mode, guid, request.permits, request.capacity);
-    for (int attempt = 0; attempt < 4; ++attempt) {
+    const auto give_up_at = std::max(request.deadline, Clock::now() + config_.op_timeout);
+    bool recreated = false;
+    for (int attempt = 0; attempt == 0 || Clock::now() < give_up_at; ++attempt) {
       const auto sent = Clock::now();
       auto made = session.create(to_create, value, ZOO_EPHEMERAL_SEQUENTIAL);
       auto listed = session.children(nodes.lock);
@@ -570,6 +580,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
         created.czxid = result.czxid;
         created.children = std::move(children.children);
         created.sent = sent;
+        created.recreated = recreated;
         if (children.rc != ZOK) created.children.clear();  // the wait lists again
         return created;
       }
@@ -588,24 +599,50 @@ class ZkEngine final : public core::Engine, public SessionListener {
         throw_zk_error(result.rc, "create under " + nodes.lock);
       }
       // The create may have happened with only its answer lost: find it by its GUID.
-      if (session.wait_while_suspended(config_.op_timeout) != SessionState::connected) {
-        throw_zk_error(result.rc, "create under " + nodes.lock);
+      if (auto found = find_created(session, nodes, guid, give_up_at)) {
+        found->recreated = recreated;
+        return std::move(*found);
       }
+      // Not there (yet): made again. A late first node is a stray of this GUID, deleted
+      // by drop_own_strays when it is ahead and by the maintainer's search when behind.
+      recreated = true;
+    }
+    throw Error(Errc::unavailable, "could not create a request node under " + nodes.lock);
+  }
+
+  // The request node of `guid` under `nodes.lock` after a create whose answer was lost,
+  // or nullopt if the lock has none. A connection lost again while looking is waited out
+  // and the look made again until `give_up_at`: a server that flaps is not a reason to
+  // give up an acquire with time left. Throws unavailable if it never comes back.
+  std::optional<Created> find_created(ZkSession& session, const LockNodes& nodes,
+                                      const std::string& guid, Clock::time_point give_up_at) {
+    int rc = ZCONNECTIONLOSS;
+    for (int look = 0; look == 0 || Clock::now() < give_up_at; ++look) {
+      if (session.wait_while_suspended(config_.op_timeout) != SessionState::connected) break;
       const auto found_at = Clock::now();
-      children = session.await(session.children(nodes.lock));
-      if (children.rc != ZOK && children.rc != ZNONODE) {
-        throw_zk_error(children.rc, "list of " + nodes.lock);
-      }
+      ChildrenResult children = session.await(session.children(nodes.lock));
+      rc = children.rc;
+      if (rc == ZNONODE) return std::nullopt;
+      if (is_connection_error(rc)) continue;
+      if (rc != ZOK) throw_zk_error(rc, "list of " + nodes.lock);
+      bool lost_again = false;
       for (const std::string& child : children.children) {
         const auto node = parse_request(child, nodes.layout);
         if (!node || node->guid != guid) continue;
         const std::string path = nodes.lock + '/' + child;
         const ExistsResult stat = session.await(session.exists(path, false));
-        if (stat.rc != ZOK) break;
-        return Created{path, *node, stat.czxid, std::move(children.children), found_at};
+        rc = stat.rc;
+        if (rc == ZOK)
+          return Created{path, *node, stat.czxid, std::move(children.children), found_at};
+        if (is_connection_error(rc)) {
+          lost_again = true;
+          break;
+        }
+        // ZNONODE: deleted since the listing; another node of this GUID may follow.
       }
+      if (!lost_again) return std::nullopt;
     }
-    throw Error(Errc::unavailable, "could not create a request node under " + nodes.lock);
+    throw_zk_error(rc, "search of " + nodes.lock + " for a created request");
   }
 
   // Waits until nothing earlier blocks the request: the grant; or nullopt when the wait
@@ -715,7 +752,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
       if (child == created.own.name) return false;
       const auto node = parse_request(child, nodes.layout);
       if (!node || node->guid != created.own.guid) return false;
-      withdraw(session, nodes.lock, created.own.guid, nodes.lock + '/' + child);
+      withdraw(session, nodes.lock, created.own.guid, nodes.lock + '/' + child, created.path);
       return true;
     });
   }
@@ -770,23 +807,24 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
   // Deletes a request node now; if ZooKeeper cannot be reached, the maintainer retries.
+  // `keep`: as in Withdrawal.
   void withdraw(ZkSession& session, const std::string& lock, const std::string& guid,
-                const std::string& path) {
+                const std::string& path, const std::string& keep = "") {
     int rc = ZCONNECTIONLOSS;
     try {
       rc = session.await(session.remove(path));
     } catch (const Error&) {
     }
     if (rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED) return;
-    withdraw_later(session.id(), lock, guid, path);
+    withdraw_later(session.id(), lock, guid, path, keep);
   }
 
   void withdraw_later(std::int64_t session, const std::string& lock, const std::string& guid,
-                      const std::string& path) {
+                      const std::string& path, const std::string& keep = "") {
     {
       std::lock_guard guard(mu_);
       withdrawals_.push_back(
-          Withdrawal{session, lock, guid, path, Clock::now() + config_.session_timeout});
+          Withdrawal{session, lock, guid, path, Clock::now() + config_.session_timeout, keep});
     }
     changed_.notify_all();
   }
@@ -845,6 +883,24 @@ class ZkEngine final : public core::Engine, public SessionListener {
     }
   }
 
+  // One search of `withdrawal.lock` for nodes of its GUID other than the one to keep,
+  // deleting each; true while it is to be made again (a delete failed, or a late create
+  // is not yet out of the question).
+  bool withdraw_guid(ZkSession& session, const Withdrawal& withdrawal) {
+    const ChildrenResult children = session.await(session.children(withdrawal.lock));
+    if (children.rc == ZNONODE) return false;  // no parent: no create can land there
+    if (children.rc != ZOK) return true;
+    bool again = Clock::now() < withdrawal.look_until;
+    for (const std::string& child : children.children) {
+      const auto node = parse_request(child, config_.layout);
+      const std::string path = withdrawal.lock + '/' + child;
+      if (!node || node->guid != withdrawal.guid || path == withdrawal.keep) continue;
+      const int rc = session.await(session.remove(path));
+      if (rc != ZOK && rc != ZNONODE) again = true;
+    }
+    return again;
+  }
+
   // One attempt at each withdrawal; returns those still to do.
   std::vector<Withdrawal> retry(std::vector<Withdrawal>& pending) {
     std::vector<Withdrawal> failed;
@@ -857,23 +913,16 @@ class ZkEngine final : public core::Engine, public SessionListener {
         continue;
       }
       try {
-        if (withdrawal.path.empty()) {
-          const ChildrenResult children = session->await(session->children(withdrawal.lock));
-          if (children.rc == ZNONODE) continue;
-          if (children.rc != ZOK) throw_zk_error(children.rc, "list");
-          for (const std::string& child : children.children) {
-            const auto node = parse_request(child, config_.layout);
-            if (node && node->guid == withdrawal.guid)
-              withdrawal.path = withdrawal.lock + '/' + child;
-          }
-          if (withdrawal.path.empty()) {
-            // Not (yet) made: looked for again until a late create is out of the question.
-            if (Clock::now() < withdrawal.look_until) failed.push_back(std::move(withdrawal));
+        if (!withdrawal.path.empty()) {
+          const int rc = session->await(session->remove(withdrawal.path));
+          if (rc != ZOK && rc != ZNONODE) {
+            failed.push_back(std::move(withdrawal));
             continue;
           }
+          withdrawal.path.clear();
         }
-        const int rc = session->await(session->remove(withdrawal.path));
-        if (rc != ZOK && rc != ZNONODE) failed.push_back(std::move(withdrawal));
+        if (withdrawal.guid.empty() || !withdraw_guid(*session, withdrawal)) continue;
+        failed.push_back(std::move(withdrawal));
       } catch (const Error&) {
         failed.push_back(std::move(withdrawal));
       }
