@@ -5,15 +5,20 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
-#include <iterator>
 #include <fstream>
+#include <iterator>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -53,7 +58,27 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-std::uint16_t free_port() {
+namespace {
+
+// The start of the kernel's ephemeral range: from there on, the ports it gives to
+// bind(0) and to every outgoing connection's local end.
+int ephemeral_low() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  in >> low;
+  return low;
+}
+
+bool bindable(std::uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr = loopback(port);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return ok;
+}
+
+std::uint16_t kernels_choice() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("socket() failed");
   sockaddr_in addr = loopback(0);
@@ -65,6 +90,59 @@ std::uint16_t free_port() {
   }
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+// Ports this process has reserved: an flock'd file per port in a directory every test
+// process shares, held open so no other test process picks the port while its server is
+// down between a stop and a restart. The oldest reservations are let go past a bound,
+// well beyond the servers one test keeps.
+class PortReservations {
+ public:
+  bool reserve(std::uint16_t port) {
+    std::lock_guard guard(mu_);
+    std::error_code ignored;
+    std::filesystem::create_directories(dir_, ignored);
+    const std::string path = (dir_ / std::to_string(port)).string();
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // another test process's (or this one's)
+      close(fd);
+      return false;
+    }
+    held_.push_back(fd);
+    if (held_.size() > kMaxHeld) {
+      close(held_.front());
+      held_.pop_front();
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kMaxHeld = 256;
+  const std::filesystem::path dir_ =
+      std::filesystem::temp_directory_path() / ("warden-test-ports-" + std::to_string(getuid()));
+  std::mutex mu_;
+  std::deque<int> held_;
+};
+
+}  // namespace
+
+std::uint16_t free_port() {
+  // Below the ephemeral range, so that neither bind(0) nor an outgoing connection's
+  // local end (thousands of them in a test run) takes the port while a test's server is
+  // down for a restart; reserved, so that no other test process picks it meanwhile.
+  static PortReservations reservations;
+  static std::mt19937 random(std::random_device{}());
+  const int low = 10000;
+  const int high = std::min(ephemeral_low(), 65536) - 1;
+  if (high - low >= 1000) {
+    std::uniform_int_distribution<int> pick(low, high);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      const auto port = static_cast<std::uint16_t>(pick(random));
+      if (reservations.reserve(port) && bindable(port)) return port;
+    }
+  }
+  return kernels_choice();
 }
 
 bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout) {

@@ -28,9 +28,10 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bound and released by the kernel's
-// choice). Another process could take it before the caller binds; callers that start a
-// server on it wait for readiness and retry on failure.
+// A TCP port on 127.0.0.1 that was free a moment ago, below the kernel's ephemeral range
+// and reserved for this process (server_process.cc): a server restarted on it finds it
+// free again. Something outside the tests could still take it before the caller binds;
+// callers that start a server on it wait for readiness and retry on failure.
 std::uint16_t free_port();
 
 // true once something accepts TCP connections on 127.0.0.1:port, false after `timeout`.
