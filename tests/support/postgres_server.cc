@@ -1,12 +1,15 @@
 #include "support/postgres_server.h"
 
 #include <libpq-fe.h>
+#include <signal.h>
+#include <sys/shm.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -46,6 +49,21 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// Removes the System V shared memory segment named in `data`/postmaster.pid (its 7th
+// line: "key shmid"). A postmaster that exits cleanly removes it itself; one killed with
+// SIGKILL leaves it behind for good, and a run that leaks one per server would exhaust
+// the machine's segments (kernel.shmmni) within a few runs.
+void remove_shared_memory_of(const std::filesystem::path& data) {
+  std::ifstream pid_file(data / "postmaster.pid");
+  std::string line;
+  for (int i = 0; i < 7 && std::getline(pid_file, line); ++i) {
+  }
+  std::istringstream fields(line);
+  long key = 0;
+  int id = -1;
+  if (fields >> key >> id && id >= 0) (void)shmctl(id, IPC_RMID, nullptr);
+}
+
 }  // namespace
 
 PostgresServer::PostgresServer() : dir_("warden-pg"), port_(free_port()) {
@@ -77,12 +95,21 @@ PostgresServer::PostgresServer() : dir_("warden-pg"), port_(free_port()) {
       as_server_user({std::string(kBin) + "postgres", "-D", data.string(), "-p",
                       std::to_string(port_), "-k", sockets.string(), "-c",
                       "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=300",
-                      "-c", "shared_buffers=16MB", "-c", "log_min_messages=warning"}),
+                      "-c", "shared_buffers=16MB", "-c", "log_min_messages=warning",
+                      // Its dynamic segments in the data dir, which goes with the test,
+                      // not in /dev/shm, where a killed server leaves them.
+                      "-c", "dynamic_shared_memory_type=mmap"}),
       dir_.path() / "postgres.log");
   start();
 }
 
-PostgresServer::~PostgresServer() { process_.kill9(); }
+PostgresServer::~PostgresServer() {
+  // An immediate shutdown (SIGQUIT), thawed first in case a test froze it: the postmaster
+  // removes its shared memory as it exits. Whatever a kill left is removed here.
+  process_.signal_family(SIGCONT);
+  process_.stop(SIGQUIT, 5s);
+  remove_shared_memory_of(dir_.path() / "data");
+}
 
 std::vector<std::string> PostgresServer::as_server_user(std::vector<std::string> argv) const {
   if (!as_root()) return argv;

@@ -27,7 +27,9 @@ class PostgresServer {
   // initdb and start; returns once the server accepts logins. Throws
   // std::runtime_error with the log's tail otherwise.
   PostgresServer();
-  ~PostgresServer();  // kill -9; removes the temp dir
+  // An immediate shutdown (SIGKILL if it does not end); removes its shared memory, even
+  // after a kill9(), and the temp dir.
+  ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
 
@@ -44,6 +46,7 @@ class PostgresServer {
   // it accepts logins.
   void start();
   ServerProcess& process() { return process_; }
+  std::filesystem::path data_dir() const { return dir_.path() / "data"; }
 
   // Runs `sql` as the superuser on a connection of its own (the simple protocol, so
   // several statements may be given). Returns the last statement's rows, each a vector
