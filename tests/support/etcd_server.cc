@@ -241,11 +241,12 @@ std::string etcd_path() { return find_on_path("etcd"); }
 std::string etcdctl_path() { return find_on_path("etcdctl"); }
 
 EtcdCluster::EtcdCluster(EtcdOptions options, EtcdTls tls)
-    : options_(std::move(options)), tls_(std::move(tls)), dir_("etcd") {
+    : options_(std::move(options)), tls_(std::move(tls)), dir_("etcd", TempDir::InMemory{}) {
   start_cluster();
 }
 
-EtcdCluster::EtcdCluster(EtcdOptions options) : options_(std::move(options)), dir_("etcd") {
+EtcdCluster::EtcdCluster(EtcdOptions options)
+    : options_(std::move(options)), dir_("etcd", TempDir::InMemory{}) {
   start_cluster();
 }
 
@@ -669,7 +670,8 @@ std::vector<EtcdCluster::KeyRevision> EtcdCluster::keys_by_revision(const std::s
     if (value != std::string::npos && (next == std::string::npos || value < next)) {
       const auto from = value + kValue.size();
       const auto to = out.find('"', from);
-      if (to == std::string::npos) throw std::runtime_error("etcdctl get -w json answered '" + out + "'");
+      if (to == std::string::npos)
+        throw std::runtime_error("etcdctl get -w json answered '" + out + "'");
       kv.value = base64_decode(std::string_view(out).substr(from, to - from));
     }
     found.push_back(std::move(kv));

@@ -44,13 +44,26 @@ int shell_status(int status) {
   return -1;
 }
 
+std::filesystem::path make_temp_dir(const std::string& base, const std::string& prefix) {
+  std::string pattern = base + "/" + prefix + "-XXXXXX";
+  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+  return pattern;
+}
+
+std::string temp_base() {
+  const char* base = std::getenv("TMPDIR");
+  return base && *base ? base : "/tmp";
+}
+
 }  // namespace
 
-TempDir::TempDir(const std::string& prefix) {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
-  path_ = pattern;
+TempDir::TempDir(const std::string& prefix) : path_(make_temp_dir(temp_base(), prefix)) {}
+
+TempDir::TempDir(const std::string& prefix, InMemory) {
+  constexpr std::uintmax_t kRoom = 2ULL << 30;  // well beyond a few servers' data
+  std::error_code error;
+  const auto space = std::filesystem::space("/dev/shm", error);
+  path_ = make_temp_dir(!error && space.available >= kRoom ? "/dev/shm" : temp_base(), prefix);
 }
 
 TempDir::~TempDir() {
