@@ -160,7 +160,11 @@ bool PostgresServer::accepts_logins() const {
 std::vector<std::vector<std::string>> PostgresServer::query(const std::string& sql,
                                                             const std::string& database) const {
   const std::string info = "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + kSuperuser +
-                           " password=" + kPassword + " dbname=" + database + " connect_timeout=5";
+                           " password=" + kPassword + " dbname=" + database +
+                           // A probe of the test, not the engine under test: a loaded
+                           // machine once took more than 5 s to fork a backend and
+                           // answer the password exchange.
+                           " connect_timeout=30";
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(info.c_str()), &PQfinish);
   if (PQstatus(conn.get()) != CONNECTION_OK) {
     throw std::runtime_error(std::string("probe cannot connect: ") + PQerrorMessage(conn.get()));
