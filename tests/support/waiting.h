@@ -44,6 +44,11 @@ inline ClientOptions quick_options(std::chrono::milliseconds op_timeout = 1000ms
   return options;
 }
 
+// For a case that is not about timeouts: a generous op_timeout, as starting a PostgreSQL
+// session (a backend fork and a SCRAM exchange) beside two CPU hogs and the sanitizer run
+// has taken more than 3 s, once more than 5 s.
+inline ClientOptions unhurried_options() { return quick_options(10'000ms); }
+
 inline double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Runs `f`, which must throw Error(want), and returns how long it took.

@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 
 Error open_error(const std::string& uri) {
   try {
-    (void)Client::open(uri, quick_options(3000ms));
+    (void)Client::open(uri, unhurried_options());
   } catch (const Error& e) {
     return e;
   }
@@ -55,13 +55,12 @@ TEST(PostgresFailure, UserWithoutCreateRightsGetsAnErrorNamingThePrivilege) {
   EXPECT_EQ(server.value("SELECT to_regnamespace('warden')"), "") << "left a half registry";
 
   // Once an administrator installed the registry and granted its use, the same user works.
-  (void)Client::open(server.uri(), quick_options(3000ms));
+  (void)Client::open(server.uri(), unhurried_options());
   server.query(
       "GRANT USAGE ON SCHEMA warden TO plain;"
       "GRANT SELECT, INSERT, UPDATE ON warden.locks TO plain;"
       "GRANT USAGE ON ALL SEQUENCES IN SCHEMA warden TO plain");
-  Client plain =
-      Client::open(server.uri_as("plain", "plain-pw", "postgres"), quick_options(3000ms));
+  Client plain = Client::open(server.uri_as("plain", "plain-pw", "postgres"), unhurried_options());
   Lease lease = plain.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lease);
   EXPECT_TRUE(plain.check(lease.sequencer()));
@@ -69,8 +68,8 @@ TEST(PostgresFailure, UserWithoutCreateRightsGetsAnErrorNamingThePrivilege) {
 
 TEST(PostgresFailure, ServerKilledUnderAWaiterEndsItsWaitWithUnavailable) {
   PostgresServer server;
-  Client holder = Client::open(server.uri(), quick_options(3000ms));
-  Client waiter = Client::open(server.uri(), quick_options(3000ms));
+  Client holder = Client::open(server.uri(), unhurried_options());
+  Client waiter = Client::open(server.uri(), unhurried_options());
   LockOptions short_ttl;
   short_ttl.ttl = 1500ms;
   Lease held = holder.lock("g", "x", short_ttl).acquire(Mode::exclusive, Wait::none());
@@ -94,7 +93,7 @@ TEST(PostgresFailure, ServerKilledUnderAWaiterEndsItsWaitWithUnavailable) {
   server.start();
   // Nothing left: no session holds or waits for anything of warden's.
   EXPECT_EQ(server.value("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"), "0");
-  Client after = Client::open(server.uri(), quick_options(3000ms));
+  Client after = Client::open(server.uri(), unhurried_options());
   EXPECT_TRUE(after.lock("g", "x").acquire(Mode::exclusive, Wait::none()));
 }
 
@@ -102,7 +101,7 @@ TEST(PostgresFailure, TokensNeverGoBackAcrossACrashAndRestart) {
   PostgresServer server;
   std::uint64_t last = 0;
   for (int round = 0; round < 3; ++round) {
-    Client client = Client::open(server.uri(), quick_options(3000ms));
+    Client client = Client::open(server.uri(), unhurried_options());
     for (int i = 0; i < 5; ++i) {
       Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
       ASSERT_TRUE(lease);

@@ -56,8 +56,8 @@ TEST(PostgresLease, ARolesLockAndStatementTimeoutsDoNotEndAWait) {
   server.query("ALTER ROLE " + std::string(PostgresServer::kSuperuser) +
                " SET lock_timeout = '300ms'; ALTER ROLE " + PostgresServer::kSuperuser +
                " SET statement_timeout = '500ms'");
-  Client holder = Client::open(server.uri(), quick_options(3000ms));
-  Client next = Client::open(server.uri(), quick_options(3000ms));
+  Client holder = Client::open(server.uri(), unhurried_options());
+  Client next = Client::open(server.uri(), unhurried_options());
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
   Lease other = holder.lock("g", "y").acquire(Mode::exclusive, Wait::none());
@@ -80,8 +80,8 @@ TEST(PostgresLease, ARolesLockAndStatementTimeoutsDoNotEndAWait) {
 
 TEST(PostgresLease, KilledHolderFreesTheLockAtOnceAndIsToldItLostIt) {
   PostgresServer server;
-  Client holder = Client::open(server.uri(), quick_options(3000ms));
-  Client next = Client::open(server.uri(), quick_options(3000ms));
+  Client holder = Client::open(server.uri(), unhurried_options());
+  Client next = Client::open(server.uri(), unhurried_options());
   LockOptions options;
   options.ttl = 15s;  // the lock must come free long before the TTL could run out
   Lease held = holder.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
@@ -107,10 +107,10 @@ TEST(PostgresLease, HolderPausedPastItsTtlIsEndedByTheServerAndItsLateWriteIsFen
       "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL);"
       "INSERT INTO accounts VALUES (42, 100)");
   // No watchdog: nothing renews the lease, exactly as for a holder that is paused.
-  ClientOptions paused = quick_options(3000ms);
+  ClientOptions paused = unhurried_options();
   paused.watchdog = false;
   Client sleeper = Client::open(server.uri(), paused);
-  Client next = Client::open(server.uri(), quick_options(3000ms));
+  Client next = Client::open(server.uri(), unhurried_options());
   LockOptions options;
   options.ttl = 1s;
   Lease stale = sleeper.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::none());
@@ -147,7 +147,7 @@ TEST(PostgresLease, APooledSessionKeepsItsTtlAndIsNeverReusedAfterTheServerEnded
   // the TTL, so the next grant of that TTL need not set it again. The server ends that
   // session once it has been idle a TTL: the next acquire must get a live one.
   PostgresServer server;
-  Client client = Client::open(server.uri(), quick_options(3000ms));
+  Client client = Client::open(server.uri(), unhurried_options());
   LockOptions options;
   options.ttl = 1s;
   Lease first = client.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());

@@ -22,10 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Nothing here is about timeouts, so they are generous: on a machine with two CPU hogs
-// beside the sanitizer run, starting a PostgreSQL session once took more than 3 s.
-ClientOptions unhurried() { return quick_options(10'000ms); }
-
 // pg_locks' advisory rows as bigint keys, in this database.
 const std::string kKeys =
     "(SELECT pid, granted, (classid::bigint << 32) | objid::bigint AS key FROM pg_locks "
@@ -66,7 +62,7 @@ Error error_of(const std::function<void()>& call) {
 
 TEST(PostgresElection, TheValueIsTheLeadersRowOfItsTermAndAProclaimChangesItInPlace) {
   PostgresServer server;
-  Client client = Client::open(server.uri(), unhurried());
+  Client client = Client::open(server.uri(), unhurried_options());
   Leadership leading = client.election("cron", "scheduler").campaign("node-a:8080", Wait::none());
   ASSERT_TRUE(leading);
   const std::string row =
@@ -83,8 +79,8 @@ TEST(PostgresElection, TheValueIsTheLeadersRowOfItsTermAndAProclaimChangesItInPl
 
 TEST(PostgresElection, AResignedLeadersRowIsNotBelievedAndItsSessionHoldsNothing) {
   PostgresServer server;
-  Client a = Client::open(server.uri(), unhurried());
-  Client b = Client::open(server.uri(), unhurried());
+  Client a = Client::open(server.uri(), unhurried_options());
+  Client b = Client::open(server.uri(), unhurried_options());
   Leadership first = a.election("cron", "scheduler").campaign("a", Wait::none());
   ASSERT_TRUE(first);
   const std::uint64_t term = first.term();
@@ -103,8 +99,8 @@ TEST(PostgresElection, AResignedLeadersRowIsNotBelievedAndItsSessionHoldsNothing
 
 TEST(PostgresElection, AProclaimFromASessionThatWasEndedIsLostAndChangesNothing) {
   PostgresServer server;
-  Client a = Client::open(server.uri(), unhurried());
-  Client b = Client::open(server.uri(), unhurried());
+  Client a = Client::open(server.uri(), unhurried_options());
+  Client b = Client::open(server.uri(), unhurried_options());
   LockOptions options;
   options.ttl = 30s;
   Leadership old = a.election("cron", "scheduler", options).campaign("old", Wait::none());
@@ -120,7 +116,7 @@ TEST(PostgresElection, AProclaimFromASessionThatWasEndedIsLostAndChangesNothing)
 
 TEST(PostgresSemaphore, ARequestHoldsItsNItsKTheLockIdSharedAndItsMarker) {
   PostgresServer server;
-  Client client = Client::open(server.uri(), unhurried());
+  Client client = Client::open(server.uri(), unhurried_options());
   Lease three = client.semaphore("media", "encoders", 4).acquire(3, Wait::none());
   ASSERT_TRUE(three);
   const std::string pid = session_of(server, three.token());
@@ -143,8 +139,8 @@ TEST(PostgresSemaphore, ARequestHoldsItsNItsKTheLockIdSharedAndItsMarker) {
 
 TEST(PostgresSemaphore, AKilledHoldersPermitsGoToAWaiter) {
   PostgresServer server;
-  Client holder = Client::open(server.uri(), unhurried());
-  Client next = Client::open(server.uri(), unhurried());
+  Client holder = Client::open(server.uri(), unhurried_options());
+  Client next = Client::open(server.uri(), unhurried_options());
   LockOptions options;
   options.ttl = 30s;  // the permits must come free long before the TTL could run out
   Lease all = holder.semaphore("media", "encoders", 2, options).acquire(2, Wait::none());
@@ -163,8 +159,8 @@ TEST(PostgresSemaphore, AKilledHoldersPermitsGoToAWaiter) {
 
 TEST(PostgresSemaphore, NothingIsLeftOnceEveryGrantIsReleased) {
   PostgresServer server;
-  Client a = Client::open(server.uri(), unhurried());
-  Client b = Client::open(server.uri(), unhurried());
+  Client a = Client::open(server.uri(), unhurried_options());
+  Client b = Client::open(server.uri(), unhurried_options());
   Semaphore sa = a.semaphore("media", "encoders", 4);
   Lease three = sa.acquire(3, Wait::none());
   Lease one = b.semaphore("media", "encoders", 4).acquire(1, Wait::none());
@@ -184,8 +180,8 @@ TEST(PostgresSemaphore, NothingIsLeftOnceEveryGrantIsReleased) {
 
 TEST(PostgresSemaphore, AnotherNumberOfPermitsOrALockOfTheNameChangesNothing) {
   PostgresServer server;
-  Client a = Client::open(server.uri(), unhurried());
-  Client b = Client::open(server.uri(), unhurried());
+  Client a = Client::open(server.uri(), unhurried_options());
+  Client b = Client::open(server.uri(), unhurried_options());
   Lease held = a.semaphore("media", "encoders", 4).acquire(1, Wait::none());
   ASSERT_TRUE(held);
   const auto before = advisory_state(server);
@@ -207,9 +203,9 @@ TEST(PostgresSemaphore, AnotherNumberOfPermitsOrALockOfTheNameChangesNothing) {
 
 TEST(PostgresSemaphore, AWaitingLockOfTheNameRefusesASemaphore) {
   PostgresServer server;
-  Client a = Client::open(server.uri(), unhurried());
-  Client b = Client::open(server.uri(), unhurried());
-  Client c = Client::open(server.uri(), unhurried());
+  Client a = Client::open(server.uri(), unhurried_options());
+  Client b = Client::open(server.uri(), unhurried_options());
+  Client c = Client::open(server.uri(), unhurried_options());
   Lease lock = a.lock("media", "encoders").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lock);
   auto waiting = std::async(std::launch::async, [&] {
@@ -225,12 +221,12 @@ TEST(PostgresSemaphore, AWaitingLockOfTheNameRefusesASemaphore) {
 
 TEST(PostgresRegistry, AnInstallationOfTheFirstVersionGetsTheTablesOfSemaphoresAndElections) {
   PostgresServer server;
-  (void)Client::open(server.uri(), unhurried());
+  (void)Client::open(server.uri(), unhurried_options());
   server.query(
       "DROP TABLE warden.leaders; ALTER TABLE warden.locks DROP COLUMN semaphore_permits;"
       "COMMENT ON FUNCTION warden.grant(bigint,boolean,boolean,integer,integer) IS "
       "'warden registry 1'");
-  Client client = Client::open(server.uri(), unhurried());
+  Client client = Client::open(server.uri(), unhurried_options());
   EXPECT_TRUE(client.semaphore("media", "encoders", 2).acquire(2, Wait::none()));
   EXPECT_TRUE(client.election("cron", "scheduler").campaign("x", Wait::none()));
   EXPECT_EQ(server.value("SELECT count(*) FROM warden.leaders"), "1");
