@@ -49,21 +49,6 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Removes the System V shared memory segment named in `data`/postmaster.pid (its 7th
-// line: "key shmid"). A postmaster that exits cleanly removes it itself; one killed with
-// SIGKILL leaves it behind for good, and a run that leaks one per server would exhaust
-// the machine's segments (kernel.shmmni) within a few runs.
-void remove_shared_memory_of(const std::filesystem::path& data) {
-  std::ifstream pid_file(data / "postmaster.pid");
-  std::string line;
-  for (int i = 0; i < 7 && std::getline(pid_file, line); ++i) {
-  }
-  std::istringstream fields(line);
-  long key = 0;
-  int id = -1;
-  if (fields >> key >> id && id >= 0) (void)shmctl(id, IPC_RMID, nullptr);
-}
-
 }  // namespace
 
 PostgresServer::PostgresServer() : dir_("warden-pg"), port_(free_port()) {
@@ -108,7 +93,21 @@ PostgresServer::~PostgresServer() {
   // removes its shared memory as it exits. Whatever a kill left is removed here.
   process_.signal_family(SIGCONT);
   process_.stop(SIGQUIT, 5s);
-  remove_shared_memory_of(dir_.path() / "data");
+  // A postmaster that exits cleanly removes its segment itself; one killed with SIGKILL
+  // leaves it for good, and runs that leak one per server exhaust the machine's segments
+  // (kernel.shmmni) within a few days.
+  if (const int id = shared_memory_id(); id >= 0) (void)shmctl(id, IPC_RMID, nullptr);
+}
+
+int PostgresServer::shared_memory_id() const {
+  std::ifstream pid_file(data_dir() / "postmaster.pid");
+  std::string line;
+  for (int i = 0; i < 7 && std::getline(pid_file, line); ++i) {
+  }
+  std::istringstream fields(line);  // the 7th line: "key shmid"
+  long key = 0;
+  int id = -1;
+  return fields >> key >> id ? id : -1;
 }
 
 std::vector<std::string> PostgresServer::as_server_user(std::vector<std::string> argv) const {

@@ -47,6 +47,9 @@ class PostgresServer {
   void start();
   ServerProcess& process() { return process_; }
   std::filesystem::path data_dir() const { return dir_.path() / "data"; }
+  // The System V shared memory segment its postmaster.pid names (the last one started,
+  // also after a kill), or -1 when there is none.
+  int shared_memory_id() const;
 
   // Runs `sql` as the superuser on a connection of its own (the simple protocol, so
   // several statements may be given). Returns the last statement's rows, each a vector

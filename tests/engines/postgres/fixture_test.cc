@@ -75,25 +75,12 @@ bool outlives_its_workers(int id) {
   return false;
 }
 
-// postmaster.pid's 7th line: "key shmid".
-int segment_of(const std::filesystem::path& data) {
-  std::ifstream in(data / "postmaster.pid");
-  std::string line;
-  for (int i = 0; i < 7 && std::getline(in, line); ++i) {
-  }
-  std::istringstream fields(line);
-  long key = 0;
-  int id = -1;
-  fields >> key >> id;
-  return id;
-}
-
 TEST(PostgresFixture, AServerKilledAndGoneLeavesNoSharedMemoryBehind) {
   const std::set<std::string> files_before = dev_shm_postgres_files();
   int segment = -1;
   {
     PostgresServer server;
-    segment = segment_of(server.data_dir());
+    segment = server.shared_memory_id();
     ASSERT_GE(segment, 0) << "no segment named in postmaster.pid";
     ASSERT_TRUE(shared_memory_ids().contains(segment));
     server.kill9();
@@ -120,7 +107,7 @@ TEST(PostgresFixture, AFrozenServerEndsWithItsFixtureAndLeavesNothingBehind) {
   std::set<pid_t> workers;
   {
     PostgresServer server;
-    segment = segment_of(server.data_dir());
+    segment = server.shared_memory_id();
     ASSERT_GE(segment, 0);
     workers = children_of(server.process().pid());
     ASSERT_FALSE(workers.empty());
