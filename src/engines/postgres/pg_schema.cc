@@ -226,13 +226,18 @@ BEGIN
         PERFORM pg_advisory_unlock(u);
         EXIT;
       END IF;
-      -- Permits held: the k of every session of this semaphore that holds a marker
-      -- (one each), and the oldest grant's marker.
-      WITH a AS MATERIALIZED (SELECT * FROM @S.advisory_keys() WHERE granted)
+      -- Permits held: the k of every session of this semaphore that holds a grant's
+      -- marker (exclusive, one each), and the oldest grant's marker. A marker held
+      -- shared is no grant: the wait below takes one so, and can keep it (there).
+      WITH a AS MATERIALIZED (
+        SELECT l.pid, l.mode, (l.classid::bigint << 32) | l.objid::bigint AS key
+          FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
       SELECT coalesce(sum(r.key - base - 1048576), 0), max(m.key),
              (array_agg(r.key - base - 1048576 ORDER BY m.key DESC))[1]
         INTO held, oldest, oldest_permits
-        FROM a r JOIN a m ON m.pid = r.pid AND m.key < 0
+        FROM a r JOIN a m ON m.pid = r.pid AND m.key < 0 AND m.mode = 'ExclusiveLock'
        WHERE r.key BETWEEN base + 1048577 AND base + 2097150;
       EXIT WHEN held + permits <= capacity;
       IF NOT wait THEN
@@ -257,7 +262,14 @@ BEGIN
         -- are free, no need to count again.
         held := held - oldest_permits;
       EXCEPTION WHEN lock_not_available THEN
-        NULL;
+        -- The timeout can land just as the lock is granted, and a session lock outlives
+        -- the subtransaction the timeout aborted: let go of a hold it left.
+        IF EXISTS (SELECT 1 FROM pg_locks l
+                    WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+                      AND l.objsubid = 1 AND l.granted AND l.mode = 'ShareLock'
+                      AND (l.classid::bigint << 32) | l.objid::bigint = oldest) THEN
+          PERFORM pg_advisory_unlock_shared(oldest);
+        END IF;
       END;
       EXIT WHEN held + permits <= capacity;
       pause := least(pause * 2, 0.05);

@@ -46,7 +46,7 @@
 namespace warden::engines::postgres {
 
 // Bumped when the SQL of the functions changes: an older installation is replaced.
-inline constexpr const char* kSchemaVersion = "warden registry 5";
+inline constexpr const char* kSchemaVersion = "warden registry 6";
 
 // Creates the registry in `schema` if it is missing or older, under an advisory
 // transaction lock, so concurrent first uses do not race. Throws Error:

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,38 @@ TEST(PostgresSemaphore, AKilledHoldersPermitsGoToAWaiter) {
   ASSERT_TRUE(granted);
   EXPECT_GT(granted.token(), all.token());
   EXPECT_TRUE(eventually([&] { return all.lost(); }, 30s)) << "the killed holder was not told";
+}
+
+// A grant's marker is held exclusive. The head of a semaphore's queue takes an older
+// grant's marker shared for a moment, to learn that it is free, and a lock_timeout that
+// lands just as that lock is granted leaves it held: a session lock outlives the aborted
+// subtransaction. Such a hold must not make its session count as two grants. Here a
+// session of the semaphore holds 1 of 2 permits and, beside its own marker, a released
+// grant's marker shared: the other permit is still free.
+TEST(PostgresSemaphore, AMarkerHeldSharedIsNotCountedAsAGrant) {
+  PostgresServer server;
+  Client client = Client::open(server.uri(), unhurried_options());
+  Semaphore encoders = client.semaphore("media", "encoders", 2);
+  Lease earlier = encoders.acquire(1, Wait::none());
+  ASSERT_TRUE(earlier);
+  const std::string stale = std::to_string(earlier.token());
+  earlier.release();
+  // The head the timeout left so, as a session of its own.
+  auto head = std::async(std::launch::async, [&] {
+    return server.query("SELECT warden.acquire_permits((" + pg_lock_id_sql("media", "encoders") +
+                        "), 2, 1, false, 0, 60000);"
+                        "SELECT pg_advisory_lock_shared(-" + stale + ");"
+                        "SELECT pg_sleep(60)");
+  });
+  const std::string stale_held_shared =
+      "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ShareLock' "
+      "AND (classid::bigint << 32) | objid::bigint = -" + stale;
+  ASSERT_TRUE(eventually([&] { return server.value(stale_held_shared).has_value(); }, 30s));
+  Lease second = encoders.acquire(1, Wait::none());
+  EXPECT_TRUE(second) << "the session holding 1 permit was counted as holding 2";
+  EXPECT_FALSE(encoders.acquire(1, Wait::none())) << "both permits are held";
+  server.query("SELECT pg_terminate_backend((" + stale_held_shared + "))");
+  EXPECT_THROW(head.get(), std::runtime_error) << "its session was ended";
 }
 
 TEST(PostgresSemaphore, NothingIsLeftOnceEveryGrantIsReleased) {
