@@ -37,7 +37,7 @@ TEST_P(Conformance, ReportsItsPinnedCapabilities) {
 // waiter of another client gets it long before it would idle out (an hour here): the
 // engine's revokes work (docs/contract.md, Lock caching).
 TEST_P(Conformance, LockCachingIsOfferedExactlyWherePinned) {
-  ClientOptions client_options;
+  ClientOptions client_options = Conformance::client_options();
   client_options.cache_idle = std::chrono::hours(1);
   Client client = open_client(client_options);
   LockOptions options = lock_options();

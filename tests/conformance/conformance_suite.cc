@@ -183,7 +183,7 @@ void Conformance::SetUp() {
   backend_ = SharedBackends::instance().of(GetParam());
   ASSERT_NE(backend_, nullptr) << "EngineCase " << GetParam().name << " started no backend";
   group_ = unique_group();
-  probe_.emplace(Client::open(backend_->uri()));
+  probe_.emplace(Client::open(backend_->uri(), client_options()));
   caps_ = GetParam().capabilities;
   reported_ = probe_->capabilities();
 }
@@ -208,7 +208,7 @@ Client Conformance::open_client_on(const Backend& backend, ClientOptions options
 }
 
 Client Conformance::open_client_without_renewals() {
-  ClientOptions options;
+  ClientOptions options = client_options();
   options.watchdog = false;
   return open_client(options);
 }

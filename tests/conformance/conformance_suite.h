@@ -42,6 +42,7 @@
 #include <thread>
 
 #include "conformance/backend.h"
+#include "support/waiting.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
@@ -173,7 +174,15 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   // A new Client on the backend. A client is a separate lock owner: its locks exclude
   // every other client's. Where the engine lacks FIFO fairness, the default lock options
   // ask for the fairness it has, so tests not about fairness run everywhere.
-  Client open_client(ClientOptions options = {});
+  //
+  // Options a clause builds start from client_options(), not from the library's defaults:
+  // op_timeout is how long a client waits for a backend before it counts it as gone, and
+  // no clause but the ones that freeze or cut off a backend (which set their own) is about
+  // that bound. A live backend beside two CPU hogs and the sanitizer run has taken more
+  // than the library's 5 s to answer (an etcd txn, redlock releases), which a client
+  // rightly reports as unavailable and which says nothing of the lock contract.
+  static ClientOptions client_options() { return warden::testing::unhurried_options(); }
+  Client open_client(ClientOptions options = client_options());
   // Lock options with the library's defaults, adjusted like open_client's.
   LockOptions lock_options() const;
   // A Client whose watchdog never renews: a holder that stopped renewing, as a process
@@ -181,7 +190,7 @@ class Conformance : public ::testing::TestWithParam<EngineCase> {
   Client open_client_without_renewals();
   // A new Client, as open_client() makes them, on another backend: one the test started
   // for itself (GetParam().start()) because it freezes or cuts it off.
-  Client open_client_on(const Backend& backend, ClientOptions options = {}) const;
+  Client open_client_on(const Backend& backend, ClientOptions options = client_options()) const;
   // lock_options() with a lease of `ttl`.
   LockOptions lock_options_with_ttl(std::chrono::milliseconds ttl) const;
   // This test's group: unique per test (and per process), so no other test sees its

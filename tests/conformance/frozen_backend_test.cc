@@ -144,9 +144,9 @@ TEST_P(Conformance, AFrozenBackendHoldsNoCallPastItsBound) {
   for (Client* gone : {&timed_client, &cancelled_client, &holder, &checker}) {
     Client closing = std::move(*gone);
   }
-  // With the default op_timeout: a backend just thawed on a loaded machine may take more
+  // With the suite's op_timeout: a backend just thawed on a loaded machine may take more
   // than the 1 s above to answer its first calls, which says nothing of the frozen ones.
-  Client after = open_client_on(*own, ClientOptions{});
+  Client after = open_client_on(*own);
   Lease again = after.lock(group(), "x", lock).acquire(Mode::exclusive, Wait::up_to(kLongDeadline));
   EXPECT_TRUE(again) << "the lock was still held after the backend thawed";
   if (again) EXPECT_NO_THROW(again.release());

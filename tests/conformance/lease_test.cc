@@ -87,7 +87,7 @@ TEST_P(Conformance, WatchdogRenewsLeaseAcrossSeveralTtls) {
 }
 
 TEST_P(Conformance, DroppedGrantIsLostWithinARenewIntervalAndNeverRenewedBack) {
-  ClientOptions fast_renewals;
+  ClientOptions fast_renewals = client_options();
   fast_renewals.renew_interval = 200ms;
   Client holder = open_client(fast_renewals);
   LockOptions options = lock_options();
