@@ -151,6 +151,9 @@ class EtcdEngine final : public core::Engine {
                   "layout=warden");
     }
     const std::string& blockers = keys.blockers(request.mode);
+    // Fixed here: recomputed after the deadline, "op_timeout from now" would give a
+    // withdrawal that follows a call which ran to the bound another whole op_timeout.
+    const Clock::time_point bound = bound_of(request);
     // A request whose session turns out to be gone queues again on a new one; a few
     // times in a row means something else is wrong.
     for (int attempt = 0;; ++attempt) {
@@ -169,8 +172,8 @@ class EtcdEngine final : public core::Engine {
       // without the caller waiting for it.
       const auto withdraw = [&](const std::string& what) {
         const auto until = request.stop.stop_requested()
-                               ? std::min(bound_of(request), Clock::now() + config_.op_timeout)
-                               : bound_of(request);
+                               ? std::min(bound, Clock::now() + config_.op_timeout)
+                               : bound;
         if (sessions_.withdrawn(session, what, until) && !concurrency) {
           slots_.give_back(keys.lock, slot);
         }
@@ -570,7 +573,8 @@ class EtcdEngine final : public core::Engine {
         });
   }
 
-  // The latest an acquire's calls may end: op_timeout past its deadline (a try: past now).
+  // The latest an acquire's calls may end: op_timeout past its deadline (a try: past now,
+  // so take it once, when the acquire begins).
   Clock::time_point bound_of(const AcquireRequest& request) const {
     const auto from = std::max(request.deadline, Clock::now());
     return from > Clock::time_point::max() - config_.op_timeout ? Clock::time_point::max()
