@@ -199,15 +199,20 @@ TEST_P(ElectionConformance, AnObserverIsToldOfEveryKindOfChangeWhereTheEngineWat
   ObservedLeaders observed;
   std::jthread observer = observed.observe(watcher.election(group(), "leader"), poll);
   ASSERT_TRUE(observed.saw(std::nullopt)) << "the observer did not report the start";
-  // The observer must read the grant and the proclaim while the lease lasts: 2 s, since
-  // with 1 s a loaded machine (two CPU hogs beside ctest) let it run out first on zk://.
-  Leadership first =
-      lapsing.election(group(), "leader", lock_options_with_ttl(2s)).campaign("a", Wait::none());
+  // The observer must read the grant and the proclaim while the lease lasts: 4 s, since
+  // with 1 s, then 2 s, a loaded machine (two CPU hogs beside ctest) let it run out first
+  // on zk://.
+  constexpr auto kLapsingTtl = 4s;
+  Leadership first = lapsing.election(group(), "leader", lock_options_with_ttl(kLapsingTtl))
+                         .campaign("a", Wait::none());
   ASSERT_TRUE(first);
-  ASSERT_TRUE(observed.saw(Leader{"a", first.term()})) << "a grant was not signalled";
+  ASSERT_TRUE(observed.saw(Leader{"a", first.term()}))
+      << "a grant was not signalled; the observer was told: " << observed.describe();
   first.proclaim("a2");
-  ASSERT_TRUE(observed.saw(Leader{"a2", first.term()})) << "a proclaim was not signalled";
-  ASSERT_TRUE(observed.saw(std::nullopt)) << "a lease that ran out was not signalled";
+  ASSERT_TRUE(observed.saw(Leader{"a2", first.term()}))
+      << "a proclaim was not signalled; the observer was told: " << observed.describe();
+  ASSERT_TRUE(observed.saw(std::nullopt, kLapsingTtl + kPatience))
+      << "a lease that ran out was not signalled; the observer was told: " << observed.describe();
   Leadership second = b.election(group(), "leader", lock_options()).campaign("b", Wait::none());
   ASSERT_TRUE(second);
   ASSERT_TRUE(observed.saw(Leader{"b", second.term()})) << "the next grant was not signalled";

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,15 @@ class ObservedLeaders {
   std::optional<Leader> last() const {
     std::lock_guard lock(mu_);
     return seen_.empty() ? std::nullopt : seen_.back();
+  }
+  // Every report so far, for a failure message: "none, a@7, a2@7, none".
+  std::string describe() const {
+    std::string out;
+    for (const auto& leader : seen()) {
+      if (!out.empty()) out += ", ";
+      out += leader ? leader->value + '@' + std::to_string(leader->term) : std::string("none");
+    }
+    return out.empty() ? std::string("nothing") : out;
   }
   // true once the last report is `leader` (within `timeout`).
   bool saw(const std::optional<Leader>& leader, Clock::duration timeout = 5s) const {
