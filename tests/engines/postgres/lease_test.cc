@@ -111,8 +111,11 @@ TEST(PostgresLease, HolderPausedPastItsTtlIsEndedByTheServerAndItsLateWriteIsFen
   paused.watchdog = false;
   Client sleeper = Client::open(server.uri(), paused);
   Client next = Client::open(server.uri(), unhurried_options());
+  // 5 s: the test's own probes (a new session each: a fork and a SCRAM exchange) must
+  // find the holder's session before its TTL ends it; beside two CPU hogs they did not
+  // within 1 s.
   LockOptions options;
-  options.ttl = 1s;
+  options.ttl = 5s;
   Lease stale = sleeper.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(stale);
   const std::string pid = holder_pid(server, "accounts", "acct-42");
@@ -121,13 +124,13 @@ TEST(PostgresLease, HolderPausedPastItsTtlIsEndedByTheServerAndItsLateWriteIsFen
   EXPECT_EQ(fenced_update(server, stale.token(), 90), "1");
 
   // The client gives the lease up on its own clock...
-  EXPECT_TRUE(eventually([&] { return stale.lost(); }, 10s));
+  EXPECT_TRUE(eventually([&] { return stale.lost(); }, options.ttl + 10s));
   // ...and the server ends the idle session (idle_session_timeout = TTL), freeing the lock.
   EXPECT_TRUE(eventually(
       [&] {
         return server.value("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == "0";
       },
-      10s))
+      options.ttl + 10s))
       << "the server kept the paused holder's session";
   Lease fresh =
       next.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::up_to(10s));
