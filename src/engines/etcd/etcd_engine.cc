@@ -10,6 +10,7 @@
 
 #include "core/background_releases.h"
 #include "core/client_id.h"
+#include "core/stoppable_sleep.h"
 #include "engines/etcd/etcd_config.h"
 #include "engines/etcd/etcd_rpc.h"
 #include "engines/etcd/key_watch.h"
@@ -604,11 +605,19 @@ class EtcdEngine final : public core::Engine {
       TxnResponse response;
       try {
         response = rpc_->txn(look, nullptr, {}, EtcdRpc::Bound{bound_of(request), request.stop});
-      } catch (const Error&) {
+      } catch (const Error& e) {
         // Cancelled, or no answer by the deadline (plus op_timeout): the wait ends as
         // what it is; the caller withdraws the key.
         if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
-        throw;
+        // No answer within op_timeout (a frozen or cut-off member, a machine starved of
+        // CPU) while the wait has time left: its place in the queue is its key, which
+        // lives as long as its lease, so it looks again after a pause, as a zk:// waiter
+        // waits for its session to come back. The next answer says whether the key
+        // outlived the gap (if not, session_lost: it queues again).
+        if (e.code() != Errc::deadline_exceeded && e.code() != Errc::unavailable) throw;
+        const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
+        if (!core::sleep_until(until, request.stop)) return std::nullopt;
+        continue;
       }
       const auto& own = range_at(response, 0, "wait");
       if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {

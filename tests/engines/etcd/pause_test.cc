@@ -78,6 +78,46 @@ TEST(EtcdPause, KeepAlivesBlockedPastTheTtlLoseTheLeaseBeforeEtcdHandsItOn) {
   EXPECT_TRUE(no_warden_keys(cluster)) << "left:" << describe(warden_keys(cluster));
 }
 
+// A waiter whose reads of the queue get no answer for longer than its op_timeout (its
+// only member frozen, as a long GC pause would) waits on while its deadline has time: its
+// place in the queue is its key, which lives as long as its lease, far longer here. Once
+// the member runs again the waiter is granted in its turn, and nothing failed.
+TEST(EtcdPause, AWaiterSitsOutAFreezeLongerThanItsOpTimeout) {
+  EtcdCluster cluster;
+  const ClientOptions options = with_ttl(30s, 1s);
+  Client holder = Client::open(cluster.uri(), options);
+  Client waiter = Client::open(cluster.uri(), options);
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  auto waiting = acquire_queued(waiter, cluster, "x", Mode::exclusive, Wait::up_to(60s));
+  ASSERT_EQ(requests(cluster, "g", "x"), 2u) << "the waiter did not queue";
+
+  cluster.pause(0);
+  std::this_thread::sleep_for(3 * options.op_timeout);
+  cluster.resume(0);
+  ASSERT_EQ(waiting.wait_for(0s), std::future_status::timeout)
+      << "the waiter's acquire ended while the member was frozen";
+
+  EXPECT_TRUE(eventually([&] {
+    try {
+      held.release();
+      return true;
+    } catch (const Error&) {
+      return false;  // the member is still catching up
+    }
+  }));
+  ASSERT_EQ(waiting.wait_for(15s), std::future_status::ready) << "the waiter was never granted";
+  Lease next;
+  try {
+    next = waiting.get();
+  } catch (const Error& e) {
+    FAIL() << "the waiter's acquire failed: " << to_string(e.code()) << ": " << e.what();
+  }
+  ASSERT_TRUE(next) << "the waiter gave up";
+  next.release();
+  EXPECT_TRUE(no_warden_keys(cluster)) << "left:" << describe(warden_keys(cluster));
+}
+
 TEST(EtcdPause, FirstMemberFrozenTheClientFailsOverAndKeepsItsLease) {
   EtcdCluster cluster(EtcdOptions{3, {}});
   // The default op_timeout (5 s, longer than the TTL): every call the watchdog and the
