@@ -27,6 +27,13 @@ using namespace std::chrono_literals;
 // "promptly"; the tests that use it check that something ended, never how fast.
 inline constexpr Clock::duration kPrompt = 2s;
 
+// Upper bound for a waiter started on a thread of its own to show in the backend's queue,
+// where its acquire first opens a session (PostgreSQL forks a backend and runs a SCRAM
+// exchange, MariaDB a thread and a handshake): beside two CPU hogs and the sanitizer run
+// that took more than 5 s. A waiter it bounds must itself wait longer (kQueued + the
+// rest of the case).
+inline constexpr Clock::duration kQueued = 30s;
+
 // Polls `pred` until it holds (true) or `timeout` passes (false).
 inline bool eventually(const std::function<bool()>& pred, Clock::duration timeout = 5s) {
   const auto deadline = Clock::now() + timeout;

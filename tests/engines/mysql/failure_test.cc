@@ -161,7 +161,8 @@ TEST(MysqlFailure, AWaiterWhoseServerIsKilledGetsUnavailable) {
     }
     return Errc::internal;  // granted: wrong
   });
-  ASSERT_TRUE(eventually([&] { return server.waiting_sessions("g", "x") == 1; }));
+  // The waiter opens a session first (support/waiting.h, kQueued).
+  ASSERT_TRUE(eventually([&] { return server.waiting_sessions("g", "x") == 1; }, 30s));
   server.kill9();
   ASSERT_EQ(waiting.wait_for(kPatience), std::future_status::ready);
   EXPECT_EQ(waiting.get(), Errc::unavailable);

@@ -147,9 +147,10 @@ TEST(PostgresSemaphore, AKilledHoldersPermitsGoToAWaiter) {
   Lease all = holder.semaphore("media", "encoders", 2, options).acquire(2, Wait::none());
   ASSERT_TRUE(all);
   auto waiting = std::async(std::launch::async, [&] {
-    return next.semaphore("media", "encoders", 2, options).acquire(1, Wait::up_to(20s));
+    return next.semaphore("media", "encoders", 2, options).acquire(1, Wait::up_to(60s));
   });
-  ASSERT_TRUE(eventually([&] { return next.inspect("media", "encoders").waiters.size() == 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return next.inspect("media", "encoders").waiters.size() == 1; }, kQueued));
   server.query("SELECT pg_terminate_backend(" + session_of(server, all.token()) + ")");
   ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready) << "still held by a dead session";
   Lease granted = waiting.get();
@@ -242,9 +243,10 @@ TEST(PostgresSemaphore, AWaitingLockOfTheNameRefusesASemaphore) {
   Lease lock = a.lock("media", "encoders").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lock);
   auto waiting = std::async(std::launch::async, [&] {
-    return b.lock("media", "encoders").acquire(Mode::exclusive, Wait::up_to(20s));
+    return b.lock("media", "encoders").acquire(Mode::exclusive, Wait::up_to(60s));
   });
-  ASSERT_TRUE(eventually([&] { return c.inspect("media", "encoders").waiters.size() == 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return c.inspect("media", "encoders").waiters.size() == 1; }, kQueued));
   lock.release();
   const Error e =
       error_of([&] { Lease l = c.semaphore("media", "encoders", 2).acquire(1, Wait::none()); });
