@@ -3,9 +3,10 @@
 #   make run    install dependencies, build the release preset, run the main job
 #   make test   install dependencies, then the whole check: sanitizer build + tests,
 #               release build, install, a separate project built against that install,
-#               and the Debian packages built, installed and checked
+#               a build with one engine, and the Debian packages built, installed and checked
 #
-# Other targets: deps, check, release, asan, test-slow, install, consumer, package, format, clean.
+# Other targets: deps, check, release, asan, test-slow, install, consumer, components,
+# package, format, clean.
 # Every step is a target of its own, so when one fails make names it in its error line
 # ("make: *** [Makefile:NN: asan-ctest] Error 8").
 
@@ -33,12 +34,13 @@ STEP_LOG := build/steps.log
 say = @printf '\n==> %s\n' '$(1)'; mkdir -p build; printf '%s %s\n' "$$(date +%s)" '$(1)' >> $(STEP_LOG)
 
 .PHONY: help deps run test test-steps test-slow check fuzz release asan asan-ctest install \
-        consumer consumer-run package package-check format clean
+        consumer consumer-run components package package-check format clean
 
 help:
 	@echo 'make run        build the release preset and run the main job ($$RUN_CMD)'
 	@echo 'make test       sanitizer build + tests, release build, install, consumer check, packages'
-	@echo 'make package    the Debian packages in build/package (libwarden0, libwarden-dev, warden, wardend)'
+	@echo 'make package    the Debian packages in build/package (libwarden0, one per engine, warden, wardend)'
+	@echo 'make components a redis-only build, installed and used by examples/consumer'
 	@echo 'make check      the quick loop: unit tests and one instance of each engine'"'"'s conformance'
 	@echo 'make test-slow  the tests labelled "slow" on the sanitizer build'
 	@echo 'make format     clang-format every C++ source in place'
@@ -57,7 +59,8 @@ run: deps release
 test:
 	bash scripts/step-times.sh $(STEP_LOG) $(MAKE) --no-print-directory test-steps
 
-test-steps: deps asan asan-ctest fuzz release install consumer consumer-run package package-check
+test-steps: deps asan asan-ctest fuzz release install consumer consumer-run components package \
+            package-check
 	$(call say,make test: all steps passed)
 
 # Debug + AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors. Built with
@@ -148,10 +151,22 @@ consumer: install
 
 consumer-run: consumer
 	$(call say,consumer: run against the installed libwarden)
-	PKG_CONFIG_PATH=$(STAGE_DIR)/lib/pkgconfig pkg-config --cflags --libs warden
+	PKG_CONFIG_PATH=$(STAGE_DIR)/lib/pkgconfig pkg-config --cflags --libs warden warden-redis
 	$(STAGE_DIR)/bin/warden --version
 	$(CONSUMER_DIR)/warden_consumer
 	$(CONSUMER_DIR)/warden_consumer_pc
+	$(CONSUMER_DIR)/warden_engines $$(cat $(CONSUMER_DIR)/engines.txt)
+	$(CONSUMER_DIR)/warden_engines_pc $$(cat $(CONSUMER_DIR)/engines.txt)
+
+# Engines as components: a release build with WARDEN_ENGINES=redis (its objects come
+# from the release build's through ccache), installed and used by examples/consumer
+# with COMPONENTS redis. See scripts/check-components.sh.
+components: release
+	$(call say,components: a redis-only build and install)
+	cmake --preset release-redis $(CCACHE) --no-warn-unused-cli
+	cmake --build --preset release-redis -j $(JOBS)
+	bash scripts/check-components.sh build/release-redis $(CURDIR)/build/stage-redis \
+	  build/consumer-redis
 
 # The Debian packages (libwarden0, libwarden-dev, warden, wardend with its systemd unit,
 # config file and system user): a release build laid out for /usr and /etc (the package

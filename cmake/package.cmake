@@ -1,8 +1,11 @@
 # The Debian packages (`make package`, CPack's DEB generator) and what only they need:
 #
-#   libwarden0     the shared library
-#   libwarden-dev  headers, CMake package, pkg-config file
-#   warden         the `warden` command
+#   libwarden0              the core library (mem://, warden://)
+#   libwarden-dev           headers, CMake package, pkg-config file of the core
+#   libwarden-<engine>0     one per engine of WARDEN_ENGINES: its library and the warden
+#                           command's module for it (<libdir>/warden/engines/<engine>.so)
+#   libwarden-<engine>-dev  its CMake export file and pkg-config file
+#   warden                  the `warden` command (the core; engines come as modules)
 #   wardend        the lock server, its systemd unit, /etc/warden/wardend.conf, its
 #                  system user (created by the package's postinst)
 #
@@ -56,6 +59,9 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL warden_runtime warden_development warden_cli warden_server)
+foreach(engine IN LISTS WARDEN_ENGINES)
+  list(APPEND CPACK_COMPONENTS_ALL warden_${engine}_runtime warden_${engine}_development)
+endforeach()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 # Dependencies on Debian's libraries come from dpkg-shlibdeps; between warden's own
@@ -75,6 +81,23 @@ set(CPACK_DEBIAN_WARDEN_SERVER_PACKAGE_NAME wardend)
 set(CPACK_COMPONENT_WARDEN_DEVELOPMENT_DEPENDS warden_runtime)
 set(CPACK_COMPONENT_WARDEN_CLI_DEPENDS warden_runtime)
 set(CPACK_COMPONENT_WARDEN_SERVER_DEPENDS warden_runtime)
+# The command speaks every engine whose package is installed beside it.
+set(warden_engine_packages)
+foreach(engine IN LISTS WARDEN_ENGINES)
+  string(TOUPPER ${engine} ENGINE)
+  set(CPACK_DEBIAN_WARDEN_${ENGINE}_RUNTIME_PACKAGE_NAME libwarden-${engine}0)
+  set(CPACK_DEBIAN_WARDEN_${ENGINE}_RUNTIME_PACKAGE_SECTION libs)
+  set(CPACK_DEBIAN_WARDEN_${ENGINE}_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
+  set(CPACK_DEBIAN_WARDEN_${ENGINE}_DEVELOPMENT_PACKAGE_NAME libwarden-${engine}-dev)
+  set(CPACK_DEBIAN_WARDEN_${ENGINE}_DEVELOPMENT_PACKAGE_SECTION libdevel)
+  set(CPACK_COMPONENT_WARDEN_${ENGINE}_RUNTIME_DEPENDS warden_runtime)
+  set(CPACK_COMPONENT_WARDEN_${ENGINE}_DEVELOPMENT_DEPENDS warden_${engine}_runtime
+      warden_development)
+  list(APPEND warden_engine_packages libwarden-${engine}0)
+endforeach()
+if(warden_engine_packages)
+  string(REPLACE ";" ", " CPACK_DEBIAN_WARDEN_CLI_PACKAGE_SUGGESTS "${warden_engine_packages}")
+endif()
 set(CPACK_DEBIAN_WARDEN_SERVER_PACKAGE_DEPENDS adduser)
 set(warden_deb_scripts ${PROJECT_SOURCE_DIR}/packaging/deb/wardend)
 set(CPACK_DEBIAN_WARDEN_SERVER_PACKAGE_CONTROL_EXTRA

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/workload.h"
 #include "warden/client.h"
 #include "warden/election.h"
 
@@ -24,7 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kGroup = "bench";
 constexpr const char* kName = "failover";
 constexpr const char* kDoomed = "doomed";
 constexpr const char* kSuccessor = "successor";
@@ -34,10 +34,10 @@ constexpr const char* kSuccessor = "successor";
 class LeaderProcess {
  public:
   LeaderProcess(const std::string& exe, const std::string& url, std::chrono::milliseconds ttl) {
-    const std::vector<std::string> args = {exe,     "elect", "--url",  url,       "--group",
-                                           kGroup,  "--name", kName,   "--value", kDoomed,
-                                           "--ttl", std::to_string(ttl.count()) + "ms",
-                                           "--",    "sleep",  "3600"};
+    const std::vector<std::string> args = {
+        exe,      "elect", "--url",   url,     "--group", kBenchGroup,
+        "--name", kName,   "--value", kDoomed, "--ttl",   std::to_string(ttl.count()) + "ms",
+        "--",     "sleep", "3600"};
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -79,24 +79,25 @@ ElectionFailoverResult election_failover(const std::string& url, const std::stri
   ClientOptions options;
   options.lock_defaults.ttl = ttl;
   Client client = Client::open(url, options);
-  Election election = client.election(kGroup, kName);
+  Election election = client.election(kBenchGroup, kName);
   // The observer: when it last reported a leader named kSuccessor.
   Client watcher = Client::open(url, options);
   std::mutex mu;
   std::condition_variable seen;
   std::optional<Clock::time_point> successor_seen;
   std::jthread observer([&](std::stop_token stop) {
-    watcher.election(kGroup, kName).observe(
-        [&](const std::optional<Leader>& leader) {
-          std::lock_guard lock(mu);
-          if (leader && leader->value == kSuccessor) {
-            if (!successor_seen) successor_seen = Clock::now();
-          } else {
-            successor_seen.reset();
-          }
-          seen.notify_all();
-        },
-        stop);
+    watcher.election(kBenchGroup, kName)
+        .observe(
+            [&](const std::optional<Leader>& leader) {
+              std::lock_guard lock(mu);
+              if (leader && leader->value == kSuccessor) {
+                if (!successor_seen) successor_seen = Clock::now();
+              } else {
+                successor_seen.reset();
+              }
+              seen.notify_all();
+            },
+            stop);
   });
   for (int i = 0; i < samples; ++i) {
     LeaderProcess leader(warden_exe, url, ttl);

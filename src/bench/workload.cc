@@ -15,8 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr std::string_view kGroup = "bench";
-
 // Time A leaves B to get its request queued before A releases.
 constexpr auto kQueueGrace = 1ms;
 
@@ -57,8 +55,7 @@ template <class Handle, class Acquire>
 std::unique_ptr<CycleClient> round_robin(Client client, std::vector<Handle> handles, int index,
                                          const Workload& workload, Acquire acquire) {
   return std::make_unique<RoundRobinCycleClient<Handle, Acquire>>(
-      std::move(client), std::move(handles), index, std::move(acquire),
-      workload.confirm_releases);
+      std::move(client), std::move(handles), index, std::move(acquire), workload.confirm_releases);
 }
 
 // The mode of one acquire: mixed = shared with probability 0.9, exclusive with 0.1.
@@ -90,10 +87,10 @@ Samples measure_cached_handoff(const std::string& url, int samples, const Worklo
   const std::string name = workload.run_id + "-handoff";
   Client client_a = Client::open(url);
   Client client_b = Client::open(url);
-  Lock lock_a = client_a.lock(kGroup, name, lock_options(workload));
+  Lock lock_a = client_a.lock(kBenchGroup, name, lock_options(workload));
   LockOptions b_options = lock_options(workload);
   b_options.cache = false;  // B gives the lock back at once, so A's next acquire is free
-  Lock lock_b = client_b.lock(kGroup, name, b_options);
+  Lock lock_b = client_b.lock(kBenchGroup, name, b_options);
   Samples out;
   out.reserve(static_cast<std::size_t>(samples));
   for (int i = 0; i < samples; ++i) {
@@ -149,11 +146,6 @@ std::string_view to_string(LockMix mix) {
   return "?";
 }
 
-std::string lock_name(const Workload& workload, int client, int key) {
-  if (workload.contended) return workload.run_id + "-k" + std::to_string(key);
-  return workload.run_id + "-c" + std::to_string(client) + "-k" + std::to_string(key);
-}
-
 std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string& url,
                                                               const Workload& workload) {
   std::vector<std::unique_ptr<CycleClient>> clients;
@@ -164,8 +156,8 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
       std::vector<Semaphore> semaphores;
       semaphores.reserve(static_cast<std::size_t>(workload.keys));
       for (int k = 0; k < workload.keys; ++k) {
-        semaphores.push_back(client.semaphore(kGroup, lock_name(workload, i, k), workload.permits,
-                                              lock_options(workload)));
+        semaphores.push_back(client.semaphore(kBenchGroup, lock_name(workload, i, k),
+                                              workload.permits, lock_options(workload)));
       }
       clients.push_back(round_robin(std::move(client), std::move(semaphores), i, workload,
                                     [](Semaphore& semaphore, const std::stop_token& stop) {
@@ -183,8 +175,8 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
       for (int k = 0; k < workload.keys; ++k) {
         std::vector<LockSpec> members;
         for (int m = 0; m < workload.members; ++m) {
-          members.push_back(
-              LockSpec{std::string(kGroup), lock_name(workload, i, (k + m) % workload.keys), mode});
+          members.push_back(LockSpec{std::string(kBenchGroup),
+                                     lock_name(workload, i, (k + m) % workload.keys), mode});
         }
         multis.push_back(client.multi(std::move(members), lock_options(workload)));
       }
@@ -197,7 +189,7 @@ std::vector<std::unique_ptr<CycleClient>> open_warden_clients(const std::string&
     std::vector<Lock> locks;
     locks.reserve(static_cast<std::size_t>(workload.keys));
     for (int k = 0; k < workload.keys; ++k) {
-      locks.push_back(client.lock(kGroup, lock_name(workload, i, k), lock_options(workload)));
+      locks.push_back(client.lock(kBenchGroup, lock_name(workload, i, k), lock_options(workload)));
     }
     clients.push_back(
         round_robin(std::move(client), std::move(locks), i, workload,
@@ -218,8 +210,8 @@ Samples measure_handoff(const std::string& url, int samples, const Workload& wor
   const std::string name = workload.run_id + "-handoff";
   Client client_a = Client::open(url);
   Client client_b = Client::open(url);
-  Lock lock_a = client_a.lock(kGroup, name, lock_options(workload));
-  Lock lock_b = client_b.lock(kGroup, name, lock_options(workload));
+  Lock lock_a = client_a.lock(kBenchGroup, name, lock_options(workload));
+  Lock lock_b = client_b.lock(kBenchGroup, name, lock_options(workload));
 
   HandoffBoard board;
   // B: waits for A to hold the lock, announces itself, queues, records the grant time.

@@ -31,6 +31,9 @@
 
 namespace warden::bench {
 
+// The lock group of everything `warden bench` locks (and elects).
+inline constexpr const char* kBenchGroup = "bench";
+
 enum class LockMix { exclusive, shared, mixed };
 
 std::string_view to_string(LockMix mix);
@@ -53,8 +56,12 @@ struct Workload {
 };
 
 // The lock name of key `key` for client `client` under `workload` ("<run>-k3" when
-// contended, "<run>-c1-k3" otherwise).
-std::string lock_name(const Workload& workload, int client, int key);
+// contended, "<run>-c1-k3" otherwise). Inline: the baselines in the warden command's
+// engine modules (cli/modules/) use it and link none of this folder's objects.
+inline std::string lock_name(const Workload& workload, int client, int key) {
+  if (workload.contended) return workload.run_id + "-k" + std::to_string(key);
+  return workload.run_id + "-c" + std::to_string(client) + "-k" + std::to_string(key);
+}
 
 // One warden::Client per workload client, each with its own engine connections, and
 // their Lock (or Semaphore, or MultiLock) objects. Throws warden::Error if `url` cannot

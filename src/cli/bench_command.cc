@@ -11,15 +11,12 @@
 #include <random>
 
 #include "bench/capacity.h"
-#include "bench/etcd_baseline.h"
-#include "bench/mysql_baseline.h"
-#include "bench/postgres_baseline.h"
 #include "bench/redis_baseline.h"
 #include "bench/report.h"
 #include "bench/run.h"
 #include "bench/workload.h"
-#include "bench/zk_baseline.h"
 #include "cli/duration.h"
+#include "cli/engine_modules.h"
 #include "cli/exit_codes.h"
 #include "cli/failure.h"
 #include "cli/print.h"
@@ -164,7 +161,6 @@ auto step(const std::string& what, F&& f) {
   }
 }
 
-
 bench::PhaseFigures figures(const std::string& url, bench::RunResult& run) {
   bench::PhaseFigures f;
   f.url = url;
@@ -234,19 +230,16 @@ int run_bench(const BenchOptions& options) {
   if (!plan.baseline.empty()) {
     baseline_clients = step("connect " + plan.baseline_text, [&, w = locks_only(w)] {
       const std::string scheme = core::Uri::parse(plan.baseline).scheme;
-      if (scheme == "etcd") return bench::open_etcd_clients(plan.baseline, w, kBaselineTimeout);
       // warden:// against wardens:// (or another wardend): the same engine both ways, so
       // the ratio is what the transport costs.
       if (scheme == "warden" || scheme == "wardens") {
         return bench::open_warden_clients(plan.baseline, w);
       }
-      if (scheme == "zk") {
-        return bench::open_zookeeper_clients(plan.baseline, w, kBaselineTimeout);
+      // etcd, ZooKeeper, PostgreSQL and MariaDB are spoken through their own client
+      // libraries, which only their engine modules link (cli/modules/).
+      if (scheme != "redis" && scheme != "redis+cluster") {
+        return module_baseline(scheme)(plan.baseline, w, kBaselineTimeout);
       }
-      if (scheme == "postgres" || scheme == "postgresql") {
-        return bench::open_postgres_clients(plan.baseline, w);
-      }
-      if (scheme == "mysql") return bench::open_mysql_clients(plan.baseline, w);
       return bench::open_redis_clients(plan.baseline, w, kBaselineTimeout);
     });
   }
@@ -321,11 +314,10 @@ void add_bench_command(Commands& commands) {
                      "Each key a semaphore of N permits, one taken per cycle (baseline: locks)")
           ->type_name("N")
           ->check(CLI::Range(1, 1'000'000));
-  auto* members =
-      app.add_option("--members", o->members,
-                     "Each cycle a multi-lock of M keys (2..1024; baseline: one lock)")
-          ->type_name("M")
-          ->check(CLI::Range(2, 1024));
+  auto* members = app.add_option("--members", o->members,
+                                 "Each cycle a multi-lock of M keys (2..1024; baseline: one lock)")
+                      ->type_name("M")
+                      ->check(CLI::Range(2, 1024));
   auto* contended = app.add_flag("--contended", o->contended,
                                  "All clients share the same K locks (default: K of their own)");
   auto* confirm = app.add_flag("--confirm-releases", o->confirm_releases,
@@ -391,10 +383,9 @@ void add_bench_command(Commands& commands) {
   failover->excludes(hold)->excludes(idle);
   // The capacity checks take none of the timed run's options. Checked at parse time,
   // but not with excludes(), which would list every pair in --help.
-  const std::vector<CLI::Option*> run_options = {clients,  keys,     mode,      permits,
-                                                 members,  duration, ttl,       contended,
-                                                 baseline, handoff,  rounds,    confirm,
-                                                 cache};
+  const std::vector<CLI::Option*> run_options = {clients,  keys,    mode,      permits,  members,
+                                                 duration, ttl,     contended, baseline, handoff,
+                                                 rounds,   confirm, cache};
   app.callback([run_options, hold, idle, failover, ttl, o] {
     // An election failover waits out a lease per sample: a short one unless asked.
     if (failover->count() > 0 && ttl->count() == 0) o->ttl = "1s";
