@@ -43,7 +43,7 @@ bool has_engine(const Probe& probe) {
     const std::string package = "libwarden-" + std::string(probe.component) + "0";
     const bool absent = e.code() == warden::Errc::unsupported &&
                         std::string_view(e.what()).find(package) != std::string_view::npos;
-    std::cout << probe.uri << ": " << warden::to_string(e.code()) << ": " << e.what() << '\n';
+    std::cout << probe.uri << ": " << e.what() << '\n';  // what() leads with the code
     return !absent;
   }
 }
