@@ -465,13 +465,18 @@ class ZkEngine final : public core::Engine, public SessionListener {
     Seen read(ZkSession& session, bool arm) const {
       Seen seen;
       ChildrenResult listed = session.await(session.children(lock_, arm));
-      if (listed.rc == ZNONODE) {
-        if (arm) {
-          const int rc = session.await(session.exists(lock_, true)).rc;
-          if (rc != ZOK && rc != ZNONODE) throw_zk_error(rc, "watch of " + lock_);
-        }
-        return seen;
+      if (listed.rc == ZNONODE && arm) {
+        // An exists watch, to hear of the node's creation. A node made since the listing
+        // is there already, and its exists watch would tell only of its data or its
+        // deletion, never of a child: list it again, which sets the children watch. (If
+        // it is gone again by then, the exists watch has fired.)
+        const int rc = session.await(session.exists(lock_, true)).rc;
+        if (rc == ZOK)
+          listed = session.await(session.children(lock_, true));
+        else if (rc != ZNONODE)
+          throw_zk_error(rc, "watch of " + lock_);
       }
+      if (listed.rc == ZNONODE) return seen;
       if (listed.rc != ZOK) throw_zk_error(listed.rc, "list of " + lock_);
       std::sort(listed.children.begin(), listed.children.end());
       seen.children = std::move(listed.children);
