@@ -48,7 +48,10 @@ class Lock {
 
   // Acquires one count in `mode`, waiting as `wait` says, giving up early when `stop`
   // is requested. Returns an empty Lease if the wait ran out or was cancelled — that
-  // wait leaves no trace on the backend. Throws Error: would_deadlock (shared held,
+  // wait leaves no trace on the backend. A `stop` requested before the call returns an
+  // empty Lease at once without asking the backend (a count this thread already holds
+  // is still counted), as Java's lockInterruptibly() throws at once for an interrupted
+  // thread: cancelled work must not wait for a slow or vanished backend. Throws Error: would_deadlock (shared held,
   // exclusive asked), unsupported (mode/fairness/lock-delay the engine lacks),
   // unavailable / deadline_exceeded (backend), permission_denied.
   [[nodiscard]] Lease acquire(Mode mode, Wait wait = Wait::forever(),

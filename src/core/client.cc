@@ -122,12 +122,16 @@ std::vector<std::shared_ptr<Hold>> ClientState::acquire_set(
     Clock::time_point deadline, std::stop_token stop) {
   core::AcquireSetRequest request{members, lock_options, deadline, std::move(stop)};
   request.options.fairness = capabilities.resolve(request.options.fairness);
+  for (const auto& member : members) metrics->add(member.key.group, core::Counter::attempts);
+  if (request.stop.stop_requested()) {  // cancelled before it began, as in grant()
+    for (const auto& member : members) metrics->add(member.key.group, core::Counter::timeouts);
+    return {};
+  }
   // A try of the set must not find a member still held by this client's own release in
   // flight, as a try of one lock (grant) must not.
   if (deadline <= Clock::now()) {
     for (const auto& member : members) settle_release_of(member.key);
   }
-  for (const auto& member : members) metrics->add(member.key.group, core::Counter::attempts);
   const auto started = Clock::now();
   std::optional<std::vector<core::Granted>> granted;
   try {
@@ -198,10 +202,14 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
   // Engines see the fairness the request gets, never `automatic`.
   request.options.fairness = capabilities.resolve(request.options.fairness);
 
-  // A try must not find the lock still held by this client's own release in flight.
-  if (request.deadline <= Clock::now()) settle_release_of(request.key);
   const auto& group = request.key.group;
   metrics->add(group, core::Counter::attempts);
+  if (request.stop.stop_requested()) {
+    metrics->add(group, core::Counter::timeouts);
+    return nullptr;  // cancelled before it began: the backend is not asked (lock.h)
+  }
+  // A try must not find the lock still held by this client's own release in flight.
+  if (request.deadline <= Clock::now()) settle_release_of(request.key);
   // Read before the request goes out: a revoke of everything after this covers its grant.
   Hold::Caching caching{false, request.options.cache ? cache_.epoch() : 0, request.options.ttl,
                         request.options.lock_delay};
