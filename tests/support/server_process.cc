@@ -21,6 +21,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 extern char** environ;
@@ -201,6 +202,9 @@ void ServerProcess::start() {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(log_, ec);
+  run_starts_at_ = ec ? 0 : static_cast<std::size_t>(size);
   std::vector<char*> args;
   for (auto& a : argv_) args.push_back(a.data());
   args.push_back(nullptr);
@@ -331,9 +335,12 @@ int ServerProcess::wait_exit(std::chrono::milliseconds timeout) {
 
 bool ServerProcess::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto this_run_wrote = [&] {
+    return log_text().find(text, run_starts_at_) != std::string::npos;
+  };
   while (std::chrono::steady_clock::now() < deadline) {
-    if (log_text().find(text) != std::string::npos) return true;
-    if (!running()) return log_text().find(text) != std::string::npos;
+    if (this_run_wrote()) return true;
+    if (!running()) return this_run_wrote();
     std::this_thread::sleep_for(10ms);
   }
   return false;

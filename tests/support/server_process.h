@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -74,14 +75,18 @@ class ServerProcess {
   // Waits up to `timeout` for the process to end by itself and reaps it: its shell-style
   // status, or -1 if it was not running or still runs (it is then left running).
   int wait_exit(std::chrono::milliseconds timeout);
-  // Waits until `text` appears in the log (false after `timeout` or if the process ends).
+  // Waits until `text` appears in what this run wrote to the log (false after `timeout`
+  // or if the process ends). A restart appends to the same log, and the line a waiter
+  // waits for ("listening on") is already there from the run before: it must not count.
   bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout);
+  // The whole log, every run's.
   std::string log_text() const;
   const std::filesystem::path& log() const { return log_; }
 
  private:
   std::vector<std::string> argv_;
   std::filesystem::path log_;
+  std::size_t run_starts_at_ = 0;  // the log's size when this run was started
   pid_t pid_ = -1;
 };
 
