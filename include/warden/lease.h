@@ -58,8 +58,11 @@ class Lease {
   const std::string& group() const;
   const std::string& name() const;
 
-  // Fires when the lease is lost. Never fires for a lease released normally.
+  // Fires when the lease is lost, on the watchdog's thread. Never fires for a lease
+  // released normally.
   std::stop_token lost_token() const;
+  // true once the lease is lost: also from the instant its deadline passed, before the
+  // watchdog's thread (which may be late) has fired lost_token() and run on_lost.
   bool lost() const;
   // Runs `callback` once when the lease is lost, on the watchdog's thread; at once
   // (on this thread) if it is already lost. Replaces an earlier callback. The callback

@@ -298,8 +298,9 @@ std::shared_ptr<Hold> ClientState::unpark(const std::shared_ptr<Hold>& parked, M
                                      this_thread_key(), caching);
   hold->add(mode);
   watchdog_.replace(parked.get(), hold);
-  if (parked->state() != Hold::State::active) {
-    // Its lease ran out while it was being taken: the fresh hold must not serve.
+  if (parked->state() != Hold::State::active || parked->lost()) {
+    // Its lease ran out while it was being taken (or before, with the watchdog's thread
+    // yet to tell it): the fresh hold must not serve.
     watchdog_.unwatch(hold.get());
     unwatch_revokes(*parked);
     return nullptr;

@@ -4,6 +4,16 @@
 #include <atomic>
 #include <string>
 
+namespace warden::core {
+
+std::chrono::milliseconds loss_margin(std::chrono::milliseconds ttl) {
+  // At most a quarter of the lease: a lease of a few tens of milliseconds (10 ms is
+  // allowed) must not be lost the moment it is granted; it gets less allowance.
+  return std::min(ttl / 100 + std::chrono::milliseconds(20), ttl / 4);
+}
+
+}  // namespace warden::core
+
 namespace warden::detail {
 
 ThreadKey this_thread_key() noexcept {
@@ -77,9 +87,18 @@ Clock::time_point Hold::expires() const {
   return expires_;
 }
 
+Clock::time_point Hold::lost_at() const {
+  std::lock_guard guard(mu_);
+  return lost_at_locked();
+}
+
+Clock::time_point Hold::lost_at_locked() const {
+  return expires_ - core::loss_margin(grant.ttl);
+}
+
 bool Hold::extend(Clock::time_point expires_at) {
   std::lock_guard guard(mu_);
-  if (state_ != State::active) return false;
+  if (state_ != State::active || Clock::now() >= lost_at_locked()) return false;
   expires_ = std::max(expires_, expires_at);
   return true;
 }
@@ -125,7 +144,7 @@ std::function<void()> Hold::mark_lost() {
 
 bool Hold::lost() const {
   std::lock_guard guard(mu_);
-  return state_ == State::lost;
+  return state_ == State::lost || (state_ == State::active && Clock::now() >= lost_at_locked());
 }
 
 std::function<void()> Hold::set_on_lost(std::function<void()> callback) {

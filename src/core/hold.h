@@ -11,6 +11,11 @@
 // Only an active lease is renewed, and only an active lease can become lost, so a
 // lease released normally never fires its lost signal.
 //
+// An active lease past lost_at() already reads as lost (lost()), although it stays
+// `active` until the watchdog's thread declares it (mark_lost: the stop token, the
+// callback): that thread may wake late, on a busy machine or behind a user callback
+// that blocks, and the backend may grant the lock again at the expiry all the same.
+//
 // Counts join only an active hold. Removing the last count and leaving `active` is one
 // step, so a Lease moved to another thread and released there can never race a
 // re-acquire by the thread that owns the hold into counting on a grant that is being
@@ -26,6 +31,17 @@
 #include <stop_token>
 
 #include "core/engine.h"
+
+namespace warden::core {
+
+// How long before its local expiry a lease counts as lost: ttl/100 for clock-rate drift
+// between client and backend, and 20 ms for the watchdog's own wake-up, which on a loaded
+// machine comes late (with two CPU hogs beside a sanitizer test run, more than 6 ms: the
+// loss was told after mem:// had already granted the lock to the next client). At most
+// ttl/4, so that a very short lease is not lost the moment it is granted.
+std::chrono::milliseconds loss_margin(std::chrono::milliseconds ttl);
+
+}  // namespace warden::core
 
 namespace warden::detail {
 
@@ -90,7 +106,10 @@ class Hold {
   // Lease state.
   State state() const;
   Clock::time_point expires() const;
-  // Moves the local expiry later (a renewal); false unless active.
+  // expires() less core::loss_margin: from then on the lease is lost (see the top).
+  Clock::time_point lost_at() const;
+  // Moves the local expiry later (a renewal); false unless active and not yet past
+  // lost_at(): a lease that read as lost is never renewed back.
   bool extend(Clock::time_point expires);
   // active → releasing; false if the lease is not active (lost or being released).
   bool begin_release();
@@ -100,6 +119,7 @@ class Hold {
   // active → lost: fires the stop token and returns the callback to run (outside any
   // lock). Returns an empty function and does nothing if the lease is not active.
   std::function<void()> mark_lost();
+  // `lost`, or `active` past lost_at().
   bool lost() const;
 
   std::stop_token lost_token() const { return lost_source_.get_token(); }
@@ -115,6 +135,8 @@ class Hold {
   Clock::time_point expires_;                // guarded by mu_
   std::function<void()> on_lost_;            // guarded by mu_
   std::stop_source lost_source_;
+
+  Clock::time_point lost_at_locked() const;  // requires mu_
 };
 
 }  // namespace warden::detail

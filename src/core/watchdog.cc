@@ -26,12 +26,6 @@ void run_callback(const std::function<void()>& callback) {
 
 }  // namespace
 
-milliseconds loss_margin(milliseconds ttl) {
-  // At most a quarter of the lease: a lease of a few tens of milliseconds (10 ms is
-  // allowed) must not be lost the moment it is granted; it gets less allowance.
-  return std::min(ttl / 100 + milliseconds(20), ttl / 4);
-}
-
 struct Watchdog::State {
   State(std::shared_ptr<Engine> e, std::shared_ptr<Metrics> m, const ClientOptions& o)
       : engine(std::move(e)), metrics(std::move(m)), options(o) {}
@@ -141,7 +135,7 @@ void Watchdog::watch(std::shared_ptr<Hold> hold) {
   std::lock_guard guard(state_->mu);
   const auto interval = state_->renew_interval(*hold);
   const auto next_renew = Clock::now() + interval;
-  const auto lost_at = hold->expires() - loss_margin(hold->grant.ttl);
+  const auto lost_at = hold->lost_at();
   const Hold* key = hold.get();
   state_->watched[key] = State::Watched{std::move(hold), next_renew, interval};
   if (state_->options.watchdog) state_->wake_renewer_by(next_renew);
@@ -265,6 +259,9 @@ void Watchdog::renewer_loop(const std::shared_ptr<State>& state, std::stop_token
         continue;
       }
       if (results[i].expires) {
+        // A renewal confirmed after the lease's lost_at() comes too late: the lease
+        // already reads as lost (Hold::lost), so extend() refuses and the reaper, held
+        // up until now, declares it.
         if (w.hold->extend(*results[i].expires)) {
           state->metrics->add(w.hold->grant.key.group, Counter::renewals);
         }
@@ -319,7 +316,7 @@ void Watchdog::reaper_loop(const std::shared_ptr<State>& state, std::stop_token 
     for (auto it = state->watched.begin(); it != state->watched.end();) {
       const auto& hold = it->second.hold;
       // A lease being released is not reaped: its release is in flight.
-      const auto deadline = hold->expires() - loss_margin(hold->grant.ttl);
+      const auto deadline = hold->lost_at();
       if (deadline <= now && hold->state() == Hold::State::active) {
         expired.push_back(std::move(it->second.hold));
         it = state->watched.erase(it);

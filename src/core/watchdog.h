@@ -28,13 +28,6 @@
 
 namespace warden::core {
 
-// How long before its local expiry a lease is declared lost: ttl/100 for clock-rate drift
-// between client and backend, and 20 ms for the watchdog's own wake-up, which on a loaded
-// machine comes late (with two CPU hogs beside a sanitizer test run, more than 6 ms: the
-// loss was told after mem:// had already granted the lock to the next client). At most
-// ttl/4, so that a very short lease is not lost the moment it is granted.
-std::chrono::milliseconds loss_margin(std::chrono::milliseconds ttl);
-
 class Watchdog {
  public:
   Watchdog(std::shared_ptr<Engine> engine, std::shared_ptr<Metrics> metrics,

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 
+#include "support/waiting.h"
 #include "warden/client.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
@@ -18,6 +20,7 @@ namespace warden {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::eventually;
 
 TEST(LateWatchdog, ALossToldByAWatchdogThatWakesLateStillPrecedesTheRegrant) {
   ClientOptions without_renewals;
@@ -41,6 +44,47 @@ TEST(LateWatchdog, ALossToldByAWatchdogThatWakesLateStillPrecedesTheRegrant) {
   ASSERT_NE(second_lost_at.load(), 0) << "b was granted to another client before its holder "
                                          "was told the lease was lost";
   EXPECT_LE(Clock::time_point(Clock::duration(second_lost_at.load())), granted_at);
+}
+
+// However late the watchdog's thread is, a lease reads as lost once another client can
+// have its lock: lost() looks at the lease's own deadline. Here that thread is held by a
+// callback that blocks until the test lets it go, far past any margin; the one lease
+// the test asks about is lost all the same, and its own callback runs once the thread is
+// free.
+TEST(LateWatchdog, ALeaseReadsAsLostAtItsDeadlineWhileTheWatchdogsThreadIsHeld) {
+  ClientOptions without_renewals;
+  without_renewals.watchdog = false;  // the leases run out
+  Client holder = Client::open("mem://held-watchdog", without_renewals);
+  Client next = Client::open("mem://held-watchdog");
+  LockOptions lock;
+  lock.ttl = 400ms;
+  Lease first = holder.lock("g", "a", lock).acquire(Mode::exclusive, Wait::none());
+  std::this_thread::sleep_for(2ms);
+  Lease second = holder.lock("g", "b", lock).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(second.lost());
+  std::promise<void> let_go;
+  std::shared_future<void> free_to_go = let_go.get_future().share();
+  std::atomic<bool> first_told{false};
+  first.on_lost([&, free_to_go] {
+    first_told = true;
+    free_to_go.wait_for(30s);  // bounded: a failing case must still end
+  });
+  std::atomic<bool> second_told{false};
+  second.on_lost([&] { second_told = true; });
+
+  Lease taken = next.lock("g", "b").acquire(Mode::exclusive, Wait::up_to(5s));
+  ASSERT_TRUE(taken);
+  EXPECT_TRUE(eventually([&] { return first_told.load(); }, 10s)) << "the watchdog never told the first loss";
+  EXPECT_FALSE(second_told.load()) << "the watchdog's thread was not held: nothing is shown";
+  EXPECT_TRUE(second.lost()) << "another client holds b, and its old lease does not read as lost";
+  EXPECT_TRUE(first.lost());
+
+  let_go.set_value();
+  EXPECT_TRUE(eventually([&] { return second_told.load(); }, 10s)) << "the second loss was never told";
+  EXPECT_TRUE(second.lost());
+  EXPECT_TRUE(second.lost_token().stop_requested());
 }
 
 }  // namespace
