@@ -18,7 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Loaded {
-  std::map<std::string, BaselineOpener, std::less<>> baselines;  // by URI scheme
+  std::mutex mutex;  // modules load on whichever thread first opens a Client of theirs
+  std::map<std::string, BaselineOpener, std::less<>> baselines;  // by URI scheme, guarded
 };
 
 Loaded& loaded() {
@@ -72,27 +73,26 @@ void load_module(const fs::path& dir, std::string_view component) {
     return;
   }
   if (module->open_baseline == nullptr) return;
+  const std::lock_guard lock(loaded().mutex);
   for (const char* const* scheme = module->baseline_schemes; *scheme != nullptr; ++scheme) {
     loaded().baselines.emplace(*scheme, module->open_baseline);
   }
 }
 
+// The registry's ComponentLoader: called at most once per component it does not have.
+void load_engine_module(std::string_view component) { load_module(module_directory(), component); }
+
 }  // namespace
 
-void load_engine_modules() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const fs::path dir = module_directory();
-    for (const std::string_view component : compose::engine_components()) {
-      if (compose::has_component(component)) continue;  // linked into this program
-      load_module(dir, component);
-    }
-  });
-}
+void use_engine_modules() { compose::set_component_loader(&load_engine_module); }
 
 BaselineOpener module_baseline(std::string_view scheme) {
-  const auto it = loaded().baselines.find(scheme);
-  if (it != loaded().baselines.end()) return it->second;
+  (void)compose::load_component(compose::component_of(scheme));
+  {
+    const std::lock_guard lock(loaded().mutex);
+    const auto it = loaded().baselines.find(scheme);
+    if (it != loaded().baselines.end()) return it->second;
+  }
   throw Error(Errc::unsupported, compose::describe_absent(scheme));
 }
 

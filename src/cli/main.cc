@@ -47,8 +47,9 @@ std::string help_hint(const CLI::App& root) {
 int main(int argc, char** argv) {
   namespace cli = warden::cli;
   // Before anything opens a Client: the engines beyond mem:// and warden:// come from the
-  // modules the installed engine packages put beside this program (engine_modules.h).
-  cli::load_engine_modules();
+  // modules the installed engine packages put beside this program, each loaded when a
+  // URI first needs it (engine_modules.h).
+  cli::use_engine_modules();
 
   CLI::App app("warden: distributed locks with fencing tokens", "warden");
   app.set_version_flag("--version", "warden " WARDEN_VERSION_STRING, "Print the version and exit");

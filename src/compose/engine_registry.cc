@@ -60,6 +60,11 @@ struct Registry {
   std::mutex mutex;
   std::map<std::string, EngineOpener, std::less<>> openers;
   std::map<std::string, std::string, std::less<>> absent_because;
+  ComponentLoader loader = nullptr;
+  // One per component the loader was asked for (map nodes stay put, so a flag can be
+  // used outside the lock): the loader runs without the lock, as the library it loads
+  // registers itself from its static initialisers.
+  std::map<std::string, std::once_flag, std::less<>> load_once;
 };
 
 // A function-local static: a component's library registers from its own static
@@ -128,6 +133,27 @@ bool has_component(std::string_view component) {
   return r.openers.find(component) != r.openers.end();
 }
 
+void set_component_loader(ComponentLoader load) {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  r.loader = load;
+}
+
+bool load_component(std::string_view component) {
+  if (has_component(component)) return true;
+  Registry& r = registry();
+  ComponentLoader load = nullptr;
+  std::once_flag* once = nullptr;
+  {
+    const std::lock_guard lock(r.mutex);
+    if (r.loader == nullptr) return false;
+    load = r.loader;
+    once = &r.load_once.try_emplace(std::string(component)).first->second;
+  }
+  std::call_once(*once, load, component);
+  return has_component(component);
+}
+
 void note_absent_component(std::string_view component, std::string why) {
   Registry& r = registry();
   const std::lock_guard lock(r.mutex);
@@ -152,6 +178,7 @@ std::unique_ptr<core::Engine> open_engine(const core::Uri& given, const ClientOp
   if (uri.scheme == "warden") return engines::wardend::open(uri, options);
 
   EngineOpener open = nullptr;
+  (void)load_component(component);
   {
     Registry& r = registry();
     const std::lock_guard lock(r.mutex);

@@ -45,6 +45,17 @@ void withdraw_component(std::string_view component);
 // Whether `component` is loaded (always true for "core").
 bool has_component(std::string_view component);
 
+// How a program loads a component it does not link when a URI first needs it (the
+// warden command's module loader, cli/engine_modules.h); a load that fails notes why
+// (note_absent_component). Set once, before any Client is opened.
+using ComponentLoader = void (*)(std::string_view component);
+void set_component_loader(ComponentLoader load);
+
+// Whether `component` is loaded, after asking the loader for it if it is not: the
+// loader is asked at most once per component, and a caller that arrives while it loads
+// waits for it.
+bool load_component(std::string_view component);
+
 // Why a component a program tried to load is absent (the warden command's module
 // loader: no module, or one of another version). Said in the error of a URI the
 // component would serve.

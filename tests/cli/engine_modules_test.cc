@@ -75,6 +75,35 @@ TEST(WardenEngineModules, AModuleOfAnotherVersionIsNotUsed) {
   EXPECT_TRUE(contains(o.err, "install libwarden-etcd0 of the same version")) << o.err;
 }
 
+TEST(WardenEngineModules, AModuleIsLoadedOnlyWhenAUriNeedsItsEngine) {
+  const CopiedCommand warden;
+  fs::create_directories(warden.module_dir());
+  fs::copy_file(WARDEN_OTHER_VERSION_MODULE, warden.module_dir() / "etcd.so");
+  const TempDir marks("warden-module-loads");
+  const fs::path loads = marks.path() / "loads";
+  const auto run_on = [&](const std::string& url) {
+    return run({warden.command().string(), "run", "--url", url, "--group", "g", "--name", "n",
+                "--wait", "2s", "--", "true"},
+               environment({"WARDEN_URL", "WARDEN_TOKEN", "WARDEN_SEQUENCER"},
+                           {"WARDEN_TEST_MODULE_LOADED=" + loads.string()}),
+               60s);
+  };
+
+  const Outcome mem = run_on("mem://");
+  EXPECT_EQ(mem.status, 0) << mem.err;
+  EXPECT_FALSE(fs::exists(loads)) << "a command on mem:// loaded the etcd module";
+  const Outcome version =
+      run({warden.command().string(), "--version"},
+          environment({}, {"WARDEN_TEST_MODULE_LOADED=" + loads.string()}), 60s);
+  EXPECT_EQ(version.status, 0) << version.err;
+  EXPECT_FALSE(fs::exists(loads)) << "warden --version loaded the etcd module";
+
+  const Outcome etcd = run_on("etcd://127.0.0.1:1");
+  EXPECT_EQ(etcd.status, 64) << etcd.err;
+  EXPECT_TRUE(fs::exists(loads)) << "the etcd module was not loaded for etcd://";
+  EXPECT_TRUE(contains(etcd.err, "etcd.so is from warden 0.0.0-other")) << etcd.err;
+}
+
 TEST(WardenEngineModules, AFileThatIsNoModuleIsNotUsed) {
   const CopiedCommand warden;
   fs::create_directories(warden.module_dir());
