@@ -13,7 +13,8 @@
 # Run recipes with bash in strict mode: a failing command in a pipeline fails the step.
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
-# The steps build on each other and each already uses both cores; never run two at once.
+# The steps build on each other and most use both cores; never run two at once, except
+# the two that run beside ctest (asan-ctest-beside).
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
@@ -33,7 +34,8 @@ RUN_CMD = $(RELEASE_DIR)/src/server/wardend --listen 127.0.0.1:7380 --data-dir .
 STEP_LOG := build/steps.log
 say = @printf '\n==> %s\n' '$(1)'; mkdir -p build; printf '%s %s\n' "$$(date +%s)" '$(1)' >> $(STEP_LOG)
 
-.PHONY: help deps run test test-steps test-slow check fuzz release asan asan-ctest install \
+.PHONY: help deps run test test-steps test-slow check fuzz release asan asan-ctest \
+        asan-ctest-beside install \
         consumer consumer-run components package package-check format clean
 
 help:
@@ -57,10 +59,13 @@ run: deps release
 # Every step of the whole check, timed: the table of step times ends the output, passed
 # or failed.
 test:
-	bash scripts/step-times.sh $(STEP_LOG) $(MAKE) --no-print-directory test-steps
+	bash scripts/step-times.sh $(STEP_LOG) $(BESIDE_STEP_LOG) $(MAKE) --no-print-directory test-steps
 
-test-steps: deps asan asan-ctest fuzz release install consumer consumer-run components package \
-            package-check
+# The fuzz step and the release build run beside ctest (asan-ctest-beside); the steps
+# after it take the release build as done (-o release) rather than configure it again.
+test-steps: deps asan asan-ctest-beside
+	$(MAKE) --no-print-directory -o deps -o release install consumer consumer-run components \
+	  package package-check
 	$(call say,make test: all steps passed)
 
 # Debug + AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors. Built with
@@ -107,16 +112,29 @@ check: deps asan
 	$(call say,ctest: asan preset (labels unit and check))
 	ctest --preset asan -L '^(unit|check)$$' -LE '^$$' -j $(CTEST_JOBS)
 
-# The libFuzzer targets (clang) are built by the asan preset beside the tests, from the
-# objects the tests use; each runs for a bounded 20 s from its seed corpus
-# (fuzz/corpus/<target>), two at a time (one per core). Their replays already ran in
-# asan-ctest. The targets: wardend's request parser and dispatcher; engine URIs and the
+# The libFuzzer targets (clang) are built here, in the asan build directory (they are not
+# part of its `all`, so the tests do not wait for them); each runs for a bounded 20 s
+# from its seed corpus (fuzz/corpus/<target>), two at a time. Their replays already ran
+# in asan-ctest. The targets: wardend's request parser and dispatcher; engine URIs and the
 # engines' config parsers; sequencers; wardend's state file, table snapshot and users
 # file; the torture history reader; the RESP clients' reading of replies (a server that
 # answers garbage).
 fuzz: asan
-	$(call say,fuzz: libFuzzer targets (20 s each))
+	$(call say,fuzz: libFuzzer targets (built then run 20 s each))
+	cmake --build --preset asan -j $(JOBS) --target warden_fuzzers
 	ctest --preset asan -L '^fuzz$$' -LE '^$$' --output-on-failure -j $(JOBS)
+
+# ctest's shards spend most of their time waiting on servers and timers, not on the
+# cores, so `make test` runs the fuzz step (its build included) and the release build
+# beside ctest rather than after it (scripts/beside.sh; their output follows ctest's, and
+# their times are a table of their own at the end). ctest is held to pass beside two CPU
+# hogs for its whole length (docs/testing.md, "Loaded runs"), more than these two take.
+# The sub-makes take the asan build as done (-o asan): it was built just before.
+BESIDE_STEP_LOG := build/steps-beside.log
+asan-ctest-beside: asan
+	bash scripts/beside.sh build/beside.log $(BESIDE_STEP_LOG) \
+	  '$(MAKE) --no-print-directory -o asan STEP_LOG=$(BESIDE_STEP_LOG) fuzz release' \
+	  $(MAKE) --no-print-directory -o asan asan-ctest
 
 # The release and package builds compile the same sources with the same flags (they
 # differ in where `cmake --install` puts files, not in what is compiled), so the second
