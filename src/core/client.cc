@@ -256,8 +256,9 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
   if (removed == Hold::Removed::nothing_to_release) {
     // Lost (or already released): the backend no longer holds it, nothing to send. Its
     // revoke watch ends with it: kept, its thread and backend watch would outlive it, and
-    // a stale revoke of it could be taken for a live grant's.
-    watchdog_.unwatch(hold.get());
+    // a stale revoke of it could be taken for a live grant's. A lapsed hold the watchdog
+    // has yet to declare stays watched, so that its loss is still told and counted.
+    if (hold->state() != Hold::State::active) watchdog_.unwatch(hold.get());
     forget(*hold);
     unwatch_revokes(*hold);
     return;

@@ -38,6 +38,7 @@ void Hold::add(Mode mode) {
 
 Hold::Join Hold::join(Mode mode) {
   std::lock_guard guard(mu_);
+  if (lapsed_locked()) return Join::lost;
   switch (state_) {
     case State::active:
       if (grant.mode == Mode::shared && mode == Mode::exclusive) return Join::upgrade;
@@ -67,7 +68,7 @@ Hold::Removed Hold::remove(Mode mode) {
   }
   --count;
   if (exclusive_ + shared_ > 0) return Removed::counts_left;
-  if (state_ != State::active) return Removed::nothing_to_release;
+  if (state_ != State::active || lapsed_locked()) return Removed::nothing_to_release;
   state_ = State::releasing;
   return Removed::release_now;
 }
@@ -96,9 +97,13 @@ Clock::time_point Hold::lost_at_locked() const {
   return expires_ - core::loss_margin(grant.ttl);
 }
 
+bool Hold::lapsed_locked() const {
+  return state_ == State::active && Clock::now() >= lost_at_locked();
+}
+
 bool Hold::extend(Clock::time_point expires_at) {
   std::lock_guard guard(mu_);
-  if (state_ != State::active || Clock::now() >= lost_at_locked()) return false;
+  if (state_ != State::active || lapsed_locked()) return false;
   expires_ = std::max(expires_, expires_at);
   return true;
 }
@@ -144,7 +149,7 @@ std::function<void()> Hold::mark_lost() {
 
 bool Hold::lost() const {
   std::lock_guard guard(mu_);
-  return state_ == State::lost || (state_ == State::active && Clock::now() >= lost_at_locked());
+  return state_ == State::lost || lapsed_locked();
 }
 
 std::function<void()> Hold::set_on_lost(std::function<void()> callback) {

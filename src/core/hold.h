@@ -11,10 +11,12 @@
 // Only an active lease is renewed, and only an active lease can become lost, so a
 // lease released normally never fires its lost signal.
 //
-// An active lease past lost_at() already reads as lost (lost()), although it stays
-// `active` until the watchdog's thread declares it (mark_lost: the stop token, the
-// callback): that thread may wake late, on a busy machine or behind a user callback
-// that blocks, and the backend may grant the lock again at the expiry all the same.
+// An active lease past lost_at() has *lapsed*: it already counts as lost — lost() is
+// true, no count joins it, its last count's removal releases nothing, no renewal
+// extends it — although it stays `active` until the watchdog's thread declares it
+// (mark_lost: the stop token, the callback). That thread may wake late, on a busy
+// machine or behind a user callback that blocks, and the backend may grant the lock
+// again at the expiry all the same.
 //
 // Counts join only an active hold. Removing the last count and leaving `active` is one
 // step, so a Lease moved to another thread and released there can never race a
@@ -86,9 +88,9 @@ class Hold {
   void add(Mode mode);  // a count on a new hold, before anyone else can see it
 
   enum class Join { counted, upgrade, releasing, released, lost };
-  // Adds one count of `mode` if the hold is active (`counted`); otherwise changes
-  // nothing and says why: `upgrade` for an exclusive count on a shared grant. Never
-  // blocks.
+  // Adds one count of `mode` if the hold is active and has not lapsed (`counted`);
+  // otherwise changes nothing and says why: `upgrade` for an exclusive count on a shared
+  // grant, `lost` for a lapsed one. Never blocks.
   Join join(Mode mode);
   // Blocks while the hold is `releasing`, at most `bound`. A release in flight is bounded
   // by the client's op_timeout; one retried in the background may take until the lease
@@ -98,7 +100,8 @@ class Hold {
   enum class Removed { counts_left, release_now, nothing_to_release };
   // Removes one count of `mode`. When it was the last count: an active hold becomes
   // `releasing` in the same step (`release_now`: the caller must finish_release or
-  // abort_release it); a lost or released one stays as it is (`nothing_to_release`).
+  // abort_release it); a lost, lapsed or released one stays as it is
+  // (`nothing_to_release`).
   // Throws Error(not_owner) if there is no count of that mode.
   Removed remove(Mode mode);
   int counts() const;
@@ -136,7 +139,9 @@ class Hold {
   std::function<void()> on_lost_;            // guarded by mu_
   std::stop_source lost_source_;
 
-  Clock::time_point lost_at_locked() const;  // requires mu_
+  // Both require mu_.
+  Clock::time_point lost_at_locked() const;
+  bool lapsed_locked() const;
 };
 
 }  // namespace warden::detail
