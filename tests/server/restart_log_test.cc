@@ -35,5 +35,18 @@ TEST(ServerProcessLog, ARestartWaitsForTheLineOfItsOwnRun) {
   second.kill9();
 }
 
+// A file whose read fails reads as nothing; it does not throw. A directory stands in for
+// /proc/PID/stat of a process that ended between the open and the read (ESRCH): both
+// open, and their read(2) fails. Loaded, a fixture's destructor met the latter, and the
+// exception that libstdc++'s filebuf threw ended the test process.
+TEST(ProcFiles, AFileWhoseReadFailsReadsAsNothing) {
+  TempDir dir("proc-files");
+  std::string text = "unchanged";
+  EXPECT_NO_THROW(text = read_proc_file(dir.path()));
+  EXPECT_EQ(text, "");
+  EXPECT_EQ(read_proc_file(dir.path() / "absent"), "");
+  EXPECT_NE(read_proc_file("/proc/self/stat").find(')'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace warden::testing

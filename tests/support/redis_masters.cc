@@ -16,8 +16,7 @@ constexpr std::chrono::milliseconds kProbeTimeout = 1s;
 
 // The state letter of /proc/PID/stat ('R', 'S', 'T' for stopped, ...); '?' if unknown.
 char process_state(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto close = stat.rfind(')');  // the command name may hold spaces and ')'
   if (close == std::string::npos || close + 2 >= stat.size()) return '?';
   return stat[close + 2];

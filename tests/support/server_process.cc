@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -225,6 +226,30 @@ bool ServerProcess::running() {
   return true;
 }
 
+std::string read_proc_file(const std::filesystem::path& path) noexcept {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      text.clear();
+      break;
+    }
+    try {
+      text.append(buffer, static_cast<std::size_t>(n));
+    } catch (...) {
+      text.clear();
+      break;
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
 namespace {
 
 // Whether every thread of `pid` is stopped ('T' or 't' in /proc/PID/task/TID/stat); a
@@ -233,8 +258,7 @@ bool all_threads_stopped(pid_t pid) {
   std::error_code ec;
   const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
   for (const auto& entry : std::filesystem::directory_iterator(tasks, ec)) {
-    std::ifstream in(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_proc_file(entry.path() / "stat");
     const auto paren = text.rfind(')');
     if (paren == std::string::npos || paren + 2 >= text.size()) continue;  // just ended
     const char state = text[paren + 2];
@@ -269,8 +293,7 @@ std::vector<pid_t> children_of(const std::vector<pid_t>& parents) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::string text = read_proc_file(entry.path() / "stat");
     const auto close = text.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(text.substr(close + 2));

@@ -44,6 +44,12 @@ std::uint16_t free_port();
 // true once something accepts TCP connections on 127.0.0.1:port, false after `timeout`.
 bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout);
 
+// The text of a file under /proc, "" if it cannot be read. A process that ends between
+// the open and the read makes read(2) fail (ESRCH), and libstdc++'s filebuf throws from
+// an istreambuf_iterator on a failed read whatever the stream's exception mask: in a
+// fixture's destructor, that ended a whole test process.
+std::string read_proc_file(const std::filesystem::path& path) noexcept;
+
 // One child process, its stdout and stderr appended to `log`.
 class ServerProcess {
  public:
