@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <compare>
+#include <iterator>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -174,15 +175,26 @@ long count_stale_accepted(const std::vector<Event>& events) {
 long count_tokens_backwards(const std::vector<Event>& events) {
   // Tokens must rise strictly from grant to grant: an equal token given to someone else
   // makes two holders indistinguishable to the fence, and one given again to the same
-  // client means the engine forgot a grant.
-  bool any = false;
-  std::uint64_t highest = 0;
+  // client means the engine forgot a grant. "From grant to grant" is the order the
+  // grants certainly happened in: a grant must carry a higher token than every grant
+  // told to its client before it asked (its client's last request; the grant itself
+  // when the history has none). Two acquires under way at once were granted in an order
+  // their clients cannot see: a client starved of the CPU may record the earlier grant
+  // after the later one (a loaded run did).
+  std::map<int, Nanos> asked;                          // each client's last request
+  std::vector<std::pair<Nanos, std::uint64_t>> told;  // grants so far: time, highest token yet
   long backwards = 0;
   for (const Event& e : events) {
+    if (e.kind == EventKind::request) asked[e.client] = e.time;
     if (e.kind != EventKind::grant) continue;
-    if (any && e.token <= highest) ++backwards;
-    highest = any ? std::max(highest, e.token) : e.token;
-    any = true;
+    const auto request = asked.find(e.client);
+    const Nanos since = request != asked.end() ? request->second : e.time;
+    // The grants told before `since` (`told` is in time order, its tokens a running max).
+    const auto before = std::lower_bound(told.begin(), told.end(), since,
+                                         [](const auto& t, Nanos at) { return t.first < at; });
+    if (before != told.begin() && std::prev(before)->second >= e.token) ++backwards;
+    told.emplace_back(e.time, told.empty() ? e.token : std::max(told.back().second, e.token));
+    asked.erase(e.client);  // its next grant answers its next request
   }
   return backwards;
 }

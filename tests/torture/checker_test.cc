@@ -185,6 +185,18 @@ TEST(Checker, TokensGoingBackwardsFail) {
       << line_of(r, options(), "tokens_backwards");
 }
 
+TEST(Checker, GrantsUnderWayAtOnceAreNotOrderedByWhenTheirClientsToldThem) {
+  // Client 1 asked first and was granted 84; starved of the CPU, it recorded that after
+  // client 2, who asked later, recorded 85. Neither client can see which grant came
+  // first, so that is no token going backwards. A grant asked for after 85 was told is.
+  const std::vector<Event> history = {
+      request(1, 0), request(2, 1), grant(2, 5, 85), grant(1, 6, 84), release(1, 7, 84),
+      release(2, 7, 85), request(0, 8), grant(0, 9, 80), release(0, 10, 80),
+  };
+  const CheckResult r = check(history, options());
+  EXPECT_EQ(r.tokens_backwards, 1) << "only the grant of 80, asked for after 85 was told";
+}
+
 TEST(Checker, TokenGivenAgainToTheSameClientCountsAsBackwards) {
   const std::vector<Event> history = {
       grant(0, 0, 4), release(0, 1, 4), grant(0, 2, 4),
