@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <string>
 #include <thread>
 
 #include "support/waiting.h"
@@ -23,13 +24,23 @@ using namespace std::chrono_literals;
 using testing::eventually;
 using testing::fails_with;
 
-TEST(LateWatchdog, ALossToldByAWatchdogThatWakesLateStillPrecedesTheRegrant) {
-  ClientOptions without_renewals;
-  without_renewals.watchdog = false;  // the leases run out
-  Client holder = Client::open("mem://late-watchdog", without_renewals);
-  Client next = Client::open("mem://late-watchdog");
+// The holder's client: no renewals, so its leases run out.
+Client holder_without_renewals(const std::string& uri) {
+  ClientOptions options;
+  options.watchdog = false;
+  return Client::open(uri, options);
+}
+
+LockOptions short_lease() {
   LockOptions lock;
   lock.ttl = 400ms;
+  return lock;
+}
+
+TEST(LateWatchdog, ALossToldByAWatchdogThatWakesLateStillPrecedesTheRegrant) {
+  Client holder = holder_without_renewals("mem://late-watchdog");
+  Client next = Client::open("mem://late-watchdog");
+  const LockOptions lock = short_lease();
   Lease first = holder.lock("g", "a", lock).acquire(Mode::exclusive, Wait::none());
   std::this_thread::sleep_for(2ms);
   Lease second = holder.lock("g", "b", lock).acquire(Mode::exclusive, Wait::none());
@@ -53,12 +64,9 @@ TEST(LateWatchdog, ALossToldByAWatchdogThatWakesLateStillPrecedesTheRegrant) {
 // lease is even taken: the second runs out while nobody can declare it, and is lost all
 // the same; its own callback runs once the thread is free.
 TEST(LateWatchdog, ALeaseReadsAsLostAtItsDeadlineWhileTheWatchdogsThreadIsHeld) {
-  ClientOptions without_renewals;
-  without_renewals.watchdog = false;  // the leases run out
-  Client holder = Client::open("mem://held-watchdog", without_renewals);
+  Client holder = holder_without_renewals("mem://held-watchdog");
   Client next = Client::open("mem://held-watchdog");
-  LockOptions lock;
-  lock.ttl = 400ms;
+  const LockOptions lock = short_lease();
   std::promise<void> let_go;
   std::shared_future<void> free_to_go = let_go.get_future().share();
   std::atomic<bool> first_told{false};
