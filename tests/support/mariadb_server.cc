@@ -131,6 +131,12 @@ void MariaDbServer::resume() { process_.signal(SIGCONT); }
 bool MariaDbServer::running() { return process_.running(); }
 
 std::vector<MariaDbServer::Row> MariaDbServer::query(const std::string& sql) {
+  return query_as("root", "", sql);
+}
+
+std::vector<MariaDbServer::Row> MariaDbServer::query_as(const std::string& user,
+                                                        const std::string& password,
+                                                        const std::string& sql) {
   MYSQL* mysql = mysql_init(nullptr);
   if (mysql == nullptr) throw std::runtime_error("mysql_init failed");
   const unsigned int timeout = 30;
@@ -138,7 +144,7 @@ std::vector<MariaDbServer::Row> MariaDbServer::query(const std::string& sql) {
   mysql_options(mysql, MYSQL_OPT_READ_TIMEOUT, &timeout);
   std::vector<Row> rows;
   std::string error;
-  if (mysql_real_connect(mysql, "127.0.0.1", "root", "", nullptr, port_, nullptr,
+  if (mysql_real_connect(mysql, "127.0.0.1", user.c_str(), password.c_str(), nullptr, port_, nullptr,
                          CLIENT_MULTI_STATEMENTS) == nullptr ||
       mysql_real_query(mysql, sql.data(), sql.size()) != 0) {
     error = mysql_error(mysql);
@@ -201,12 +207,14 @@ std::optional<std::uint64_t> MariaDbServer::holder_session(std::string_view grou
 std::size_t MariaDbServer::waiting_sessions(std::string_view group, std::string_view name) {
   const auto id = lock_id(group, name);
   if (!id) return 0;
-  const std::string lock = "''warden:warden:" + std::to_string(*id) + "'',";
+  const std::string name_sql = "warden:warden:" + std::to_string(*id);
+  const std::string lock = "''" + name_sql + "'',";
+  // A warden_take session is queued once it holds the turnstile or waits in GET_LOCK.
   const auto n = scalar(
       "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE (STATE = 'User lock' AND "
       "LOCATE('warden_grant(" +
       lock + "', INFO) > 0) OR (COMMAND = 'Query' AND LOCATE('warden_take(" + lock +
-      "', INFO) > 0)");
+      "', INFO) > 0 AND (STATE = 'User lock' OR ID <=> IS_USED_LOCK('" + name_sql + "/t')))");
   return n ? std::stoul(*n) : 0;
 }
 

@@ -49,12 +49,16 @@ class MariaDbServer {
   // message.
   using Row = std::vector<std::optional<std::string>>;
   std::vector<Row> query(const std::string& sql);
+  // The same as another account (the engine's own sees only its own sessions).
+  std::vector<Row> query_as(const std::string& user, const std::string& password,
+                            const std::string& sql);
   // The first column of the first row, or nullopt (no row, or NULL).
   std::optional<std::string> scalar(const std::string& sql);
 
   // What the mysql:// engine keeps about (group, name) in database "warden": its
   // registry id (nullopt if never used), the session holding it (IS_USED_LOCK), and how
-  // many sessions wait in GET_LOCK for it or for its permits (warden_take).
+  // many sessions wait in GET_LOCK for it or are queued for its permits (warden_take: the
+  // turnstile's holder and those waiting in GET_LOCK).
   std::optional<std::uint64_t> lock_id(std::string_view group, std::string_view name);
   std::optional<std::uint64_t> holder_session(std::string_view group, std::string_view name);
   std::size_t waiting_sessions(std::string_view group, std::string_view name);

@@ -55,7 +55,8 @@ std::string columns(const std::string& prefix) {
          ", '/t')), IS_USED_LOCK(CONCAT(" + lock + ", '/e', IS_USED_LOCK(" + lock +
          "))), (SELECT COUNT(*) FROM information_schema.PROCESSLIST p WHERE p.COMMAND = "
          "'Query' AND LOCATE(CONCAT('warden_take(''', " +
-         lock + ", ''','), p.INFO) > 0)";
+         lock + ", ''','), p.INFO) > 0 AND (p.STATE = 'User lock' OR p.ID <=> IS_USED_LOCK(CONCAT(" +
+         lock + ", '/t'))))";
 }
 
 constexpr std::size_t kColumns = 14;
@@ -99,6 +100,11 @@ std::uint64_t search_token(Pool& pool, const std::string& lock, const std::strin
 // read just before and just after the slots: one still taking after holds slots it was
 // not granted; one taking before and gone after was granted in between (it holds its
 // token lock, a holder) or gave up (it holds none, and is neither).
+//
+// A waiter is a session running warden_take that holds the turnstile or waits in GET_LOCK
+// (state "User lock"). One that has sent the statement but not yet reached the turnstile
+// is not queued: a try arriving meanwhile may still go first, so listing it would tell a
+// caller waiting for the queue to form that it had.
 void add_semaphore(Pool& pool, const std::string& lock, std::uint32_t capacity, const Field& head,
                    std::uint64_t bound, LockStatus& status) {
   const auto& config = pool.config();
@@ -110,7 +116,8 @@ void add_semaphore(Pool& pool, const std::string& lock, std::uint32_t capacity, 
                        "; SELECT h, COUNT(*) FROM (SELECT IS_USED_LOCK(CONCAT('" + lock +
                        "/s', seq)) AS h FROM seq_0_to_" + std::to_string(capacity - 1) +
                        ") slots WHERE h IS NOT NULL GROUP BY h; SELECT ID, INFO" + taking_sql +
-                       " ORDER BY ID <=> " + head.value_or("NULL") +
+                       " AND (STATE = 'User lock' OR ID <=> IS_USED_LOCK('" + lock +
+                       "/t')) ORDER BY ID <=> " + head.value_or("NULL") +
                        " DESC, TIME_MS DESC; SELECT next_not_cached_value FROM warden_tokens",
                    Clock::now() + config.op_timeout, "inspect a semaphore");
   });

@@ -154,6 +154,36 @@ TEST_F(MysqlSemaphore, AHeadTakingSlotsIsNeverShownAsAHolder) {
   holder->release(three->grant);
 }
 
+// A session of the engine's account whose statement names warden_take on the semaphore
+// but has not reached its turnstile (here: one that sleeps first) is not queued, and a try may still go before
+// it; status must not list it as a waiter, or a caller waiting for the queue to form
+// would go on too early.
+TEST_F(MysqlSemaphore, AStatementThatHasNotReachedTheTurnstileIsNoWaiter) {
+  auto holder = open_engine(server_);
+  auto reader = open_engine(server_);
+  const auto one = holder->acquire(permits(1, 4, Clock::time_point::min()));
+  ASSERT_TRUE(one);
+  const std::string sleeping =
+      "SELECT SLEEP(3), \"warden_take('" + lock() + "', 3, 4, 60)\" /* not queued */";
+  auto not_queued = std::async(std::launch::async, [&] { server_.query_as("warden", "secret", sleeping); });
+  ASSERT_TRUE(eventually(
+      [&] {
+        return server_.scalar("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "
+                              "STATE = 'User sleep' AND LOCATE('not queued', INFO) > 0") == "1";
+      },
+      kPatience));
+  const LockStatus status = reader->inspect(core::LockKey{"g", "s"});
+  EXPECT_TRUE(status.waiters.empty()) << "a statement not yet queued is listed as a waiter";
+  ASSERT_EQ(status.holders.size(), 1u);
+  EXPECT_EQ(status.holders[0].permits, 1u);
+  EXPECT_EQ(server_.waiting_sessions("g", "s"), 0u);
+  for (const auto& summary : reader->list("g")) {
+    EXPECT_EQ(summary.waiters, 0u) << summary.name;
+  }
+  not_queued.get();
+  holder->release(one->grant);
+}
+
 TEST_F(MysqlSemaphore, KillingAHoldersSessionFreesItsPermitsToAWaiter) {
   auto holder = open_engine(server_);
   auto waiter = open_engine(server_);
