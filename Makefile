@@ -173,6 +173,7 @@ consumer-run: consumer
 	$(STAGE_DIR)/bin/warden --version
 	$(CONSUMER_DIR)/warden_consumer
 	$(CONSUMER_DIR)/warden_consumer_pc
+	$(CONSUMER_DIR)/warden_asio_lock
 	$(CONSUMER_DIR)/warden_engines $$(cat $(CONSUMER_DIR)/engines.txt)
 	$(CONSUMER_DIR)/warden_engines_pc $$(cat $(CONSUMER_DIR)/engines.txt)
 

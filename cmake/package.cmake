@@ -98,6 +98,8 @@ endforeach()
 if(warden_engine_packages)
   string(REPLACE ";" ", " CPACK_DEBIAN_WARDEN_CLI_PACKAGE_SUGGESTS "${warden_engine_packages}")
 endif()
+# <warden/asio.h> is for programs that use asio: the header-only library is theirs to have.
+set(CPACK_DEBIAN_WARDEN_DEVELOPMENT_PACKAGE_SUGGESTS libasio-dev)
 set(CPACK_DEBIAN_WARDEN_SERVER_PACKAGE_DEPENDS adduser)
 set(warden_deb_scripts ${PROJECT_SOURCE_DIR}/packaging/deb/wardend)
 set(CPACK_DEBIAN_WARDEN_SERVER_PACKAGE_CONTROL_EXTRA

@@ -24,6 +24,7 @@
 namespace warden {
 
 namespace detail {
+class AsyncAcquire;
 class ClientState;
 class Hold;
 }  // namespace detail
@@ -81,6 +82,7 @@ class Lease {
  private:
   friend class Election;
   friend class Lock;
+  friend class detail::AsyncAcquire;
   friend class MultiLock;
   friend class Semaphore;
   Lease(std::shared_ptr<detail::ClientState> client, std::shared_ptr<detail::Hold> hold,

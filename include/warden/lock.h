@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "warden/async.h"
 #include "warden/lease.h"
 #include "warden/options.h"
 #include "warden/types.h"
@@ -56,6 +57,19 @@ class Lock {
   // unavailable / deadline_exceeded (backend), permission_denied.
   [[nodiscard]] Lease acquire(Mode mode, Wait wait = Wait::forever(),
                               std::stop_token stop = {});
+
+  // The same acquire without blocking (warden/async.h): `done` gets the outcome exactly
+  // once, on the Client's completion thread or on `executor`. Not reentrant: every
+  // asynchronous acquire is a grant of its own, never counted on a hold of the calling
+  // thread (a thread that holds this lock and waits for it asynchronously waits for
+  // itself), and its grant is not kept in the lock cache. Bad input (a mode, fairness or
+  // lock-delay the engine lacks) throws Error at once, as acquire does; a backend's
+  // failure goes to `done`.
+  AcquireHandle acquire_async(Mode mode, Wait wait, AcquireCallback done, Executor executor = {});
+  // acquire_async for `co_await`: resumes with the Lease (empty when the wait ran out),
+  // or throws the Error, on the Client's completion thread or on `executor`.
+  [[nodiscard]] AcquireAwaitable acquire_co(Mode mode, Wait wait = Wait::forever(),
+                                            Executor executor = {});
 
   // TimedLockable (exclusive). unlock() never throws for a backend failure (it runs in
   // destructors); an unconfirmed release is retried in the background. unlock() by a

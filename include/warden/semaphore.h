@@ -27,6 +27,7 @@
 #include <stop_token>
 #include <string>
 
+#include "warden/async.h"
 #include "warden/lease.h"
 #include "warden/options.h"
 #include "warden/types.h"
@@ -54,6 +55,12 @@ class Semaphore {
   // deadline_exceeded (backend), permission_denied.
   [[nodiscard]] Lease acquire(std::uint32_t n = 1, Wait wait = Wait::forever(),
                               std::stop_token stop = {});
+  // The same acquire without blocking (warden/async.h), as Lock::acquire_async: bad
+  // numbers throw at once, the outcome goes to `done` exactly once.
+  AcquireHandle acquire_async(std::uint32_t n, Wait wait, AcquireCallback done,
+                              Executor executor = {});
+  [[nodiscard]] AcquireAwaitable acquire_co(std::uint32_t n = 1, Wait wait = Wait::forever(),
+                                            Executor executor = {});
 
  private:
   friend class Client;

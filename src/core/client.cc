@@ -166,6 +166,19 @@ std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key, std
                                                    const LockOptions& lock_options,
                                                    Clock::time_point deadline,
                                                    std::stop_token stop) {
+  auto request = permits_request(key, capacity, permits, lock_options, deadline, std::move(stop));
+  // Not in holds_: every acquire of permits is a grant of its own, never a count on
+  // another (a thread may hold several), and only its Lease can release it.
+  auto hold = grant(request);
+  if (hold) watchdog_.watch(hold);
+  return hold;
+}
+
+core::AcquireRequest ClientState::permits_request(const core::LockKey& key,
+                                                  std::uint32_t capacity, std::uint32_t permits,
+                                                  const LockOptions& lock_options,
+                                                  Clock::time_point deadline,
+                                                  std::stop_token stop) const {
   core::validate_permits(capacity, permits);
   if (!capabilities.semaphore) {
     throw Error(Errc::unsupported, "this engine has no semaphores");
@@ -177,11 +190,7 @@ std::shared_ptr<Hold> ClientState::acquire_permits(const core::LockKey& key, std
   core::AcquireRequest request{key, Mode::shared, lock_options, deadline, std::move(stop)};
   request.capacity = capacity;
   request.permits = permits;
-  // Not in holds_: every acquire of permits is a grant of its own, never a count on
-  // another (a thread may hold several), and only its Lease can release it.
-  auto hold = grant(request);
-  if (hold) watchdog_.watch(hold);
-  return hold;
+  return request;
 }
 
 std::shared_ptr<Hold> ClientState::campaign(const core::LockKey& key, std::string value,
@@ -238,6 +247,52 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
     if (watch_revokes_) watch_revokes_->start(hold->grant);
   }
   return hold;
+}
+
+void ClientState::grant_async(const std::shared_ptr<ClientState>& self,
+                              core::AcquireRequest request,
+                              const std::shared_ptr<AsyncAcquire>& op) {
+  request.options.fairness = capabilities.resolve(request.options.fairness);
+  request.options.cache = false;  // an asynchronous acquire's grant is never kept cached
+  request.stop = op->stop_token();
+  const std::string group = request.key.group;
+  metrics->add(group, core::Counter::attempts);
+  if (request.stop.stop_requested()) {
+    metrics->add(group, core::Counter::timeouts);
+    op->finish(nullptr);
+    return;
+  }
+  // A try must not find the lock still held by this client's own release in flight (as
+  // in grant(): bounded by op_timeout, and only when such a release is under way).
+  if (request.deadline <= Clock::now()) settle_release_of(request.key);
+  const Mode mode = request.mode;
+  const auto started = Clock::now();
+  auto done = [self, op, mode, group, started](std::optional<core::Granted> granted,
+                                               std::exception_ptr error) {
+    const auto now = Clock::now();
+    auto& counted = *self->metrics;
+    counted.observe_wait(group, now - started);
+    if (error || !granted) {
+      counted.add(group, error ? core::Counter::errors : core::Counter::timeouts);
+      op->finish(error);
+      return;
+    }
+    counted.add(group, core::Counter::grants);
+    auto hold = std::make_shared<Hold>(self.get(), std::move(granted->grant), granted->expires,
+                                       now, ThreadKey{0});
+    hold->add(mode);
+    self->watchdog_.watch(hold);
+    op->finish(nullptr, self, std::move(hold), mode);
+  };
+  try {
+    engine_->acquire_async(std::move(request), done);
+  } catch (...) {  // an engine must not throw here; should one, the caller still hears once
+    done(std::nullopt, std::current_exception());
+  }
+}
+
+Executor ClientState::completion_executor() {
+  return [this](std::function<void()> work) { completions_.post(std::move(work)); };
 }
 
 void ClientState::forget(const Hold& hold) {

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/async_acquire.h"
+#include "core/completion_thread.h"
 #include "core/engine.h"
 #include "core/hold.h"
 #include "core/lock_cache.h"
@@ -52,6 +54,21 @@ class ClientState {
   std::shared_ptr<Hold> campaign(const core::LockKey& key, std::string value,
                                  const LockOptions& options, Clock::time_point deadline,
                                  std::stop_token stop);
+
+  // The request of `permits` of the semaphore `key` of `capacity` permits, checked as
+  // acquire_permits checks it (throws the same errors).
+  core::AcquireRequest permits_request(const core::LockKey& key, std::uint32_t capacity,
+                                       std::uint32_t permits, const LockOptions& options,
+                                       Clock::time_point deadline, std::stop_token stop) const;
+
+  // An asynchronous acquire (warden/async.h): one grant of its own for `op`, a lock's or
+  // (request.capacity > 0) a semaphore's, checked beforehand by the caller. Never counted
+  // on a thread's hold and never cached. Its outcome goes to `op` exactly once, a grant
+  // as a Lease that keeps `self` (this ClientState) alive. Throws nothing.
+  void grant_async(const std::shared_ptr<ClientState>& self, core::AcquireRequest request,
+                   const std::shared_ptr<AsyncAcquire>& op);
+  // Runs work on the Client's completion thread (where asynchronous outcomes go by default).
+  Executor completion_executor();
 
   // Acquires every member of a multi-lock in one step on the engine (its capabilities
   // say atomic_multi) for the calling thread, which must hold none of them: one new hold
@@ -118,6 +135,8 @@ class ClientState {
 
   const std::shared_ptr<core::Engine> engine_;
   core::Watchdog watchdog_;
+  // Destroyed before the engine: it runs the outcomes still queued.
+  core::CompletionThread completions_;
 
   mutable std::mutex mu_;
   std::map<HoldKey, std::shared_ptr<Hold>> holds_;  // guarded by mu_

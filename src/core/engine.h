@@ -146,6 +146,17 @@ class Engine {
   // permission_denied, resource_exhausted, ...).
   virtual std::optional<Granted> acquire(const AcquireRequest& request) = 0;
 
+  // The same acquire, without blocking the caller: `done` is called exactly once, on any
+  // thread (also this one, before acquire_async returns), with what acquire() would have
+  // returned — the grant, or nullopt for a wait that ran out or was cancelled through
+  // request.stop (leaving no trace) — or with the Error it would have thrown (then the
+  // optional is empty). `done` must not block long: it runs on an engine thread. An
+  // engine that waits without a thread says so (waits_without_threads); this default
+  // waits in acquire() on a thread of its own per request.
+  using AcquireDone = std::function<void(std::optional<Granted>, std::exception_ptr)>;
+  virtual void acquire_async(AcquireRequest request, AcquireDone done);
+  virtual bool waits_without_threads() const { return false; }
+
   // Acquires every member of `request` in one step: one grant per member, in member
   // order, or nullopt for a timed-out or cancelled wait, which holds nothing meanwhile
   // and leaves no trace. Throws like acquire. Throws Error(unsupported) before any I/O

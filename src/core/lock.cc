@@ -118,6 +118,24 @@ Lease Lock::acquire(Mode mode, Wait wait, std::stop_token stop) {
   return Lease(client_, std::move(hold), mode);
 }
 
+AcquireHandle Lock::acquire_async(Mode mode, Wait wait, AcquireCallback done, Executor executor) {
+  core::require_capabilities(client_->capabilities, mode, options_);
+  if (!done) throw Error(Errc::invalid_argument, "an asynchronous acquire needs a callback");
+  auto op = std::make_shared<detail::AsyncAcquire>(
+      std::move(done), executor ? std::move(executor) : client_->completion_executor());
+  client_->grant_async(client_, core::AcquireRequest{core::LockKey{group_, name_}, mode, options_,
+                                                     wait.deadline(), {}},
+                       op);
+  return AcquireHandle(std::move(op));
+}
+
+AcquireAwaitable Lock::acquire_co(Mode mode, Wait wait, Executor executor) {
+  core::require_capabilities(client_->capabilities, mode, options_);
+  return AcquireAwaitable([lock = *this, mode, wait, executor](AcquireCallback done) mutable {
+    return lock.acquire_async(mode, wait, std::move(done), executor);
+  });
+}
+
 bool Lock::locked(Lease lease) {
   if (!lease) return false;
   // The count stays in the thread's hold, which the client keeps; unlock() finds it.

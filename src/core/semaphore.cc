@@ -1,6 +1,7 @@
 #include "warden/semaphore.h"
 
 #include "core/client_state.h"
+#include "warden/error.h"
 
 namespace warden {
 
@@ -17,6 +18,25 @@ Lease Semaphore::acquire(std::uint32_t n, Wait wait, std::stop_token stop) {
                                        wait.deadline(), std::move(stop));
   if (!hold) return Lease();
   return Lease(client_, std::move(hold), Mode::shared);
+}
+
+AcquireHandle Semaphore::acquire_async(std::uint32_t n, Wait wait, AcquireCallback done,
+                                       Executor executor) {
+  auto request = client_->permits_request(core::LockKey{group_, name_}, permits_, n, options_,
+                                          wait.deadline(), {});
+  if (!done) throw Error(Errc::invalid_argument, "an asynchronous acquire needs a callback");
+  auto op = std::make_shared<detail::AsyncAcquire>(
+      std::move(done), executor ? std::move(executor) : client_->completion_executor());
+  client_->grant_async(client_, std::move(request), op);
+  return AcquireHandle(std::move(op));
+}
+
+AcquireAwaitable Semaphore::acquire_co(std::uint32_t n, Wait wait, Executor executor) {
+  client_->permits_request(core::LockKey{group_, name_}, permits_, n, options_, wait.deadline(),
+                           {});  // bad numbers throw here, before the coroutine waits
+  return AcquireAwaitable([semaphore = *this, n, wait, executor](AcquireCallback done) mutable {
+    return semaphore.acquire_async(n, wait, std::move(done), executor);
+  });
 }
 
 }  // namespace warden

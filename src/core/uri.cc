@@ -9,7 +9,7 @@ namespace warden::core {
 namespace {
 
 // The URI may hold a password, so errors name the problem, never the whole text.
-[[noreturn]] void invalid(const std::string& why) {
+[[noreturn]] void malformed(const std::string& why) {
   throw Error(Errc::invalid_argument, "malformed URI: " + why);
 }
 
@@ -28,10 +28,10 @@ std::string percent_decode(std::string_view text) {
       out += text[i];
       continue;
     }
-    if (i + 2 >= text.size()) invalid("truncated %-escape");
+    if (i + 2 >= text.size()) malformed("truncated %-escape");
     const int hi = hex_value(text[i + 1]);
     const int lo = hex_value(text[i + 2]);
-    if (hi < 0 || lo < 0) invalid("bad %-escape");
+    if (hi < 0 || lo < 0) malformed("bad %-escape");
     out += static_cast<char>(hi * 16 + lo);
     i += 2;
   }
@@ -47,32 +47,32 @@ HostPort parse_host(std::string_view text) {
   std::string_view port;
   if (!text.empty() && text.front() == '[') {  // [v6]:port
     const auto close = text.find(']');
-    if (close == std::string_view::npos) invalid("unclosed '[' in host");
+    if (close == std::string_view::npos) malformed("unclosed '[' in host");
     hp.host = std::string(text.substr(1, close - 1));
-    if (hp.host.empty()) invalid("empty IPv6 host");
+    if (hp.host.empty()) malformed("empty IPv6 host");
     std::string_view rest = text.substr(close + 1);
     if (!rest.empty()) {
-      if (rest.front() != ':') invalid("junk after ']' in host");
+      if (rest.front() != ':') malformed("junk after ']' in host");
       port = rest.substr(1);
-      if (port.empty()) invalid("empty port");
+      if (port.empty()) malformed("empty port");
     }
   } else {
     const auto colon = text.find(':');
     hp.host = std::string(text.substr(0, colon));
     if (colon != std::string_view::npos) {
       port = text.substr(colon + 1);
-      if (port.empty()) invalid("empty port");
+      if (port.empty()) malformed("empty port");
     }
-    if (hp.host.empty()) invalid("empty host");
+    if (hp.host.empty()) malformed("empty host");
     for (char c : hp.host) {
-      if (!host_char(c)) invalid("host '" + hp.host + "' holds an invalid character");
+      if (!host_char(c)) malformed("host '" + hp.host + "' holds an invalid character");
     }
   }
   if (!port.empty()) {
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
     if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
-      invalid("port '" + std::string(port) + "' is not a number in 1..65535");
+      malformed("port '" + std::string(port) + "' is not a number in 1..65535");
     }
     hp.port = static_cast<std::uint16_t>(value);
   }
@@ -84,13 +84,13 @@ HostPort parse_host(std::string_view text) {
 Uri Uri::parse(std::string_view text) {
   Uri uri;
   const auto sep = text.find("://");
-  if (sep == std::string_view::npos || sep == 0) invalid("expected scheme://...");
+  if (sep == std::string_view::npos || sep == 0) malformed("expected scheme://...");
   for (std::size_t i = 0; i < sep; ++i) {
     const char c = text[i];
     const bool ok = std::isalpha(static_cast<unsigned char>(c)) ||
                     (i > 0 && (std::isdigit(static_cast<unsigned char>(c)) || c == '+' ||
                                c == '.' || c == '-'));
-    if (!ok) invalid("invalid scheme");
+    if (!ok) malformed("invalid scheme");
     uri.scheme += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   std::string_view rest = text.substr(sep + 3);
@@ -100,7 +100,7 @@ Uri Uri::parse(std::string_view text) {
   // the host, path or query, whose errors quote them: refuse it without quoting.
   if (const auto end = rest.find_first_of("/?");
       end != std::string_view::npos && rest.find('@', end) != std::string_view::npos) {
-    invalid("'@' after the host; a user or password holding '/', '?' or '@' must be %-escaped");
+    malformed("'@' after the host; a user or password holding '/', '?' or '@' must be %-escaped");
   }
   // Query.
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
@@ -113,7 +113,7 @@ Uri Uri::parse(std::string_view text) {
       if (pair.empty()) continue;
       const auto eq = pair.find('=');
       const std::string key = percent_decode(pair.substr(0, eq));
-      if (key.empty()) invalid("empty query parameter name");
+      if (key.empty()) malformed("empty query parameter name");
       uri.query[key] =
           eq == std::string_view::npos ? std::string{} : percent_decode(pair.substr(eq + 1));
     }
@@ -139,7 +139,7 @@ Uri Uri::parse(std::string_view text) {
     uri.hosts.push_back(parse_host(rest.substr(0, comma)));
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
-    if (rest.empty()) invalid("trailing ',' in host list");
+    if (rest.empty()) malformed("trailing ',' in host list");
   }
   return uri;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "conformance/semaphore_suite.h"
+#include "support/async_outcome.h"
 
 namespace warden::conformance {
 namespace {
@@ -129,6 +130,24 @@ TEST_P(SemaphoreConformance, LargeRequestIsNotPassedBySmallerOnesBehindIt) {
   two.release();
   big.join();
   EXPECT_TRUE(granted.load());
+}
+
+TEST_P(SemaphoreConformance, AsyncPermitsAreToldOnceWhenEnoughAreFree) {
+  Client a = open_client();
+  Client b = open_client();
+  Lease two = a.semaphore(group(), "s", 3, lock_options()).acquire(2, Wait::none());
+  ASSERT_TRUE(two);
+  testing::AsyncOutcome outcome;
+  b.semaphore(group(), "s", 3, lock_options())
+      .acquire_async(2, Wait::up_to(kLongDeadline), outcome.callback());
+  ASSERT_TRUE(queue_reaches("s", 1));
+  EXPECT_EQ(outcome.calls(), 0) << "two permits told while only one is free";
+  two.release();
+  ASSERT_TRUE(outcome.wait_for(kPatience));
+  ASSERT_TRUE(outcome.granted());
+  Lease granted = outcome.take();
+  EXPECT_EQ(granted.permits(), 2u);
+  EXPECT_EQ(outcome.calls(), 1);
 }
 
 TEST_P(SemaphoreConformance, AnotherNumberOfPermitsIsRefusedAndChangesNothing) {

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "table/lock_table.h"
 #include "warden/error.h"
@@ -40,16 +45,90 @@ struct SharedTable {
     if (watching > 0) watched.notify_all();
   }
 
+  // Asynchronous acquires queued in the table (MemEngine::acquire_async), by request id,
+  // and those finished whose `done` is still to be called. Guarded by mu. While there
+  // are any, a driver thread (drive) advances the table's clock, as blocking waiters do
+  // for themselves, and calls `done` outside mu.
+  using StopCallback = std::stop_callback<std::function<void()>>;
+  struct AsyncWait {
+    std::function<Granted(const table::Grant&)> granted;  // called with mu held
+    core::Engine::AcquireDone done;
+    std::unique_ptr<StopCallback> on_stop;  // destroyed outside mu: it takes mu
+  };
+  struct Finished {
+    core::Engine::AcquireDone done;
+    std::optional<Granted> granted;
+    std::unique_ptr<StopCallback> on_stop;
+  };
+  std::unordered_map<table::RequestId, AsyncWait> async_waits;
+  std::vector<Finished> finished;
+  bool driving = false;                 // a driver thread runs
+  std::uint64_t pokes = 0;              // a wait was added or finished: the driver looks again
+  std::condition_variable_any driver;  // notified with pokes
+
   // Moves the table's events to the waiters. Requires mu.
   void deliver() {
     bool any = false;
     for (auto& event : table.take_events()) {
       if (event.kind != table::Event::Kind::timed_out) touched();
       if (event.kind == table::Event::Kind::expired) continue;
+      if (auto it = async_waits.find(event.grant.id); it != async_waits.end()) {
+        std::optional<Granted> granted;
+        if (event.kind == table::Event::Kind::granted) granted = it->second.granted(event.grant);
+        finish(it, std::move(granted));
+        continue;
+      }
       outcomes.insert_or_assign(event.grant.id, std::move(event));
       any = true;
     }
     if (any) changed.notify_all();
+  }
+
+  // The asynchronous wait `it` ended with `granted` (nullopt: timed out, cancelled).
+  // Requires mu.
+  void finish(std::unordered_map<table::RequestId, AsyncWait>::iterator it,
+              std::optional<Granted> granted) {
+    finished.push_back(
+        Finished{std::move(it->second.done), std::move(granted), std::move(it->second.on_stop)});
+    async_waits.erase(it);
+    poke();
+  }
+
+  // Requires mu.
+  void poke() {
+    ++pokes;
+    driver.notify_one();
+  }
+
+  // The driver thread's loop (started by MemEngine::acquire_async): ends when no
+  // asynchronous wait is left. It holds the table, never an engine.
+  static void drive(std::shared_ptr<SharedTable> shared) {
+    SharedTable& s = *shared;
+    std::unique_lock lock(s.mu);
+    while (true) {
+      if (!s.finished.empty()) {
+        std::vector<Finished> batch;
+        batch.swap(s.finished);
+        lock.unlock();
+        for (Finished& f : batch) {
+          f.on_stop.reset();  // waits for a cancellation running on another thread
+          f.done(std::move(f.granted), nullptr);
+        }
+        batch.clear();  // what the callbacks captured goes outside mu, too
+        lock.lock();
+        continue;
+      }
+      if (s.async_waits.empty()) {
+        s.driving = false;
+        return;
+      }
+      auto wake = Clock::now() + std::chrono::seconds(60);
+      if (auto next = s.table.next_wakeup()) wake = std::min(wake, *next);
+      const auto seen = s.pokes;
+      s.driver.wait_until(lock, wake, [&] { return s.pokes != seen; });
+      s.table.advance(Clock::now());
+      s.deliver();
+    }
   }
 };
 
@@ -114,17 +193,7 @@ class MemEngine final : public core::Engine {
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     SharedTable& s = *shared_;
-    table::Request r;
-    r.key = request.key.joined();
-    r.mode = request.mode;
-    r.ttl = request.options.ttl;
-    r.lock_delay = request.options.lock_delay;
-    r.fair = request.options.fairness == Fairness::fifo;
-    r.deadline = request.deadline;
-    r.capacity = request.capacity;
-    r.permits = request.permits;
-    r.value = request.value;
-
+    const table::Request r = to_table(request);
     std::unique_lock lock(s.mu);
     if (request.stop.stop_requested()) return std::nullopt;
     const auto result = s.table.acquire(r, Clock::now());
@@ -136,8 +205,7 @@ class MemEngine final : public core::Engine {
       case table::AcquireStatus::busy:
         return std::nullopt;
       case table::AcquireStatus::mismatch:
-        throw Error(Errc::invalid_argument,
-                    "lock " + r.key + " is a semaphore of another number of permits, or not one");
+        throw mismatch(request);
       case table::AcquireStatus::queued:
         break;
     }
@@ -146,6 +214,65 @@ class MemEngine final : public core::Engine {
     if (!event) return std::nullopt;
     return to_granted(request.key, request.options.ttl, event->grant);
   }
+
+  // Waits in the table without a thread: the request queues there, and its grant or
+  // timeout is told to `done` by the table's driver thread (SharedTable::drive).
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    const std::shared_ptr<SharedTable> shared = shared_;
+    SharedTable& s = *shared;
+    std::unique_lock lock(s.mu);
+    if (request.stop.stop_requested()) {
+      lock.unlock();
+      done(std::nullopt, nullptr);
+      return;
+    }
+    const auto result = s.table.acquire(to_table(request), Clock::now());
+    s.deliver();
+    switch (result.status) {
+      case table::AcquireStatus::granted: {
+        s.touched();
+        auto granted = to_granted(request.key, request.options.ttl, result.grant);
+        lock.unlock();
+        done(std::move(granted), nullptr);
+        return;
+      }
+      case table::AcquireStatus::busy:
+        lock.unlock();
+        done(std::nullopt, nullptr);
+        return;
+      case table::AcquireStatus::mismatch:
+        lock.unlock();
+        done(std::nullopt, std::make_exception_ptr(mismatch(request)));
+        return;
+      case table::AcquireStatus::queued:
+        break;
+    }
+    const table::RequestId id = result.id;
+    s.async_waits.emplace(
+        id, SharedTable::AsyncWait{[this, key = request.key, ttl = request.options.ttl](
+                                       const table::Grant& grant) {
+                                     return to_granted(key, ttl, grant);
+                                   },
+                                   std::move(done), nullptr});
+    if (!s.driving) {
+      s.driving = true;
+      std::thread(&SharedTable::drive, shared).detach();  // ends when no wait is left
+    }
+    s.poke();  // a new deadline may be the table's next timer
+    lock.unlock();
+
+    // Cancellation: registered outside mu, since a stop already requested runs it here.
+    auto on_stop = std::make_unique<SharedTable::StopCallback>(
+        request.stop, std::function<void()>([shared, id] { cancel_async(*shared, id); }));
+    lock.lock();
+    if (auto it = s.async_waits.find(id); it != s.async_waits.end()) {
+      it->second.on_stop = std::move(on_stop);
+      return;
+    }
+    lock.unlock();  // finished meanwhile; the callback, if it ran, is done
+  }
+
+  bool waits_without_threads() const override { return true; }
 
   std::optional<std::vector<Granted>> acquire_set(const core::AcquireSetRequest& request) override {
     SharedTable& s = *shared_;
@@ -264,6 +391,36 @@ class MemEngine final : public core::Engine {
     shared_->table.advance(now);
     shared_->deliver();
     return now;
+  }
+
+  static table::Request to_table(const AcquireRequest& request) {
+    table::Request r;
+    r.key = request.key.joined();
+    r.mode = request.mode;
+    r.ttl = request.options.ttl;
+    r.lock_delay = request.options.lock_delay;
+    r.fair = request.options.fairness == Fairness::fifo;
+    r.deadline = request.deadline;
+    r.capacity = request.capacity;
+    r.permits = request.permits;
+    r.value = request.value;
+    return r;
+  }
+
+  static Error mismatch(const AcquireRequest& request) {
+    return Error(Errc::invalid_argument, "lock " + request.key.joined() +
+                                             " is a semaphore of another number of permits, "
+                                             "or not one");
+  }
+
+  // The asynchronous wait `id` was cancelled: out of the table, and finished ungranted —
+  // or granted, if the grant came in the same instant (the core then releases it).
+  static void cancel_async(SharedTable& s, table::RequestId id) {
+    std::lock_guard guard(s.mu);
+    if (!s.async_waits.contains(id)) return;  // finished already
+    s.table.cancel(id, Clock::now());
+    s.deliver();
+    if (auto it = s.async_waits.find(id); it != s.async_waits.end()) s.finish(it, std::nullopt);
   }
 
   // Waits for the outcome of the queued request `id` (a lock's or a set's): its granted

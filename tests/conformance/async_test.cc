@@ -1,0 +1,72 @@
+// Conformance: asynchronous acquires (warden/async.h, docs/async.md) on every engine —
+// the outcome told exactly once off the caller's thread, and a wait that runs out or is
+// cancelled leaving nothing behind, as a blocking one's.
+#include <thread>
+
+#include "conformance/conformance_suite.h"
+#include "support/async_outcome.h"
+#include "warden/async.h"
+
+namespace warden::conformance {
+namespace {
+
+using testing::AsyncOutcome;
+
+TEST_P(Conformance, AsyncAcquireIsToldOnceOffTheCallersThreadAndACancelAfterChangesNothing) {
+  Client client = open_client();
+  AsyncOutcome outcome;
+  AcquireHandle handle =
+      client.lock(group(), "x", lock_options())
+          .acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), outcome.callback());
+  ASSERT_TRUE(outcome.wait_for(kPatience));
+  EXPECT_TRUE(handle.done());
+  EXPECT_EQ(outcome.error(), nullptr);
+  ASSERT_TRUE(outcome.granted());
+  EXPECT_NE(outcome.thread(), std::this_thread::get_id());
+  handle.cancel();  // too late: the lease stays held
+  Lease lease = outcome.take();
+  EXPECT_FALSE(lease.lost());
+  EXPECT_FALSE(grantable("x"));
+  if (capabilities().fencing) EXPECT_GT(lease.token(), 0u);
+  lease.release();
+  EXPECT_TRUE(freed("x"));
+  EXPECT_EQ(outcome.calls(), 1);
+}
+
+// Three asynchronous waiters behind a holder: one runs out, one is cancelled, one is
+// granted at the holder's release. The two that ended leave nothing on the backend: once
+// the third has released too, the lock is free.
+TEST_P(Conformance, AsyncWaitsEndByTimeoutCancelOrTheHoldersReleaseAndLeaveNothing) {
+  Client holder = open_client();
+  Client waiter = open_client();
+  Lease held = holder.lock(group(), "x", lock_options()).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  Lock lock = waiter.lock(group(), "x", lock_options());
+  AsyncOutcome granted, ran_out, cancelled;
+  AcquireHandle first =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), granted.callback());
+  ASSERT_TRUE(queue_reaches("x", 1));
+  lock.acquire_async(Mode::exclusive, Wait::up_to(300ms), ran_out.callback());
+  AcquireHandle third =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), cancelled.callback());
+  ASSERT_TRUE(ran_out.wait_for(kPatience));
+  EXPECT_EQ(ran_out.error(), nullptr);
+  EXPECT_FALSE(ran_out.granted());
+  third.cancel();
+  ASSERT_TRUE(cancelled.wait_for(kPatience));
+  EXPECT_EQ(cancelled.error(), nullptr);
+  EXPECT_FALSE(cancelled.granted());
+  EXPECT_EQ(granted.calls(), 0) << "granted while the holder holds";
+
+  held.release();
+  ASSERT_TRUE(granted.wait_for(kPatience));
+  ASSERT_TRUE(granted.granted()) << "the first waiter was not granted at the release";
+  Lease lease = granted.take();
+  lease.release();
+  EXPECT_TRUE(freed("x")) << "a waiter that ran out or was cancelled left something behind";
+  EXPECT_EQ(granted.calls() + ran_out.calls() + cancelled.calls(), 3);
+  EXPECT_TRUE(first.done());
+}
+
+}  // namespace
+}  // namespace warden::conformance

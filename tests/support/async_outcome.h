@@ -1,0 +1,67 @@
+// support/async_outcome.h — records what an asynchronous acquire's callback was given
+// (warden/async.h): how often it was called, on which thread, with which error and Lease.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "warden/async.h"
+#include "warden/lease.h"
+#include "warden/types.h"
+
+namespace warden::testing {
+
+class AsyncOutcome {
+ public:
+  // The callback to hand to acquire_async; `this` must outlive its call.
+  AcquireCallback callback() {
+    return [this](std::exception_ptr error, Lease lease) {
+      std::lock_guard guard(mu_);
+      ++calls_;
+      thread_ = std::this_thread::get_id();
+      error_ = error;
+      lease_ = std::move(lease);
+      called_.notify_all();
+    };
+  }
+  // true once the callback was called, at the latest after `timeout`.
+  bool wait_for(Clock::duration timeout) {
+    std::unique_lock lock(mu_);
+    return called_.wait_for(lock, timeout, [&] { return calls_ > 0; });
+  }
+  int calls() const {
+    std::lock_guard guard(mu_);
+    return calls_;
+  }
+  std::thread::id thread() const {
+    std::lock_guard guard(mu_);
+    return thread_;
+  }
+  std::exception_ptr error() const {
+    std::lock_guard guard(mu_);
+    return error_;
+  }
+  bool granted() const {
+    std::lock_guard guard(mu_);
+    return lease_.valid();
+  }
+  // The Lease it was given (empty after the first take).
+  Lease take() {
+    std::lock_guard guard(mu_);
+    return std::move(lease_);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable called_;
+  int calls_ = 0;
+  std::thread::id thread_;
+  std::exception_ptr error_;
+  Lease lease_;
+};
+
+}  // namespace warden::testing
