@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/resp_connection.h"
+#include "bench/stats.h"
 #include "core/uri.h"
 #include "warden/error.h"
 
@@ -57,10 +58,6 @@ std::string padded(std::uint64_t i, std::size_t width) {
   std::string digits = std::to_string(i);
   if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
   return digits;
-}
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // Soft descriptor limit up to the hard one; true if `needed` descriptors fit.

@@ -278,4 +278,57 @@ std::string format_json(const std::string& url, ElectionFailoverResult& r) {
   return j.dump() + "\n";
 }
 
+std::string format_text(const std::string& url, const AsyncWaitersResult& r) {
+  const auto n = static_cast<double>(r.waiters);
+  const auto per_wait = [&](long long bytes) { return static_cast<double>(bytes) / n; };
+  std::string out =
+      fmt::format("warden bench: {} asynchronous waits from one Client on {}\n\n", r.waiters, url);
+  out += fmt::format(
+      "  {} held locks, one wait each: {} granted after the holder released, in {:.3f} s\n",
+      r.waiters, r.granted, r.grant_seconds);
+  if (r.listed) {
+    out += fmt::format("  all shown queued {:.3f} s after the first was asked\n", r.queue_seconds);
+  } else {
+    out += "  (the engine lists no waiters: threads and memory read without waiting for the "
+           "queue)\n";
+  }
+  out += fmt::format("  threads in this process: {} before, {} while they waited ({:+d})\n",
+                     r.threads_before, r.threads_waiting, r.threads_waiting - r.threads_before);
+  out += fmt::format("  resident memory: {:+.0f} bytes per waiting acquire (this process)\n",
+                     per_wait(r.rss_waiting_bytes - r.rss_before_bytes));
+  const char* order = !r.fifo_asked      ? "no FIFO fairness on this engine"
+                      : r.one_lock_fifo ? "in the order asked (FIFO)"
+                                        : "NOT in the order asked";
+  out += fmt::format("  {} waits on one lock: {} granted in {:.3f} s, {}\n", r.waiters,
+                     r.one_lock_granted, r.one_lock_seconds, order);
+  out += fmt::format(
+      "  {} waits cancelled together: all told in {:.3f} s, {} not granted, {} left waiting\n",
+      r.waiters, r.cancel_seconds, r.cancelled, r.left_waiting);
+  if (r.failed > 0) out += fmt::format("  {} callbacks were told an error\n", r.failed);
+  return out;
+}
+
+std::string format_json(const std::string& url, const AsyncWaitersResult& r) {
+  json j{{"check", "async_waiters"},
+         {"url", url},
+         {"waiters", r.waiters},
+         {"listed", r.listed},
+         {"threads_before", r.threads_before},
+         {"threads_waiting", r.threads_waiting},
+         {"rss_per_wait_bytes",
+          static_cast<double>(r.rss_waiting_bytes - r.rss_before_bytes) / static_cast<double>(r.waiters)},
+         {"queue_seconds", r.queue_seconds},
+         {"granted", r.granted},
+         {"grant_seconds", r.grant_seconds},
+         {"one_lock_granted", r.one_lock_granted},
+         {"one_lock_seconds", r.one_lock_seconds},
+         {"fifo_asked", r.fifo_asked},
+         {"one_lock_fifo", r.one_lock_fifo},
+         {"cancelled", r.cancelled},
+         {"cancel_seconds", r.cancel_seconds},
+         {"left_waiting", r.left_waiting},
+         {"failed", r.failed}};
+  return j.dump() + "\n";
+}
+
 }  // namespace warden::bench

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "bench/async_waiters.h"
 #include "bench/capacity.h"
 #include "bench/election_failover.h"
 #include "bench/stats.h"
@@ -44,5 +45,7 @@ std::string format_json(const std::string& url, const IdleConnectionsResult& res
 // Sorts the result's samples (summarize).
 std::string format_text(const std::string& url, ElectionFailoverResult& result);
 std::string format_json(const std::string& url, ElectionFailoverResult& result);
+std::string format_text(const std::string& url, const AsyncWaitersResult& result);
+std::string format_json(const std::string& url, const AsyncWaitersResult& result);
 
 }  // namespace warden::bench

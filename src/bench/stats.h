@@ -41,6 +41,11 @@ struct LatencySummary {
 // Sorts `samples` in place and summarises them; all zero for no samples.
 LatencySummary summarize(Samples& samples);
 
+// Seconds on the steady clock from `start` to now.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Nanoseconds as microseconds (for reports).
 inline double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 

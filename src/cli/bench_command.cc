@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "bench/async_waiters.h"
 #include "bench/capacity.h"
 #include "bench/redis_baseline.h"
 #include "bench/report.h"
@@ -196,6 +197,16 @@ int election_failover(const BenchPlan& plan, int samples) {
   return exit_code::kOk;
 }
 
+int async_waiters(const BenchPlan& plan, std::uint64_t waiters) {
+  const auto result = step(std::to_string(waiters) + " asynchronous waits on " + plan.url_text,
+                           [&] { return bench::async_waiters(plan.url, waiters); });
+  print(plan.json ? bench::format_json(plan.url_text, result)
+                  : bench::format_text(plan.url_text, result));
+  const bool all = result.granted == waiters && result.one_lock_granted == waiters &&
+                   result.cancelled == waiters && result.failed == 0 && result.left_waiting == 0;
+  return all ? exit_code::kOk : exit_code::kUnavailable;
+}
+
 int idle_connections(const BenchOptions& o, const BenchPlan& plan) {
   const auto hold = whole_milliseconds(duration_option("--idle-hold", o.idle_hold));
   const auto result = step("idle connections to " + plan.url_text, [&] {
@@ -221,6 +232,7 @@ int run_bench(const BenchOptions& options) {
   if (options.hold_locks > 0) return hold_locks(options, plan);
   if (options.idle_connections > 0) return idle_connections(options, plan);
   if (options.election_failover > 0) return election_failover(plan, options.election_failover);
+  if (options.async_waiters > 0) return async_waiters(plan, options.async_waiters);
 
   const bench::Workload& w = plan.workload;
   // Everything is opened first, so a backend that is down fails the command at once.
@@ -377,19 +389,25 @@ void add_bench_command(Commands& commands) {
                      "(--ttl 1s unless given)")
           ->type_name("N")
           ->check(CLI::Range(1, 1000));
+  auto* waiting = app.add_option("--async-waiters", o->async_waiters,
+                                  "Asynchronous check: N acquires waiting at once from one "
+                                  "Client (threads, memory, grant, FIFO, cancel)")
+                       ->type_name("N")
+                       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
   key_bytes->needs(hold);
   idle_hold->needs(idle);
   hold->excludes(idle);
   failover->excludes(hold)->excludes(idle);
+  waiting->excludes(hold)->excludes(idle)->excludes(failover);
   // The capacity checks take none of the timed run's options. Checked at parse time,
   // but not with excludes(), which would list every pair in --help.
   const std::vector<CLI::Option*> run_options = {clients,  keys,    mode,      permits,  members,
                                                  duration, ttl,     contended, baseline, handoff,
                                                  rounds,   confirm, cache};
-  app.callback([run_options, hold, idle, failover, ttl, o] {
+  app.callback([run_options, hold, idle, failover, waiting, ttl, o] {
     // An election failover waits out a lease per sample: a short one unless asked.
     if (failover->count() > 0 && ttl->count() == 0) o->ttl = "1s";
-    for (CLI::Option* capacity : {hold, idle, failover}) {
+    for (CLI::Option* capacity : {hold, idle, failover, waiting}) {
       if (capacity->count() == 0) continue;
       for (CLI::Option* option : run_options) {
         if (capacity == failover && option == ttl) continue;  // the lease it waits out
@@ -443,6 +461,14 @@ void add_bench_command(Commands& commands) {
       "--members M: each cycle takes a multi-lock of M keys (the cycle's key and the\n"
       "M-1 after it, wrapping; needs --keys >= M) in --mode exclusive or shared. The\n"
       "baseline and the hand-off take one lock: the ratio is M members against one lock.\n"
+      "\n"
+      "Asynchronous check (any engine):\n"
+      "  --async-waiters N  one Client asks for N held locks with acquire_async; once the\n"
+      "                    backend lists them queued, this process's threads and RSS are\n"
+      "                    read; the holder releases and all N must be granted. Then N\n"
+      "                    waits on one lock (FIFO where the engine has it), granted one\n"
+      "                    after another, and N waits cancelled together (time until all\n"
+      "                    are told, waiters left). Exit 69 if any was not as it should be.\n"
       "\n"
       "Capacity checks (warden:// only, on raw connections):\n"
       "  --hold-locks N    acquires bench-mem/<i> (i zero-padded to --key-bytes) with\n"

@@ -42,6 +42,7 @@ struct BenchOptions {
   std::uint64_t idle_connections = 0;  // > 0: the connection check
   std::string idle_hold = "3s";
   int election_failover = 0;  // > 0: this many election failovers (--ttl 1s unless given)
+  std::uint64_t async_waiters = 0;  // > 0: this many asynchronous acquires waiting at once
 };
 
 // Validates `options` (Failure(kUsage) before any I/O), runs the benchmark, prints the

@@ -280,6 +280,27 @@ TEST(WardenBench, ElectionFailoverKillsLeaderProcessesAndTimesTheNextLeader) {
             64);
 }
 
+// mem:// waits without a thread: the waiting process gains at most the table's driver
+// and the completion threads, whatever the number of waits.
+TEST(WardenBench, AsyncWaitersAreGrantedInOrderAndCancelledWithoutAThreadEach) {
+  const auto o = warden({"bench", "--url", "mem://", "--async-waiters", "500", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err << o.out;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("check"), "async_waiters");
+  EXPECT_EQ(j.at("waiters"), 500);
+  EXPECT_EQ(j.at("granted"), 500);
+  EXPECT_EQ(j.at("one_lock_granted"), 500);
+  EXPECT_TRUE(j.at("fifo_asked").get<bool>());
+  EXPECT_TRUE(j.at("one_lock_fifo").get<bool>());
+  EXPECT_EQ(j.at("cancelled"), 500);
+  EXPECT_EQ(j.at("left_waiting"), 0);
+  EXPECT_EQ(j.at("failed"), 0);
+  EXPECT_LE(j.at("threads_waiting").get<long>() - j.at("threads_before").get<long>(), 2);
+  // A capacity check of its own: the timed run's options do not go with it.
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--async-waiters", "5", "--clients", "2"}).status,
+            64);
+}
+
 TEST(WardenBench, PostgresBaselineRunsRawAdvisoryLocksInTheSameRun) {
   warden::testing::PostgresServer pg;
   const std::string url = pg.uri();

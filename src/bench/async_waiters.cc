@@ -1,0 +1,215 @@
+#include "bench/async_waiters.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/stats.h"
+#include "warden/async.h"
+#include "warden/client.h"
+#include "warden/error.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
+
+namespace warden::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kRoundLimit = 10min;  // a round that takes longer is reported as failed
+const std::string kGroup = "bench-async";
+
+// A field of /proc/self/status ("Threads", "VmRSS"), as its number (VmRSS in kB).
+long long status_field(const std::string& name) {
+  std::ifstream status("/proc/self/status");
+  std::string word;
+  while (status >> word) {
+    if (word == name + ":") {
+      long long value = 0;
+      status >> value;
+      return value;
+    }
+  }
+  return -1;
+}
+
+// Counts callbacks; wakes a waiter when `expected` have been told.
+class Tally {
+ public:
+  void told(bool granted, bool failed) {
+    std::lock_guard guard(mu_);
+    ++(failed ? failed_ : granted ? granted_ : empty_);
+    done_.notify_all();
+  }
+  bool wait_for(std::uint64_t expected, Clock::duration limit) {
+    std::unique_lock lock(mu_);
+    return done_.wait_for(lock, limit, [&] { return granted_ + empty_ + failed_ >= expected; });
+  }
+  std::uint64_t granted() const { return locked(granted_); }
+  std::uint64_t empty() const { return locked(empty_); }
+  std::uint64_t failed() const { return locked(failed_); }
+
+ private:
+  std::uint64_t locked(const std::uint64_t& n) const {
+    std::lock_guard guard(mu_);
+    return n;
+  }
+  mutable std::mutex mu_;
+  std::condition_variable done_;
+  std::uint64_t granted_ = 0, empty_ = 0, failed_ = 0;
+};
+
+// Waiters the backend lists in the group now; nullopt if the engine cannot list.
+std::optional<std::uint64_t> listed_waiters(const Client& client) {
+  try {
+    std::uint64_t sum = 0;
+    for (const auto& summary : client.list(kGroup)) sum += summary.waiters;
+    return sum;
+  } catch (const Error& e) {
+    if (e.code() == Errc::unsupported) return std::nullopt;
+    throw;
+  }
+}
+
+// Waits until the backend lists `n` waiters in the group; false if it cannot list.
+bool wait_queued(const Client& client, std::uint64_t n) {
+  const auto until = Clock::now() + kRoundLimit;
+  while (true) {
+    const auto listed = listed_waiters(client);
+    if (!listed) return false;
+    if (*listed >= n) return true;
+    if (Clock::now() >= until) {
+      throw std::runtime_error("only " + std::to_string(*listed) + " of " + std::to_string(n) +
+                               " asynchronous waits were queued");
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+void await_all(Tally& tally, std::uint64_t n, const std::string& round) {
+  if (!tally.wait_for(n, kRoundLimit)) {
+    throw std::runtime_error(round + ": not every callback was told within 10 minutes");
+  }
+}
+
+std::string name_of(std::uint64_t i) { return "w" + std::to_string(i); }
+
+std::vector<Lease> hold_each(Client& holder, std::uint64_t n, const std::string& prefix) {
+  std::vector<Lease> held;
+  held.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    held.push_back(holder.lock(kGroup, prefix + name_of(i)).acquire(Mode::exclusive, Wait::none()));
+    if (!held.back()) throw std::runtime_error("the holder could not take " + prefix + name_of(i));
+  }
+  return held;
+}
+
+void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
+  Client holder = Client::open(url);
+  Client waiter = Client::open(url);
+  std::vector<Lease> held = hold_each(holder, n, "spread-");
+  r.threads_before = status_field("Threads");
+  r.rss_before_bytes = status_field("VmRSS") * 1024;
+  Tally tally;
+  const auto asked = Clock::now();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    waiter.lock(kGroup, "spread-" + name_of(i))
+        .acquire_async(Mode::exclusive, Wait::forever(),
+                       [&tally](std::exception_ptr error, Lease lease) {
+                         tally.told(lease.valid(), error != nullptr);
+                       });
+  }
+  r.listed = wait_queued(holder, n);
+  r.queue_seconds = seconds_since(asked);
+  r.threads_waiting = status_field("Threads");
+  r.rss_waiting_bytes = status_field("VmRSS") * 1024;
+  const auto released = Clock::now();
+  for (Lease& lease : held) lease.release();
+  await_all(tally, n, "spread");
+  r.grant_seconds = seconds_since(released);
+  r.granted = tally.granted();
+  r.failed += tally.failed();
+}
+
+void one_lock(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
+  Client holder = Client::open(url);
+  Client waiter = Client::open(url);
+  LockOptions options;
+  r.fifo_asked = waiter.capabilities().fair;
+  options.fairness = r.fifo_asked ? Fairness::fifo : Fairness::automatic;
+  Lease held = holder.lock(kGroup, "one", options).acquire(Mode::exclusive, Wait::none());
+  if (!held) throw std::runtime_error("the holder could not take bench-async/one");
+  Tally tally;
+  std::mutex mu;
+  std::vector<std::uint64_t> order;
+  order.reserve(n);
+  Lock lock = waiter.lock(kGroup, "one", options);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    lock.acquire_async(Mode::exclusive, Wait::forever(),
+                       [&, i](std::exception_ptr error, Lease lease) {
+                         if (lease) {
+                           std::lock_guard guard(mu);
+                           order.push_back(i);
+                         }
+                         tally.told(lease.valid(), error != nullptr);
+                       });  // the Lease goes as the callback returns: the next one's turn
+    // FIFO order is the order the backend queued them in: each waits its turn to queue.
+    if (r.fifo_asked && r.listed) wait_queued(holder, i + 1);
+  }
+  const auto released = Clock::now();
+  held.release();
+  await_all(tally, n, "one lock");
+  r.one_lock_seconds = seconds_since(released);
+  r.one_lock_granted = tally.granted();
+  r.failed += tally.failed();
+  std::lock_guard guard(mu);
+  r.one_lock_fifo = order.size() == n;
+  for (std::uint64_t i = 0; r.one_lock_fifo && i < n; ++i) r.one_lock_fifo = order[i] == i;
+}
+
+void cancel(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
+  Client holder = Client::open(url);
+  Client waiter = Client::open(url);
+  std::vector<Lease> held = hold_each(holder, n, "cancel-");
+  Tally tally;
+  std::vector<AcquireHandle> handles;
+  handles.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    handles.push_back(waiter.lock(kGroup, "cancel-" + name_of(i))
+                          .acquire_async(Mode::exclusive, Wait::forever(),
+                                         [&tally](std::exception_ptr error, Lease lease) {
+                                           tally.told(lease.valid(), error != nullptr);
+                                         }));
+  }
+  if (r.listed) wait_queued(holder, n);
+  const auto cancelled = Clock::now();
+  for (const AcquireHandle& handle : handles) handle.cancel();
+  await_all(tally, n, "cancel");
+  r.cancel_seconds = seconds_since(cancelled);
+  r.cancelled = tally.empty();
+  r.failed += tally.failed();
+  if (r.listed) r.left_waiting = listed_waiters(holder).value_or(0);
+  for (Lease& lease : held) lease.release();
+}
+
+}  // namespace
+
+AsyncWaitersResult async_waiters(const std::string& url, std::uint64_t waiters) {
+  AsyncWaitersResult r;
+  r.waiters = waiters;
+  spread(url, waiters, r);
+  one_lock(url, waiters, r);
+  cancel(url, waiters, r);
+  return r;
+}
+
+}  // namespace warden::bench
