@@ -13,7 +13,8 @@
 #                                        # against confirmed, per engine), elections
 #                                        # (failover per engine), cache (lock caching
 #                                        # on warden://), interop (the layouts other
-#                                        # languages' locks share); default all
+#                                        # languages' locks share), async (10,000
+#                                        # asynchronous waits per engine); default all
 #
 # Starts one redis-server (the baseline) and three wardends (throughput, memory check,
 # connection check), each on a free 127.0.0.1 port with its own temp dir, and stops
@@ -67,7 +68,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 duration=${BENCH_DURATION:-10s}
-sets=" ${BENCH_SETS:-resp cache capacity tls redlock etcd zk db cluster primitives releases elections interop} "
+sets=" ${BENCH_SETS:-resp cache capacity tls redlock etcd zk db cluster primitives releases elections interop async} "
 rounds=${BENCH_ROUNDS:-5}
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
@@ -464,6 +465,26 @@ if [[ $sets == *" elections "* ]]; then
     failover "$db_url"
     stop_last
   done
+fi
+
+# Asynchronous waits per engine (docs/async.md): ASYNC_WAITERS (default 10000) waits from
+# one Client: threads and memory while they wait, grants, FIFO on one lock, cancellation.
+async_waits() {
+  run bench --url "$1" --async-waiters "${ASYNC_WAITERS:-10000}"
+}
+if [[ $sets == *" async "* ]]; then
+  echo
+  async_waits "mem://"
+  start_wardend wardend-async
+  async_waits "warden://127.0.0.1:$wardend_port"
+  stop_last
+  async_waits "$redis"
+  start_etcd etcd-async 1
+  async_waits "$etcd_url"
+  stop_last
+  start_zookeeper zk-async
+  async_waits "$zk_url"
+  stop_last
 fi
 
 # The layouts other languages' locks share (docs/interop.md), each against its backend's

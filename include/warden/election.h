@@ -26,6 +26,7 @@
 #include <stop_token>
 #include <string>
 
+#include "warden/async.h"
 #include "warden/lease.h"
 #include "warden/options.h"
 #include "warden/types.h"
@@ -94,6 +95,13 @@ class Election {
   // permission_denied.
   [[nodiscard]] Leadership campaign(std::string value, Wait wait = Wait::forever(),
                                     std::stop_token stop = {});
+
+  // The same campaign without blocking (warden/async.h): `done` gets the Leadership (empty
+  // when the wait ran out or was cancelled, leaving no trace) or the Error exactly once,
+  // on the Client's completion thread or on `executor`. Bad input throws at once.
+  using CampaignCallback = std::function<void(std::exception_ptr error, Leadership leadership)>;
+  AcquireHandle campaign_async(std::string value, Wait wait, CampaignCallback done,
+                               Executor executor = {});
 
   // The leader now, or nullopt when nobody leads. One read of the backend.
   std::optional<Leader> leader() const;

@@ -193,14 +193,22 @@ core::AcquireRequest ClientState::permits_request(const core::LockKey& key,
   return request;
 }
 
-std::shared_ptr<Hold> ClientState::campaign(const core::LockKey& key, std::string value,
-                                            const LockOptions& lock_options,
-                                            Clock::time_point deadline, std::stop_token stop) {
+core::AcquireRequest ClientState::campaign_request(const core::LockKey& key, std::string value,
+                                                   const LockOptions& lock_options,
+                                                   Clock::time_point deadline,
+                                                   std::stop_token stop) const {
   core::validate_leader_value(value);
   if (!capabilities.election) throw Error(Errc::unsupported, "this engine has no elections");
   core::require_capabilities(capabilities, Mode::exclusive, lock_options);
   core::AcquireRequest request{key, Mode::exclusive, lock_options, deadline, std::move(stop)};
   request.value = std::move(value);
+  return request;
+}
+
+std::shared_ptr<Hold> ClientState::campaign(const core::LockKey& key, std::string value,
+                                            const LockOptions& lock_options,
+                                            Clock::time_point deadline, std::stop_token stop) {
+  auto request = campaign_request(key, std::move(value), lock_options, deadline, std::move(stop));
   // Not in holds_, as for permits: every campaign is a candidate of its own.
   auto hold = grant(std::move(request));
   if (hold) watchdog_.watch(hold);

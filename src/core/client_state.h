@@ -61,8 +61,14 @@ class ClientState {
                                        std::uint32_t permits, const LockOptions& options,
                                        Clock::time_point deadline, std::stop_token stop) const;
 
-  // An asynchronous acquire (warden/async.h): one grant of its own for `op`, a lock's or
-  // (request.capacity > 0) a semaphore's, checked beforehand by the caller. Never counted
+  // The request of a campaign for (key) with `value`, checked as campaign checks it
+  // (throws the same errors).
+  core::AcquireRequest campaign_request(const core::LockKey& key, std::string value,
+                                        const LockOptions& options, Clock::time_point deadline,
+                                        std::stop_token stop) const;
+
+  // An asynchronous acquire (warden/async.h): one grant of its own for `op`, a lock's,
+  // a semaphore's (request.capacity > 0) or a campaign's (request.value), checked beforehand by the caller. Never counted
   // on a thread's hold and never cached. Its outcome goes to `op` exactly once, a grant
   // as a Lease that keeps `self` (this ClientState) alive. Throws nothing.
   void grant_async(const std::shared_ptr<ClientState>& self, core::AcquireRequest request,

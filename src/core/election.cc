@@ -63,6 +63,27 @@ Leadership Election::campaign(std::string value, Wait wait, std::stop_token stop
   return Leadership(Lease(client_, hold, Mode::exclusive), hold, std::move(value));
 }
 
+AcquireHandle Election::campaign_async(std::string value, Wait wait, CampaignCallback done,
+                                      Executor executor) {
+  auto request =
+      client_->campaign_request(core::LockKey{group_, name_}, value, options_, wait.deadline(), {});
+  if (!done) throw Error(Errc::invalid_argument, "an asynchronous campaign needs a callback");
+  // The grant arrives as a Lease; its hold and the value make it a Leadership.
+  AcquireCallback lead = [done = std::move(done), value = std::move(value)](
+                             std::exception_ptr error, Lease lease) {
+    if (!lease) {
+      done(error, Leadership());
+      return;
+    }
+    auto hold = lease.hold_;
+    done(error, Leadership(std::move(lease), std::move(hold), value));
+  };
+  auto op = std::make_shared<detail::AsyncAcquire>(
+      std::move(lead), executor ? std::move(executor) : client_->completion_executor());
+  client_->grant_async(client_, std::move(request), op);
+  return AcquireHandle(std::move(op));
+}
+
 std::optional<Leader> Election::leader() const {
   const core::LockKey key{group_, name_};
   // A Leadership this client dropped sent its release without waiting: the client must

@@ -3,6 +3,7 @@
 #include "warden/election.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -71,6 +72,35 @@ TEST_P(ElectionConformance, TheNextCandidateLeadsWhenTheLeaderResignsWithAHigher
       << "the old leader's term is refused after the new one's";
   next.resign();
   EXPECT_EQ(ea.leader(), std::nullopt);
+}
+
+TEST_P(ElectionConformance, AnAsyncCampaignLeadsWithItsValueWhenTheLeaderResigns) {
+  Client a = open_client();
+  Client b = open_client();
+  Election ea = a.election(group(), "leader", lock_options());
+  Leadership first = ea.campaign("a", Wait::none());
+  ASSERT_TRUE(first);
+  std::mutex mu;
+  std::condition_variable told;
+  int calls = 0;
+  Leadership won;
+  b.election(group(), "leader", lock_options())
+      .campaign_async("b", Wait::up_to(kLongDeadline),
+                      [&](std::exception_ptr error, Leadership leadership) {
+                        std::lock_guard guard(mu);
+                        ++calls;
+                        if (!error) won = std::move(leadership);
+                        told.notify_all();
+                      });
+  ASSERT_TRUE(queue_reaches("leader", 1));
+  first.resign();
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(told.wait_for(lock, kPatience, [&] { return calls > 0; }));
+  ASSERT_TRUE(won) << "the waiting candidate did not lead after the resignation";
+  EXPECT_EQ(won.value(), "b");
+  EXPECT_EQ(ea.leader(), (Leader{"b", won.term()}));
+  won.resign();
+  EXPECT_EQ(calls, 1);
 }
 
 // A Leadership dropped sends its release without waiting; the same client's leader()

@@ -144,7 +144,7 @@ TEST(Async, ACallbackThatThrowsLosesItsLeaseAndLaterOutcomesStillArrive) {
 TEST(Async, ACallbackThatBlocksDelaysOtherOutcomesButNoRenewal) {
   Client client = Client::open(uri());
   LockOptions brief;
-  brief.ttl = 300ms;
+  brief.ttl = 1s;  // renewed every third of it: two thirds of slack for a late watchdog
   Lease renewed = client.lock("g", "renewed", brief).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(renewed);
   std::latch release_callback(1);
@@ -157,8 +157,9 @@ TEST(Async, ACallbackThatBlocksDelaysOtherOutcomesButNoRenewal) {
   ASSERT_TRUE(eventually([&] { return blocking.load(); }, kPatience));
   AsyncOutcome behind;
   client.lock("g", "b").acquire_async(Mode::exclusive, Wait::none(), behind.callback());
-  // Five lease lengths with the completion thread blocked: the watchdog renews anyway.
-  std::this_thread::sleep_for(5 * brief.ttl);
+  // Two and a half lease lengths with the completion thread blocked: without renewals the
+  // lease would be lost after one.
+  std::this_thread::sleep_for(2500ms);
   EXPECT_FALSE(renewed.lost()) << "a blocked callback stopped the renewals";
   EXPECT_EQ(behind.calls(), 0) << "outcomes run one after another on the completion thread";
   release_callback.count_down();

@@ -95,6 +95,16 @@ inline bool no_grant_keys(RedisMasters& masters, Clock::duration timeout = kProm
   return eventually([&] { return masters.grant_keys().empty(); }, timeout);
 }
 
+// true once exactly the masters `expected` hold (group, name) (within `timeout`). An
+// acquire that gave up has sent its withdrawals, but waits for a quorum's say only, not
+// for every master's answer (resp_client::fan_out's grace): a master starved of the CPU
+// runs its withdraw a moment after the acquire returned.
+inline bool comes_to_holding(RedisMasters& masters, std::string_view group, std::string_view name,
+                             const std::vector<int>& expected,
+                             Clock::duration timeout = kPrompt) {
+  return eventually([&] { return masters.holding(group, name) == expected; }, timeout);
+}
+
 // "mI mJ ..." for a failure message.
 inline std::string describe_masters(const std::vector<int>& masters) {
   std::string text;
