@@ -55,10 +55,10 @@ TEST_P(Conformance, LeaseWithoutWatchdogIsLostByItsTtlBeforeAnotherClientIsGrant
 TEST_P(Conformance, WatchdogRenewsLeaseAcrossSeveralTtls) {
   Client holder = open_client();
   LockOptions options = lock_options();
-  // Renewed every second, so a renewal may run 2 s late and still be in time. (With
-  // 1.2 s and 2 s, etcd renewals on a machine with two CPU hogs beside ctest came later
-  // than that: the lease was rightly lost, and the clause said nothing of renewals.)
-  options.ttl = 3000ms;
+  // Renewed every 1.33 s, so a renewal may run 2.67 s late and still be in time. (With
+  // 1.2 s, 2 s and 3 s, etcd renewals on a machine with two CPU hogs beside ctest came
+  // later than that: the lease was rightly lost, and the clause said nothing of renewals.)
+  options.ttl = 4000ms;
 
   Lease lease = holder.lock(group(), "x", options).acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(lease);
