@@ -52,7 +52,8 @@ class AsyncAcquire;
 using AcquireCallback = std::function<void(std::exception_ptr error, Lease lease)>;
 
 // Where an outcome is run: given the work, runs it later on a thread of the caller's
-// choosing (an event loop's post). It must run every piece it is given, exactly once.
+// choosing (an event loop's post). It must run every piece it accepts, once; one it
+// refuses by throwing is run on the spot instead (on the thread that told the outcome).
 using Executor = std::function<void(std::function<void()>)>;
 
 // The caller's handle on one asynchronous acquire. Cheap to copy; dropping it does not

@@ -26,17 +26,25 @@ void AsyncAcquire::finish(std::exception_ptr error, std::shared_ptr<ClientState>
   // The executor's work must be copyable (std::function): the Lease travels in a
   // shared slot, taken out by the one run.
   auto slot = std::make_shared<Lease>(std::move(lease));
-  executor_([op = shared_from_this(), slot, error] { op->run(error, std::move(*slot)); });
+  try {
+    executor_([op = shared_from_this(), slot, error] { op->run(error, std::move(*slot)); });
+  } catch (...) {
+    // An executor that refused the work (a loop already stopped): the outcome is still
+    // told once, here, rather than never.
+    if (!started_.load()) run(error, std::move(*slot));
+  }
 }
 
 void AsyncAcquire::run(std::exception_ptr error, Lease lease) {
+  bool cancelled = false;
   {
     std::lock_guard guard(mu_);
-    started_ = true;
-    if (cancelled_) {
-      lease = Lease();  // released: a cancelled wait leaves nothing behind
-      error = nullptr;
-    }
+    if (started_.exchange(true)) return;  // told already
+    cancelled = cancelled_;
+  }
+  if (cancelled) {
+    lease = Lease();  // released: a cancelled wait leaves nothing behind
+    error = nullptr;
   }
   auto callback = std::move(callback_);
   try {

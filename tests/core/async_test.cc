@@ -178,6 +178,21 @@ TEST(Async, AnExecutorNamedRunsTheOutcome) {
   EXPECT_TRUE(outcome.granted());
 }
 
+TEST(Async, AnExecutorThatRefusesTheWorkStillHasTheOutcomeToldOnce) {
+  Client client = Client::open(uri());
+  AsyncOutcome outcome;
+  int offered = 0;
+  client.lock("g", "x").acquire_async(Mode::exclusive, Wait::none(), outcome.callback(),
+                                      [&](std::function<void()>) {
+                                        ++offered;
+                                        throw std::runtime_error("this loop has stopped");
+                                      });
+  ASSERT_TRUE(outcome.wait_for(kPatience));
+  EXPECT_EQ(offered, 1);
+  EXPECT_EQ(outcome.calls(), 1);
+  EXPECT_TRUE(outcome.granted());
+}
+
 TEST(Async, ACoroutineResumesWithTheLeaseAndBadInputThrowsAtOnce) {
   Client client = Client::open(uri());
   ManualExecutor loop;
