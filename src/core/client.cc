@@ -257,9 +257,13 @@ std::shared_ptr<Hold> ClientState::grant(core::AcquireRequest request) {
   return hold;
 }
 
-void ClientState::grant_async(const std::shared_ptr<ClientState>& self,
-                              core::AcquireRequest request,
-                              const std::shared_ptr<AsyncAcquire>& op) {
+std::shared_ptr<AsyncAcquire> ClientState::grant_async(const std::shared_ptr<ClientState>& self,
+                                                       core::AcquireRequest request,
+                                                       AcquireCallback callback,
+                                                       Executor executor) {
+  if (!callback) throw Error(Errc::invalid_argument, "an asynchronous acquire needs a callback");
+  auto op = std::make_shared<AsyncAcquire>(
+      std::move(callback), executor ? std::move(executor) : completion_executor());
   request.options.fairness = capabilities.resolve(request.options.fairness);
   request.options.cache = false;  // an asynchronous acquire's grant is never kept cached
   request.stop = op->stop_token();
@@ -268,7 +272,7 @@ void ClientState::grant_async(const std::shared_ptr<ClientState>& self,
   if (request.stop.stop_requested()) {
     metrics->add(group, core::Counter::timeouts);
     op->finish(nullptr);
-    return;
+    return op;
   }
   // A try must not find the lock still held by this client's own release in flight (as
   // in grant(): bounded by op_timeout, and only when such a release is under way).
@@ -297,6 +301,7 @@ void ClientState::grant_async(const std::shared_ptr<ClientState>& self,
   } catch (...) {  // an engine must not throw here; should one, the caller still hears once
     done(std::nullopt, std::current_exception());
   }
+  return op;
 }
 
 Executor ClientState::completion_executor() {

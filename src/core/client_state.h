@@ -67,12 +67,16 @@ class ClientState {
                                         const LockOptions& options, Clock::time_point deadline,
                                         std::stop_token stop) const;
 
-  // An asynchronous acquire (warden/async.h): one grant of its own for `op`, a lock's,
-  // a semaphore's (request.capacity > 0) or a campaign's (request.value), checked beforehand by the caller. Never counted
-  // on a thread's hold and never cached. Its outcome goes to `op` exactly once, a grant
-  // as a Lease that keeps `self` (this ClientState) alive. Throws nothing.
-  void grant_async(const std::shared_ptr<ClientState>& self, core::AcquireRequest request,
-                   const std::shared_ptr<AsyncAcquire>& op);
+  // An asynchronous acquire (warden/async.h): one grant of its own, a lock's, a
+  // semaphore's (request.capacity > 0) or a campaign's (request.value), checked
+  // beforehand by the caller. Never counted on a thread's hold and never cached. Its
+  // outcome goes to `done` exactly once, on `executor` (the completion thread when empty),
+  // a grant as a Lease that keeps `self` (this ClientState) alive. Returns the operation
+  // for the caller's AcquireHandle. Throws Error(invalid_argument) for an empty `done`,
+  // before anything is asked; nothing else.
+  std::shared_ptr<AsyncAcquire> grant_async(const std::shared_ptr<ClientState>& self,
+                                            core::AcquireRequest request, AcquireCallback done,
+                                            Executor executor);
   // Runs work on the Client's completion thread (where asynchronous outcomes go by default).
   Executor completion_executor();
 

@@ -78,10 +78,8 @@ AcquireHandle Election::campaign_async(std::string value, Wait wait, CampaignCal
     auto hold = lease.hold_;
     done(error, Leadership(std::move(lease), std::move(hold), value));
   };
-  auto op = std::make_shared<detail::AsyncAcquire>(
-      std::move(lead), executor ? std::move(executor) : client_->completion_executor());
-  client_->grant_async(client_, std::move(request), op);
-  return AcquireHandle(std::move(op));
+  return AcquireHandle(
+      client_->grant_async(client_, std::move(request), std::move(lead), std::move(executor)));
 }
 
 std::optional<Leader> Election::leader() const {

@@ -120,13 +120,9 @@ Lease Lock::acquire(Mode mode, Wait wait, std::stop_token stop) {
 
 AcquireHandle Lock::acquire_async(Mode mode, Wait wait, AcquireCallback done, Executor executor) {
   core::require_capabilities(client_->capabilities, mode, options_);
-  if (!done) throw Error(Errc::invalid_argument, "an asynchronous acquire needs a callback");
-  auto op = std::make_shared<detail::AsyncAcquire>(
-      std::move(done), executor ? std::move(executor) : client_->completion_executor());
-  client_->grant_async(client_, core::AcquireRequest{core::LockKey{group_, name_}, mode, options_,
-                                                     wait.deadline(), {}},
-                       op);
-  return AcquireHandle(std::move(op));
+  return AcquireHandle(client_->grant_async(
+      client_, core::AcquireRequest{core::LockKey{group_, name_}, mode, options_, wait.deadline(), {}},
+      std::move(done), std::move(executor)));
 }
 
 AcquireAwaitable Lock::acquire_co(Mode mode, Wait wait, Executor executor) {

@@ -24,11 +24,8 @@ AcquireHandle Semaphore::acquire_async(std::uint32_t n, Wait wait, AcquireCallba
                                        Executor executor) {
   auto request = client_->permits_request(core::LockKey{group_, name_}, permits_, n, options_,
                                           wait.deadline(), {});
-  if (!done) throw Error(Errc::invalid_argument, "an asynchronous acquire needs a callback");
-  auto op = std::make_shared<detail::AsyncAcquire>(
-      std::move(done), executor ? std::move(executor) : client_->completion_executor());
-  client_->grant_async(client_, std::move(request), op);
-  return AcquireHandle(std::move(op));
+  return AcquireHandle(
+      client_->grant_async(client_, std::move(request), std::move(done), std::move(executor)));
 }
 
 AcquireAwaitable Semaphore::acquire_co(std::uint32_t n, Wait wait, Executor executor) {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/names.h"
+#include "server/command_reject.h"
 #include "server/password_check.h"
 #include "server/resp.h"
 #include "server/rights.h"
@@ -26,18 +27,6 @@ constexpr std::uint64_t kMaxDelayMs = 3600ULL * 1000;
 // LIST's page: names per reply at most, so one reply stays small.
 constexpr std::size_t kListPage = 1000;
 
-// Thrown inside a command and turned into one error reply; it never leaves the
-// dispatcher.
-struct Reject {
-  std::string code;
-  std::string message;
-};
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::uint64_t parse_u64(std::string_view text, const char* what) {
   std::uint64_t value = 0;
@@ -100,12 +89,6 @@ Mode parse_mode(std::string_view text) {
   if (m == "EXCLUSIVE" || m == "X") return Mode::exclusive;
   if (m == "SHARED" || m == "S") return Mode::shared;
   throw Reject{"INVALID", "mode must be exclusive or shared"};
-}
-
-void arity(std::span<const std::string_view> args, std::size_t min, std::size_t max) {
-  if (args.size() < min || args.size() > max) {
-    throw Reject{"ERR", "wrong number of arguments for '" + upper(args[0]) + "'"};
-  }
 }
 
 std::int64_t ms_between(Time from, Time to) {
@@ -241,6 +224,7 @@ void Dispatcher::disconnect(ConnId conn, Time now) {
     if (w->second.empty()) watchers_.erase(w);
     pushed_.erase(conn);
   }
+  withdraw_all(it->second, conn, now, false);
   connections_.erase(it);
   if (parked) {
     parked_.erase(*parked);
@@ -258,6 +242,10 @@ void Dispatcher::cancel_parked(ConnId conn, Time now) {
     Wakeup w{conn, {}};
     resp::error(w.reply, "ERR", "AUTH cancelled: the client closed its side");
     wakeups_.push_back(std::move(w));
+    return;
+  }
+  if (it != connections_.end() && it->second.waits) {
+    withdraw_all(it->second, conn, now, true);
     return;
   }
   if (it == connections_.end() || !it->second.parked) return;
@@ -292,6 +280,7 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       return Outcome::close;
     }
     if (!c.authenticated) throw Reject{"NOAUTH", "authentication required"};
+    if (c.waits) return tagged(c, conn, cmd, args, now, reply);
     authorize(c, cmd, args);
     if (c.watching && cmd != "PING") {
       throw Reject{"ERR", "a watching connection takes only PING and QUIT"};
@@ -327,6 +316,10 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
     }
     if (cmd == "REVOKES") {
       listen(c, conn, args, reply);
+      return Outcome::replied;
+    }
+    if (cmd == "WAITS") {
+      start_waits(c, args, reply);
       return Outcome::replied;
     }
     if (cmd == "RENEW") {
@@ -423,11 +416,12 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
       // 5: ACQUIRE ... VALUE v, PROCLAIM, INSPECT "values" (elections).
       // 6: WATCH (pushed changes of a key's holders).
       // 7: REVOKES and ACQUIRE … CACHE (lock caching).
-      resp::integer(reply, 7);
+      // 8: WAITS, ACQUIRE … TAG, WITHDRAW (many waiting acquires on one connection).
+      resp::integer(reply, 8);
       resp::bulk(reply, "capabilities");
       resp::bulk(reply,
                  "shared fair unfair lock-delay fencing durable-tokens check semaphore multi "
-                 "election watch cache");
+                 "election watch cache waits");
       return Outcome::replied;
     }
     throw Reject{"ERR", "unknown command '" + std::string(args[0].substr(0, 64)) + "'"};
@@ -537,7 +531,7 @@ void Dispatcher::auth_checked(std::uint64_t id, bool matched) {
 
 Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
                                         std::span<const std::string_view> args, Time now,
-                                        std::string& reply) {
+                                        std::string& reply, const std::string* tag) {
   if (args.size() < 4) arity(args, 4, 4);
   table::Request request;
   request.key = std::string(parse_key(args[1]));
@@ -626,8 +620,13 @@ Dispatcher::Outcome Dispatcher::acquire(Connection& c, ConnId conn,
       throw Reject{"INVALID", "the key is a semaphore of another number of permits, or not one"};
     case table::AcquireStatus::queued:
       revoke_holders(request.key);
-      c.parked = result.id;
-      parked_[result.id] = Parked{conn, now, cache_by};
+      if (tag != nullptr) {
+        c.tagged[*tag] = result.id;
+        parked_[result.id] = Parked{conn, now, cache_by, *tag};
+      } else {
+        c.parked = result.id;
+        parked_[result.id] = Parked{conn, now, cache_by};
+      }
       return Outcome::parked;
   }
   return Outcome::replied;
@@ -774,9 +773,17 @@ void Dispatcher::collect(Time now) {
       const Parked p = it->second;
       parked_.erase(it);
       if (auto cit = connections_.find(p.conn); cit != connections_.end()) {
-        cit->second.parked.reset();
+        if (p.tag.empty()) {
+          cit->second.parked.reset();
+        } else {
+          cit->second.tagged.erase(p.tag);
+        }
       }
       Wakeup w{p.conn, {}};
+      if (!p.tag.empty()) {  // a tagged request's answer: [tag, reply]
+        resp::array(w.reply, 2);
+        resp::bulk(w.reply, p.tag);
+      }
       if (event.kind == table::Event::Kind::granted) {
         ++stats_.grants;
         grant_reply(w.reply, event.grant.token, secret_of(event.grant), p.received, now);

@@ -31,6 +31,11 @@
 // queue for its key, the listener is pushed `REVOKE key token`, once per grant: the entry
 // is dropped then, and the grant stays an ordinary one until its holder releases it.
 // Entries live no longer than their grants and are not part of a snapshot.
+//
+// Tagged waits (WAITS, ACQUIRE ... TAG t, WITHDRAW t; dispatcher_waits.cc): one connection
+// carries many waiting acquires at once. Its answers are `[tag, reply]` in the order they
+// resolve, so a parked request never stops the connection being read, and WITHDRAW
+// cancels one request the way a half-close cancels a parked one.
 #pragma once
 
 #include <array>
@@ -181,6 +186,11 @@ class Dispatcher {
     // A revoke listener (REVOKES): it then takes only PING and QUIT, and is pushed a
     // REVOKE for each grant cached by it that someone else wants.
     bool listening = false;
+    // A waits connection (WAITS): it takes only ACQUIRE ... TAG t, WITHDRAW t and QUIT,
+    // and answers each tagged request with `[tag, reply]` once it resolves. Its queued
+    // requests by tag; never `parked`.
+    bool waits = false;
+    std::unordered_map<std::string, table::RequestId> tagged;
     std::string user;  // the named user it authenticated as; "": the default user
     std::optional<table::RequestId> parked;
     std::optional<std::uint64_t> auth;  // a password check in progress (parked too)
@@ -197,6 +207,8 @@ class Dispatcher {
     // ACQUIRE ... CACHE id: the listener the grant is to be cached by, if it still is one
     // when the grant is made.
     std::optional<ConnId> cache{};
+    // Non-empty for a tagged request (a waits connection's): its answer is `[tag, reply]`.
+    std::string tag{};
   };
 
   Outcome auth(Connection& c, ConnId conn, std::span<const std::string_view> args,
@@ -204,8 +216,19 @@ class Dispatcher {
   // Throws NOPERM (or NOAUTH for a user no longer in the table) unless the connection's
   // user may run `cmd` with `args`.
   void authorize(Connection& c, const std::string& cmd, std::span<const std::string_view> args);
+  // `tag`: a waits connection's tagged request, queued under that tag instead of parking
+  // the connection (Outcome::parked still says it was queued).
   Outcome acquire(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
-                  std::string& reply);
+                  std::string& reply, const std::string* tag = nullptr);
+  // A command on a waits connection (dispatcher_waits.cc): ACQUIRE ... TAG t or WITHDRAW t.
+  // A request whose tag cannot be told gets an untagged error and closes the connection.
+  Outcome tagged(Connection& c, ConnId conn, const std::string& cmd,
+                 std::span<const std::string_view> args, Time now, std::string& reply);
+  // WAITS: the connection becomes a waits connection (see Connection::waits).
+  void start_waits(Connection& c, std::span<const std::string_view> args, std::string& reply);
+  // Cancels every tagged request of `c` still queued; `answer`: each is answered
+  // `[tag, nil]` (a half-close), else dropped silently (the connection is gone).
+  void withdraw_all(Connection& c, ConnId conn, Time now, bool answer);
   // ACQUIRESET: a multi-lock granted in one step (table::SetRequest).
   Outcome acquire_set(Connection& c, ConnId conn, std::span<const std::string_view> args, Time now,
                       std::string& reply);

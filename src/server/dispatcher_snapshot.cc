@@ -25,6 +25,7 @@ void Dispatcher::drop_waiters(Time now) {
     if (it == parked_.end()) continue;  // granted or timed out while time was applied
     if (auto c = connections_.find(it->second.conn); c != connections_.end()) {
       c->second.parked.reset();
+      c->second.tagged.erase(it->second.tag);
     }
     parked_.erase(it);
     survive(now, [&] { table_.cancel(id, now); });

@@ -3,10 +3,11 @@
 namespace warden::server {
 
 Rights required_right(std::string_view command) {
-  // REVOKES names no group: the lock right on any group is enough (the dispatcher checks
+  // REVOKES and WAITS name no group: the lock right on any group is enough (the dispatcher checks
   // groups only for commands that name one).
   if (command == "ACQUIRE" || command == "ACQUIRESET" || command == "RENEW" ||
-      command == "RELEASE" || command == "CHECK" || command == "PROCLAIM" || command == "REVOKES") {
+      command == "RELEASE" || command == "CHECK" || command == "PROCLAIM" || command == "REVOKES" ||
+      command == "WAITS" || command == "WITHDRAW") {
     return kRightLock;
   }
   if (command == "INSPECT" || command == "LIST" || command == "INFO" || command == "WATCH") {

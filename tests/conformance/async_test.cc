@@ -68,5 +68,38 @@ TEST_P(Conformance, AsyncWaitsEndByTimeoutCancelOrTheHoldersReleaseAndLeaveNothi
   EXPECT_TRUE(first.done());
 }
 
+// The Client closed (its last handle dropped) with waits in flight: each wait keeps what
+// it needs of the Client until it ends (docs/async.md), so a grant made later still comes
+// with a working Lease, and a wait cancelled later is still told, once.
+TEST_P(Conformance, AClientDroppedWithWaitsInFlightStillTellsEachWaitOnce) {
+  Client holder = open_client();
+  Lease held = holder.lock(group(), "x", lock_options()).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  AsyncOutcome granted, cancelled;
+  AcquireHandle to_cancel;
+  {
+    Client waiter = open_client();
+    Lock lock = waiter.lock(group(), "x", lock_options());
+    lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), granted.callback());
+    ASSERT_TRUE(queue_reaches("x", 1));
+    to_cancel = lock.acquire_async(Mode::exclusive, Wait::forever(), cancelled.callback());
+    ASSERT_TRUE(queue_reaches("x", 2));
+  }  // the waiter's Client and Lock are gone
+  to_cancel.cancel();
+  ASSERT_TRUE(cancelled.wait_for(kPatience));
+  EXPECT_EQ(cancelled.error(), nullptr);
+  EXPECT_FALSE(cancelled.granted());
+  held.release();
+  ASSERT_TRUE(granted.wait_for(kPatience));
+  EXPECT_EQ(granted.error(), nullptr);
+  Lease lease = granted.take();
+  ASSERT_TRUE(lease) << "the wait of a dropped Client was not granted";
+  EXPECT_FALSE(grantable("x"));
+  lease.release();
+  EXPECT_TRUE(freed("x"));
+  EXPECT_EQ(granted.calls(), 1);
+  EXPECT_EQ(cancelled.calls(), 1);
+}
+
 }  // namespace
 }  // namespace warden::conformance

@@ -7,6 +7,8 @@
 // failover gives each member of a cluster the whole op_timeout). Once the backend runs
 // again everything works and nothing is left held.
 //
+// Asynchronous waits (warden/async.h) are held to the same bounds as blocking ones.
+//
 // The clause freezes a backend of its own (GetParam().start()), never the one the
 // process's other cases share.
 #include <chrono>
@@ -17,6 +19,8 @@
 #include <thread>
 
 #include "conformance/conformance_suite.h"
+#include "support/async_outcome.h"
+#include "warden/async.h"
 #include "warden/sequencer.h"
 
 namespace warden::conformance {
@@ -71,14 +75,22 @@ TEST_P(Conformance, AFrozenBackendHoldsNoCallPastItsBound) {
     return cancelled_client.lock(group(), "x", lock)
         .acquire(Mode::exclusive, Wait::forever(), stop.get_token());
   });
-  // Both waiters queued on the backend (where it keeps a queue the test can read).
+  // The same two waits made asynchronously (warden/async.h), held to the same bounds.
+  testing::AsyncOutcome timed_async, cancelled_async;
+  timed_client.lock(group(), "x", lock)
+      .acquire_async(Mode::exclusive, Wait::up_to(kWait), timed_async.callback());
+  AcquireHandle async_wait = cancelled_client.lock(group(), "x", lock)
+                                 .acquire_async(Mode::exclusive, Wait::forever(),
+                                                cancelled_async.callback());
+  // Every waiter queued on the backend (where it keeps a queue the test can read).
   EXPECT_TRUE(eventually([&] {
     const auto waiting = own->queued(group(), "x");
-    return !waiting || *waiting == 2;
+    return !waiting || *waiting == 4;
   })) << "the waiters did not queue";
 
   if (!own->freeze()) {
     stop.request_stop();
+    async_wait.cancel();
     held.release();
     timed.wait();
     cancelled.wait();
@@ -86,6 +98,7 @@ TEST_P(Conformance, AFrozenBackendHoldsNoCallPastItsBound) {
   }
   std::this_thread::sleep_for(200ms);  // the waiters' calls are under way on a frozen server
   stop.request_stop();
+  async_wait.cancel();
   const auto cancelled_at = Clock::now();
   auto released = ends([&] {
     held.release();
@@ -104,7 +117,21 @@ TEST_P(Conformance, AFrozenBackendHoldsNoCallPastItsBound) {
        cancelled_at + own->servers_asked_in_turn() * kOpTimeout + kSlack},
   };
   for (const Bounded& c : calls) c.call->wait_until(c.bound);
+  const bool timed_async_told =
+      timed_async.wait_for(timed_from + kWait + kOpTimeout + kSlack - Clock::now());
+  const bool cancelled_async_told =
+      cancelled_async.wait_for(cancelled_at + kOpTimeout + kSlack - Clock::now());
   own->thaw();  // before any call is waited for further: a failing clause ends too
+  EXPECT_TRUE(timed_async_told) << "an asynchronous timed wait was not told by its deadline + "
+                                   "op_timeout";
+  EXPECT_TRUE(cancelled_async_told) << "a cancelled asynchronous wait was not told within "
+                                       "op_timeout of its cancel";
+  EXPECT_TRUE(timed_async.wait_for(kPatience));
+  EXPECT_TRUE(cancelled_async.wait_for(kPatience));
+  EXPECT_EQ(timed_async.calls(), 1);
+  EXPECT_EQ(cancelled_async.calls(), 1);
+  timed_async.take();  // whatever they got goes back before the lock is asked for again
+  cancelled_async.take();
   for (const Bounded& c : calls) {
     const auto ended = c.call->get();
     EXPECT_LE(ended, c.bound)

@@ -947,10 +947,10 @@ TEST_F(DispatcherTest, AuthWithoutAServerPasswordIsAnError) {
 TEST_F(DispatcherTest, HelloDescribesTheServer) {
   const std::string caps =
       "shared fair unfair lock-delay fencing durable-tokens check semaphore multi election "
-      "watch cache";
+      "watch cache waits";
   EXPECT_EQ(call(1, {"HELLO"}),
             "*8\r\n$6\r\nserver\r\n$7\r\nwardend\r\n$7\r\nversion\r\n"
-            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:7\r\n$12\r\ncapabilities\r\n" +
+            "$5\r\n9.9.9\r\n$5\r\nproto\r\n:8\r\n$12\r\ncapabilities\r\n" +
                 bulk(caps));
 }
 

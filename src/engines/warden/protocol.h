@@ -66,6 +66,8 @@ inline constexpr std::int64_t kProtoElection = 5;
 inline constexpr std::int64_t kProtoWatch = 6;
 // The first protocol with lock caching: REVOKES and ACQUIRE ... CACHE id.
 inline constexpr std::int64_t kProtoCache = 7;
+// The first protocol with tagged waits: WAITS, ACQUIRE ... TAG t, WITHDRAW t.
+inline constexpr std::int64_t kProtoWaits = 8;
 
 // A granted ACQUIRE: [token, waited_us, secret].
 struct GrantReply {

@@ -15,6 +15,7 @@
 #include "engines/warden/key_watch.h"
 #include "engines/warden/protocol.h"
 #include "engines/warden/revoke_listener.h"
+#include "engines/warden/wait_channel.h"
 #include "engines/warden/warden_config.h"
 #include "warden/error.h"
 
@@ -37,6 +38,11 @@ class WardenEngine final : public core::Engine {
         connector_(std::make_shared<Connector>(config.connect, config.retry)),
         pool_(connector_, config.pool_size),
         control_(connector_, config.op_timeout) {}
+
+  ~WardenEngine() override {
+    // First: its thread gives grants back through control_.
+    if (wait_channel_) wait_channel_->stop();
+  }
 
   // Asks HELLO on the control connection (connecting it).
   void hello() {
@@ -82,6 +88,15 @@ class WardenEngine final : public core::Engine {
     granted.cacheable = ticket && revoke_listener().current(*ticket);
     return granted;
   }
+
+  // From protocol 8 every asynchronous acquire waits on the one wait channel; an older
+  // wardend gets the seam's default (a thread per wait).
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    if (proto_ < kProtoWaits) return Engine::acquire_async(std::move(request), std::move(done));
+    wait_channel().acquire(std::move(request), std::move(done));
+  }
+
+  bool waits_without_threads() const override { return proto_ >= kProtoWaits; }
 
   std::optional<std::vector<Granted>> acquire_set(const core::AcquireSetRequest& request) override {
     if (proto_ < kProtoAcquireSet) return Engine::acquire_set(request);  // unsupported
@@ -242,6 +257,18 @@ class WardenEngine final : public core::Engine {
     return *revoke_listener_;
   }
 
+  // The asynchronous acquires' connection, opened by the first one.
+  WaitChannel& wait_channel() {
+    std::call_once(wait_channel_started_, [this] {
+      wait_channel_ = WaitChannel::start(connector_, config_.op_timeout, config_.retry,
+                                         [this](const GrantRef& grant) {
+                                           // Without waiting: the channel's thread must not.
+                                           release_async(grant, [](std::exception_ptr) {});
+                                         });
+    });
+    return *wait_channel_;
+  }
+
   // Releases a grant that arrived after its acquire was cancelled. If that fails, the
   // grant ends by its TTL (nobody renews it); there is nobody to report the error to.
   void give_back(const GrantRef& grant) {
@@ -257,7 +284,9 @@ class WardenEngine final : public core::Engine {
   Pipeline control_;             // RENEW, RELEASE, CHECK, HELLO
   std::int64_t proto_ = kProto;  // the server's, from HELLO before any other call
   std::once_flag revoke_listener_started_;
-  std::unique_ptr<RevokeListener> revoke_listener_;  // last: its thread reports to us
+  std::unique_ptr<RevokeListener> revoke_listener_;  // its thread reports to us
+  std::once_flag wait_channel_started_;
+  std::shared_ptr<WaitChannel> wait_channel_;  // stopped first in the destructor
 };
 
 }  // namespace
