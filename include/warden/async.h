@@ -35,6 +35,7 @@
 #include <memory>
 #include <utility>
 
+#include "warden/executor.h"
 #include "warden/lease.h"
 
 namespace warden {
@@ -50,11 +51,6 @@ class AsyncAcquire;
 // delays the outcomes of the Client's other acquires, never its renewals. One that
 // throws has its exception dropped (and its Lease released): nobody is there to catch it.
 using AcquireCallback = std::function<void(std::exception_ptr error, Lease lease)>;
-
-// Where an outcome is run: given the work, runs it later on a thread of the caller's
-// choosing (an event loop's post). It must run every piece it accepts, once; one it
-// refuses by throwing is run on the spot instead (on the thread that told the outcome).
-using Executor = std::function<void(std::function<void()>)>;
 
 // The caller's handle on one asynchronous acquire. Cheap to copy; dropping it does not
 // end the wait (cancel() does).

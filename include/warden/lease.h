@@ -13,11 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
 
+#include "warden/executor.h"
 #include "warden/sequencer.h"
 #include "warden/types.h"
 
@@ -78,6 +80,17 @@ class Lease {
   // Lease then stays valid and still held (renewals continue), so the caller may
   // retry or drop it.
   void release();
+
+  // The same release without blocking: the Lease is empty at once, and `done` is called
+  // once the backend has confirmed it (nullptr), or with the Error it failed with — then
+  // the grant is released in the background until the backend confirms it or its lease
+  // ends, as a dropped Lease's is. On the Client's completion thread, or `executor`
+  // (warden/executor.h). A count that is not the hold's last and a lost lease are told
+  // nullptr without I/O; an empty Lease too, at once (on `executor` if named, else on the
+  // calling thread: it has no Client). Throws Error(invalid_argument) for an empty
+  // `done`, and changes nothing then.
+  using ReleaseCallback = std::function<void(std::exception_ptr error)>;
+  void release_async(ReleaseCallback done, Executor executor = {});
 
  private:
   friend class Election;

@@ -331,4 +331,35 @@ std::string format_json(const std::string& url, const AsyncWaitersResult& r) {
   return j.dump() + "\n";
 }
 
+std::string format_text(const std::string& url, const AsyncCyclesResult& r) {
+  std::string out = fmt::format(
+      "warden bench: acquire/release cycles on {}, {:.1f} s per side and count\n\n"
+      "  {:>9}  {:>22}  {:>22}  {:>7}\n",
+      url, r.seconds_each, "in flight", "async (one thread) /s", "blocking (threads) /s", "ratio");
+  for (const auto& row : r.rows) {
+    const double ratio =
+        row.blocking_per_second > 0 ? row.async_per_second / row.blocking_per_second : 0;
+    out += fmt::format("  {:>9}  {:>22.0f}  {:>22.0f}  {:>6.2f}x\n", row.in_flight,
+                       row.async_per_second, row.blocking_per_second, ratio);
+    if (row.async_failed + row.blocking_failed > 0) {
+      out += fmt::format("  {:>9}  failed cycles: {} async, {} blocking\n", "", row.async_failed,
+                         row.blocking_failed);
+    }
+  }
+  return out;
+}
+
+std::string format_json(const std::string& url, const AsyncCyclesResult& r) {
+  json rows = json::array();
+  for (const auto& row : r.rows) {
+    rows.push_back({{"in_flight", row.in_flight},
+                    {"async_per_second", row.async_per_second},
+                    {"blocking_per_second", row.blocking_per_second},
+                    {"async_failed", row.async_failed},
+                    {"blocking_failed", row.blocking_failed}});
+  }
+  json j{{"check", "async_cycles"}, {"url", url}, {"seconds_each", r.seconds_each}, {"rows", rows}};
+  return j.dump() + "\n";
+}
+
 }  // namespace warden::bench

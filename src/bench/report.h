@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "bench/async_cycles.h"
 #include "bench/async_waiters.h"
 #include "bench/capacity.h"
 #include "bench/election_failover.h"
@@ -47,5 +48,7 @@ std::string format_text(const std::string& url, ElectionFailoverResult& result);
 std::string format_json(const std::string& url, ElectionFailoverResult& result);
 std::string format_text(const std::string& url, const AsyncWaitersResult& result);
 std::string format_json(const std::string& url, const AsyncWaitersResult& result);
+std::string format_text(const std::string& url, const AsyncCyclesResult& result);
+std::string format_json(const std::string& url, const AsyncCyclesResult& result);
 
 }  // namespace warden::bench

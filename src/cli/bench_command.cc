@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "bench/async_cycles.h"
 #include "bench/async_waiters.h"
 #include "bench/capacity.h"
 #include "bench/redis_baseline.h"
@@ -207,6 +208,15 @@ int async_waiters(const BenchPlan& plan, std::uint64_t waiters) {
   return all ? exit_code::kOk : exit_code::kUnavailable;
 }
 
+int async_cycles(const BenchPlan& plan) {
+  const auto result = step("asynchronous and blocking cycles on " + plan.url_text, [&] {
+    return bench::async_cycles(plan.url, {1, 64, 1024}, plan.duration);
+  });
+  print(plan.json ? bench::format_json(plan.url_text, result)
+                  : bench::format_text(plan.url_text, result));
+  return exit_code::kOk;
+}
+
 int idle_connections(const BenchOptions& o, const BenchPlan& plan) {
   const auto hold = whole_milliseconds(duration_option("--idle-hold", o.idle_hold));
   const auto result = step("idle connections to " + plan.url_text, [&] {
@@ -233,6 +243,7 @@ int run_bench(const BenchOptions& options) {
   if (options.idle_connections > 0) return idle_connections(options, plan);
   if (options.election_failover > 0) return election_failover(plan, options.election_failover);
   if (options.async_waiters > 0) return async_waiters(plan, options.async_waiters);
+  if (options.async_cycles) return async_cycles(plan);
 
   const bench::Workload& w = plan.workload;
   // Everything is opened first, so a backend that is down fails the command at once.
@@ -394,23 +405,28 @@ void add_bench_command(Commands& commands) {
                                   "Client (threads, memory, grant, FIFO, cancel)")
                        ->type_name("N")
                        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
+  auto* cycling = app.add_flag("--async-cycles", o->async_cycles,
+                               "Asynchronous check: cycles/s at 1, 64 and 1024 in flight, "
+                               "acquire_async from one thread against blocking threads");
   key_bytes->needs(hold);
   idle_hold->needs(idle);
   hold->excludes(idle);
   failover->excludes(hold)->excludes(idle);
   waiting->excludes(hold)->excludes(idle)->excludes(failover);
+  cycling->excludes(hold)->excludes(idle)->excludes(failover)->excludes(waiting);
   // The capacity checks take none of the timed run's options. Checked at parse time,
   // but not with excludes(), which would list every pair in --help.
   const std::vector<CLI::Option*> run_options = {clients,  keys,    mode,      permits,  members,
                                                  duration, ttl,     contended, baseline, handoff,
                                                  rounds,   confirm, cache};
-  app.callback([run_options, hold, idle, failover, waiting, ttl, o] {
+  app.callback([run_options, hold, idle, failover, waiting, cycling, duration, ttl, o] {
     // An election failover waits out a lease per sample: a short one unless asked.
     if (failover->count() > 0 && ttl->count() == 0) o->ttl = "1s";
-    for (CLI::Option* capacity : {hold, idle, failover, waiting}) {
+    for (CLI::Option* capacity : {hold, idle, failover, waiting, cycling}) {
       if (capacity->count() == 0) continue;
       for (CLI::Option* option : run_options) {
         if (capacity == failover && option == ttl) continue;  // the lease it waits out
+        if (capacity == cycling && option == duration) continue;  // each side's time
         if (option->count() > 0) {
           throw CLI::ValidationError(option->get_name() +
                                      " is for timed runs; it cannot be "

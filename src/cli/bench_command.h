@@ -43,6 +43,7 @@ struct BenchOptions {
   std::string idle_hold = "3s";
   int election_failover = 0;  // > 0: this many election failovers (--ttl 1s unless given)
   std::uint64_t async_waiters = 0;  // > 0: this many asynchronous acquires waiting at once
+  bool async_cycles = false;  // cycles/s at 1, 64, 1024 in flight, async against blocking
 };
 
 // Validates `options` (Failure(kUsage) before any I/O), runs the benchmark, prints the

@@ -314,13 +314,11 @@ void ClientState::forget(const Hold& hold) {
   if (it != holds_.end() && it->second.get() == &hold) holds_.erase(it);
 }
 
-void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool report) {
-  // Throws not_owner if there was no such count. The last count leaves `active` in the
-  // same step, so no other thread can join this hold from here on.
+bool ClientState::remove_count(const std::shared_ptr<Hold>& hold, Mode mode) {
+  // The last count leaves `active` in the same step, so no other thread can join this
+  // hold from here on.
   const auto removed = hold->remove(mode);
-  if (removed == Hold::Removed::counts_left) return;
-
-  const auto& group = hold->grant.key.group;
+  if (removed == Hold::Removed::counts_left) return false;
   if (removed == Hold::Removed::nothing_to_release) {
     // Lost (or already released): the backend no longer holds it, nothing to send. Its
     // revoke watch ends with it: kept, its thread and backend watch would outlive it, and
@@ -329,8 +327,43 @@ void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool rep
     if (hold->state() != Hold::State::active) watchdog_.unwatch(hold.get());
     forget(*hold);
     unwatch_revokes(*hold);
+    return false;
+  }
+  return true;
+}
+
+void ClientState::release_async(const std::shared_ptr<ClientState>& self,
+                                const std::shared_ptr<Hold>& hold, Mode mode,
+                                Lease::ReleaseCallback done, Executor executor) {
+  // `self` rides along until the answer is told. A callback that throws has its
+  // exception dropped; an executor that refuses the work has it run on the spot.
+  auto tell = [self, done = std::move(done),
+               executor = executor ? std::move(executor) : completion_executor()](
+                  std::exception_ptr error) {
+    auto work = [done, error] {
+      try {
+        done(error);
+      } catch (...) {
+      }
+    };
+    try {
+      executor(work);
+    } catch (...) {
+      work();
+    }
+  };
+  if (!remove_count(hold, mode)) {
+    tell(nullptr);
     return;
   }
+  // As Lease::release(): a cacheable grant goes back too.
+  if (hold->caching.cacheable) metrics->add(hold->grant.key.group, core::Counter::cache_give_backs);
+  release_without_waiting(hold, std::move(tell));
+}
+
+void ClientState::release(const std::shared_ptr<Hold>& hold, Mode mode, bool report) {
+  if (!remove_count(hold, mode)) return;
+  const auto& group = hold->grant.key.group;
   // unlock() and a dropped Lease keep a cacheable grant; Lease::release() gives it back.
   if (hold->caching.cacheable) {
     if (!report && park(hold)) return;
@@ -420,7 +453,8 @@ void ClientState::on_revoke(const core::Revoke& revoke) {
   give_back(cache_.revoke(revoke.key.joined(), revoke.token));
 }
 
-void ClientState::release_without_waiting(const std::shared_ptr<Hold>& hold) {
+void ClientState::release_without_waiting(const std::shared_ptr<Hold>& hold,
+                                          std::function<void(std::exception_ptr)> then) {
   // Forgotten at once: the thread's next acquire of this lock takes a fresh grant.
   forget(*hold);
   {
@@ -428,8 +462,10 @@ void ClientState::release_without_waiting(const std::shared_ptr<Hold>& hold) {
     ++releasing_[hold->grant.key.joined()];
   }
   const auto released_at = Clock::now();
-  engine_->release_async(hold->grant, [this, hold, released_at](std::exception_ptr error) {
+  engine_->release_async(hold->grant, [this, hold, released_at, then = std::move(then)](
+                                         std::exception_ptr error) {
     released(hold, released_at, error);
+    if (then) then(error);
   });
 }
 

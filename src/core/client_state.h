@@ -94,6 +94,11 @@ class ClientState {
   // is restored and the Error rethrown. Without (unlock(), a Lease dropped) it sends the release
   // and returns; a release the backend does not confirm is retried in the background.
   void release(const std::shared_ptr<Hold>& hold, Mode mode, bool report);
+  // Lease::release_async: the release sent without waiting, `done` told on `executor`
+  // (the completion thread when empty) once the backend answered — its error too, after
+  // which the grant is released in the background. Throws not_owner as release does.
+  void release_async(const std::shared_ptr<ClientState>& self, const std::shared_ptr<Hold>& hold,
+                     Mode mode, Lease::ReleaseCallback done, Executor executor);
 
   // The calling thread's hold of `key`, or nullptr.
   std::shared_ptr<Hold> find(const core::LockKey& key) const;
@@ -123,9 +128,15 @@ class ClientState {
   std::shared_ptr<Hold> grant(core::AcquireRequest request);
   // A hold registered for the calling thread (holds_) and watched.
   void register_hold(const std::shared_ptr<Hold>& hold);
+  // Removes one count of `mode` from `hold`: true when the grant itself is to go now (the
+  // hold's last count, still held). Otherwise does what a count that is not the last, or
+  // one of a hold already lost, needs. Throws not_owner if there was no such count.
+  bool remove_count(const std::shared_ptr<Hold>& hold, Mode mode);
   // The last count of `hold` is gone: its release is sent without waiting (engine
-  // release_async), counted in releasing_ until the backend answers.
-  void release_without_waiting(const std::shared_ptr<Hold>& hold);
+  // release_async), counted in releasing_ until the backend answers; `then` (if any) is
+  // called with the answer after the client has taken note of it.
+  void release_without_waiting(const std::shared_ptr<Hold>& hold,
+                               std::function<void(std::exception_ptr)> then = {});
   // The backend answered the release of `hold`, sent at `released_at`.
   void released(const std::shared_ptr<Hold>& hold, Clock::time_point released_at,
                 const std::exception_ptr& error);

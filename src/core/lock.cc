@@ -102,6 +102,21 @@ void Lease::release() {
   client_.reset();
 }
 
+void Lease::release_async(ReleaseCallback done, Executor executor) {
+  if (!done) throw Error(Errc::invalid_argument, "an asynchronous release needs a callback");
+  if (!hold_) {  // nothing to release, and no Client to tell it on
+    if (executor) {
+      executor([done] { done(nullptr); });
+    } else {
+      done(nullptr);
+    }
+    return;
+  }
+  client_->release_async(client_, hold_, mode_, std::move(done), std::move(executor));
+  hold_.reset();
+  client_.reset();
+}
+
 // ---- Lock ----
 
 Lock::Lock(std::shared_ptr<detail::ClientState> client, std::string group, std::string name,

@@ -301,6 +301,26 @@ TEST(WardenBench, AsyncWaitersAreGrantedInOrderAndCancelledWithoutAThreadEach) {
             64);
 }
 
+TEST(WardenBench, AsyncCyclesCompareOneThreadWithThreadsAtEachCount) {
+  const auto o =
+      warden({"bench", "--url", "mem://", "--async-cycles", "--duration", "300ms", "--json"});
+  ASSERT_EQ(o.status, 0) << o.err << o.out;
+  const json j = json::parse(o.out);
+  EXPECT_EQ(j.at("check"), "async_cycles");
+  ASSERT_EQ(j.at("rows").size(), 3u);
+  int expected[] = {1, 64, 1024};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const json& row = j.at("rows")[i];
+    EXPECT_EQ(row.at("in_flight"), expected[i]);
+    EXPECT_GT(row.at("async_per_second").get<double>(), 0);
+    EXPECT_GT(row.at("blocking_per_second").get<double>(), 0);
+    EXPECT_EQ(row.at("async_failed"), 0);
+    EXPECT_EQ(row.at("blocking_failed"), 0);
+  }
+  // Only --duration goes with it.
+  EXPECT_EQ(warden({"bench", "--url", "mem://", "--async-cycles", "--clients", "2"}).status, 64);
+}
+
 TEST(WardenBench, PostgresBaselineRunsRawAdvisoryLocksInTheSameRun) {
   warden::testing::PostgresServer pg;
   const std::string url = pg.uri();

@@ -1,6 +1,8 @@
 // Conformance: asynchronous acquires (warden/async.h, docs/async.md) on every engine —
 // the outcome told exactly once off the caller's thread, and a wait that runs out or is
 // cancelled leaving nothing behind, as a blocking one's.
+#include <atomic>
+#include <future>
 #include <thread>
 
 #include "conformance/conformance_suite.h"
@@ -99,6 +101,45 @@ TEST_P(Conformance, AClientDroppedWithWaitsInFlightStillTellsEachWaitOnce) {
   EXPECT_TRUE(freed("x"));
   EXPECT_EQ(granted.calls(), 1);
   EXPECT_EQ(cancelled.calls(), 1);
+}
+
+// Lease::release_async: a count that is not the hold's last is told at once and leaves the
+// lock held; the last is told once the backend has confirmed it, so the lock is free
+// for anyone by then. Each is told once, off the caller's thread.
+TEST_P(Conformance, AnAsyncReleaseIsToldOnceTheBackendConfirmedIt) {
+  Client client = open_client();
+  Lock lock = client.lock(group(), "x", lock_options());
+  Lease outer = lock.acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(outer);
+  Lease inner = lock.acquire(Mode::exclusive, Wait::none());  // the same hold, counted twice
+  ASSERT_TRUE(inner);
+
+  struct Told {
+    std::promise<std::exception_ptr> error;
+    std::atomic<int> calls{0};
+    std::thread::id thread;
+    Lease::ReleaseCallback callback() {
+      return [this](std::exception_ptr e) {
+        thread = std::this_thread::get_id();
+        if (++calls == 1) error.set_value(e);
+      };
+    }
+  } first, last;
+  auto first_told = first.error.get_future();
+  inner.release_async(first.callback());
+  EXPECT_FALSE(inner.valid());
+  ASSERT_EQ(first_told.wait_for(kPatience), std::future_status::ready);
+  EXPECT_EQ(first_told.get(), nullptr);
+  EXPECT_FALSE(grantable("x")) << "a count that was not the last let the lock go";
+
+  auto last_told = last.error.get_future();
+  outer.release_async(last.callback());
+  EXPECT_FALSE(outer.valid());
+  ASSERT_EQ(last_told.wait_for(kPatience), std::future_status::ready);
+  EXPECT_EQ(last_told.get(), nullptr);
+  EXPECT_TRUE(grantable("x")) << "told released before the backend had let the lock go";
+  EXPECT_NE(last.thread, std::this_thread::get_id());
+  EXPECT_EQ(first.calls + last.calls, 2);
 }
 
 }  // namespace
