@@ -66,32 +66,45 @@ TEST_P(Conformance, AFrozenBackendHoldsNoCallPastItsBound) {
   ASSERT_TRUE(held);
   const Sequencer sequencer = held.sequencer();
 
-  const auto timed_from = Clock::now();
-  auto timed = ends([&] {
-    return timed_client.lock(group(), "x", lock).acquire(Mode::exclusive, Wait::up_to(kWait));
-  });
+  // The waits to be cancelled first, then the timed ones (blocking and asynchronous,
+  // warden/async.h, held to the same bounds), each pair queued on the backend (where it
+  // keeps a queue the test can read) before the next.
   std::stop_source stop;
   auto cancelled = ends([&] {
     return cancelled_client.lock(group(), "x", lock)
         .acquire(Mode::exclusive, Wait::forever(), stop.get_token());
   });
-  // The same two waits made asynchronously (warden/async.h), held to the same bounds.
   testing::AsyncOutcome timed_async, cancelled_async;
-  timed_client.lock(group(), "x", lock)
-      .acquire_async(Mode::exclusive, Wait::up_to(kWait), timed_async.callback());
   AcquireHandle async_wait = cancelled_client.lock(group(), "x", lock)
                                  .acquire_async(Mode::exclusive, Wait::forever(),
                                                 cancelled_async.callback());
-  // Every waiter queued on the backend (where it keeps a queue the test can read).
   EXPECT_TRUE(eventually([&] {
     const auto waiting = own->queued(group(), "x");
-    return !waiting || *waiting == 4;
-  })) << "the waiters did not queue";
+    return !waiting || *waiting == 2;
+  })) << "the waits to be cancelled did not queue";
+  const auto timed_from = Clock::now();
+  auto timed = ends([&] {
+    return timed_client.lock(group(), "x", lock).acquire(Mode::exclusive, Wait::up_to(kWait));
+  });
+  timed_client.lock(group(), "x", lock)
+      .acquire_async(Mode::exclusive, Wait::up_to(kWait), timed_async.callback());
+  // A timed wait may run out before the other has queued on a slow machine: its bound
+  // holds already then, and the freeze still finds the rest under way.
+  EXPECT_TRUE(eventually([&] {
+    const auto waiting = own->queued(group(), "x");
+    return !waiting || *waiting == 4 ||
+           timed.wait_for(0s) == std::future_status::ready || timed_async.calls() > 0;
+  })) << "the timed waits did not queue";
 
   if (!own->freeze()) {
     stop.request_stop();
     async_wait.cancel();
     held.release();
+    // Their callbacks write to these outcomes: told before the clause returns, and a
+    // Lease given back at once, so that the other timed waiter is not kept waiting.
+    EXPECT_TRUE(timed_async.wait_for(kPatience));
+    timed_async.take();
+    EXPECT_TRUE(cancelled_async.wait_for(kPatience));
     timed.wait();
     cancelled.wait();
     GTEST_SKIP() << GetParam().name << " has no process to freeze";
