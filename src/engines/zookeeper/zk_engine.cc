@@ -591,7 +591,9 @@ class ZkEngine final : public core::Engine, public SessionListener {
       }
       if (result.rc == ZNONODE) {
         const int rc = ensure_parents(session, nodes);
-        if (rc == ZOK) continue;
+        // ZNONODE: the server's container check removed the group node (found empty)
+        // between its create and the lock node's; they are made again.
+        if (rc == ZOK || rc == ZNONODE) continue;
         // A connection lost while the parents were made (a server just back from a
         // pause): once the session is connected again, they are made again.
         if (!is_connection_error(rc) ||
