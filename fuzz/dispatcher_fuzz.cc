@@ -23,13 +23,16 @@
 // After every step it checks what must always hold:
 //   - every reply is exactly one well-formed RESP value; errors carry a known code;
 //   - a wakeup goes only to a slot that is parked, and resolves it (never two per
-//     parked request); cancel_parked on a parked slot resolves it in the same step; a
+//     parked request), or to a waits connection (WAITS), tagged with one of its queued
+//     tags, which it resolves; a request there is answered nothing only when queued
+//     (an ACQUIRE ... TAG t) or when it had nothing to withdraw (WITHDRAW t); cancel_parked on a parked slot resolves it in the same step; a
 //     disconnected connection gets no wakeup;
 //   - grant replies carry tokens never seen before and a secret of 32 lower-case hex
 //     characters never seen before; a wakeup's waited_us is between 0 and the time
 //     since its request was read; an immediate grant waited 0;
 //   - RENEW and RELEASE answer :1 only with the secret of that token's grant;
-//   - the dispatcher's counts match: parked == the table's waiters == slots parked;
+//   - the dispatcher's counts match: parked == the table's waiters == slots parked plus
+//     tagged requests queued;
 //     connections == slots connected; the table's keys, holders and waiters equal the
 //     sums of inspect() over every key the input named; limits are never exceeded;
 //   - after advance(now), nothing is due at or before now.
@@ -161,7 +164,23 @@ struct Slot {
   ConnId id = 0;
   bool parked = false;
   Time parked_at{};
+  // A waits connection (WAITS): its tagged requests still queued, by tag, with when
+  // each was read. Such a slot is never parked.
+  bool waits = false;
+  std::map<std::string, Time> tagged;
 };
+
+// A tagged answer `[tag, inner]`: its tag and its inner value; false for anything else.
+bool untag(std::string_view reply, std::string& tag, std::string_view& inner) {
+  if (!reply.starts_with("*2\r\n$")) return false;
+  const auto len_end = reply.find("\r\n", 5);
+  if (len_end == std::string_view::npos) return false;
+  std::size_t len = 0;
+  for (std::size_t i = 5; i < len_end; ++i) len = len * 10 + static_cast<std::size_t>(reply[i] - '0');
+  tag = std::string(reply.substr(len_end + 2, len));
+  inner = reply.substr(len_end + 2 + len + 2);
+  return true;
+}
 
 class Run {
  public:
@@ -225,7 +244,7 @@ class Run {
     const ConnId id = ++next_id_;
     const std::size_t before = d_->stats().connections;
     if (d_->connect(id)) {
-      slots_[s] = Slot{true, id, false, {}};
+      slots_[s] = Slot{true, id, false, {}, false, {}};
     } else {
       WARDEN_FUZZ_CHECK(before >= limits_.max_connections);
       WARDEN_FUZZ_CHECK(d_->stats().connections == before);
@@ -238,8 +257,9 @@ class Run {
     if (!slot.connected) return;
     d_->cancel_parked(slot.id, now_);
     wakeups();
-    WARDEN_FUZZ_CHECK(
-        !slot.parked);  // resolved (nil, or the grant that came first) in this very step
+    // Resolved (nil, or the grant that came first) in this very step.
+    WARDEN_FUZZ_CHECK(!slot.parked);
+    WARDEN_FUZZ_CHECK(slot.tagged.empty());
   }
 
   // Executes the request at the front of the input on slot `s`; false at the end.
@@ -276,6 +296,11 @@ class Run {
     std::vector<std::string_view> views(args.begin(), args.end());
     std::string reply;
     const auto outcome = d_->execute(slot.id, views, now_, reply);
+    if (slot.waits && outcome != Dispatcher::Outcome::close) {
+      waits_reply(slot, upper_cmd, args, reply);
+      return true;
+    }
+    if (upper_cmd == "WAITS" && reply == "+OK\r\n") slot.waits = true;
     switch (outcome) {
       case Dispatcher::Outcome::parked:
         WARDEN_FUZZ_CHECK(reply.empty());
@@ -312,6 +337,25 @@ class Run {
         if (s.connected && s.id == w.conn) slot = &s;
       }
       WARDEN_FUZZ_CHECK(slot != nullptr);
+      if (slot->waits) {  // a tagged answer to one of its queued requests
+        std::string tag;
+        std::string_view inner;
+        WARDEN_FUZZ_CHECK(one_value(w.reply) && untag(w.reply, tag, inner));
+        const auto it = slot->tagged.find(tag);
+        WARDEN_FUZZ_CHECK(it != slot->tagged.end());
+        const auto since =
+            std::chrono::duration_cast<std::chrono::microseconds>(now_ - it->second).count();
+        slot->tagged.erase(it);
+        std::int64_t token = 0, waited = 0;
+        std::string secret;
+        if (parse_grant(inner, token, waited, secret)) {
+          remember(token, secret);
+          WARDEN_FUZZ_CHECK(waited >= 0 && waited <= since);
+        } else {
+          WARDEN_FUZZ_CHECK(inner == "$-1\r\n");
+        }
+        continue;
+      }
       // Pushes to a watcher (WATCH) or a revoke listener (REVOKES) answer no request.
       if (w.reply.starts_with("*2\r\n$7\r\nCHANGED\r\n") ||
           w.reply.starts_with("*3\r\n$6\r\nREVOKE\r\n")) {
@@ -341,12 +385,44 @@ class Run {
     owners_[std::to_string(token)] = secret;
   }
 
+  // A waits connection's reply to `cmd`: nothing (a queued ACQUIRE ... TAG t, or a
+  // WITHDRAW with nothing to withdraw), an untagged PONG, or one tagged answer.
+  void waits_reply(Slot& slot, const std::string& cmd, const std::vector<std::string>& args,
+                   const std::string& reply) {
+    const std::string tag = args.back();
+    if (reply.empty()) {
+      WARDEN_FUZZ_CHECK(cmd == "ACQUIRE" || cmd == "WITHDRAW");
+      if (cmd == "ACQUIRE") {
+        WARDEN_FUZZ_CHECK(!slot.tagged.contains(tag));
+        slot.tagged.emplace(tag, now_);
+      } else {
+        WARDEN_FUZZ_CHECK(!slot.tagged.contains(tag));  // else it would have withdrawn it
+      }
+      return;
+    }
+    WARDEN_FUZZ_CHECK(one_value(reply));
+    if (reply == "+PONG\r\n") return;
+    std::string answered;
+    std::string_view inner;
+    WARDEN_FUZZ_CHECK(untag(reply, answered, inner) && answered == tag);
+    if (cmd == "WITHDRAW") {
+      WARDEN_FUZZ_CHECK(inner == "$-1\r\n" && slot.tagged.erase(tag) == 1);
+      return;
+    }
+    std::int64_t token = 0, waited = 0;
+    std::string secret;
+    if (parse_grant(inner, token, waited, secret)) {
+      WARDEN_FUZZ_CHECK(waited == 0);
+      remember(token, secret);
+    }
+  }
+
   void check_counts() {
     const DispatcherStats s = d_->stats();
     std::size_t connected = 0, parked = 0;
     for (const auto& slot : slots_) {
       connected += slot.connected ? 1 : 0;
-      parked += slot.parked ? 1 : 0;
+      parked += (slot.parked ? 1 : 0) + slot.tagged.size();
     }
     WARDEN_FUZZ_CHECK(s.connections == connected);
     WARDEN_FUZZ_CHECK(s.connections <= limits_.max_connections);

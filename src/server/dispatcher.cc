@@ -274,13 +274,14 @@ Dispatcher::Outcome Dispatcher::execute(ConnId conn, std::span<const std::string
   Connection& c = cit->second;
   const std::string cmd = upper(args[0]);
   try {
+    // A waits connection answers everything but QUIT under a tag (dispatcher_waits.cc).
+    if (c.waits && cmd != "QUIT") return tagged(c, conn, cmd, args, now, reply);
     if (cmd == "AUTH") return auth(c, conn, args, reply);
     if (cmd == "QUIT") {
       resp::simple(reply, "OK");
       return Outcome::close;
     }
     if (!c.authenticated) throw Reject{"NOAUTH", "authentication required"};
-    if (c.waits) return tagged(c, conn, cmd, args, now, reply);
     authorize(c, cmd, args);
     if (c.watching && cmd != "PING") {
       throw Reject{"ERR", "a watching connection takes only PING and QUIT"};

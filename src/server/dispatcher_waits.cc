@@ -79,6 +79,8 @@ Dispatcher::Outcome Dispatcher::tagged(Connection& c, ConnId conn, const std::st
   std::string answer;
   Outcome outcome = Outcome::replied;
   try {
+    // A connection whose user was removed (authorize below) must authenticate again.
+    if (!c.authenticated) throw Reject{"NOAUTH", "authentication required"};
     if (c.tagged.contains(t)) {
       throw Reject{"INVALID", "tag '" + t + "' already names a waiting request here"};
     }
@@ -108,11 +110,18 @@ void Dispatcher::withdraw_all(Connection& c, ConnId conn, Time now, bool answer)
   for (const auto& entry : queued) {
     const table::RequestId id = entry.first;
     const std::string& tag = entry.second;
+    if (!answer) {
+      // The connection is going: forgotten first, so that a grant the table makes while
+      // applying the time up to the cancel (it may) is given back by collect().
+      parked_.erase(id);
+      c.tagged.erase(tag);
+      survive(now, [&] { table_.cancel(id, now); });
+      continue;
+    }
     survive(now, [&] {
       if (!table_.cancel(id, now)) return;
       parked_.erase(id);
       c.tagged.erase(tag);
-      if (!answer) return;
       Wakeup w{conn, {}};
       std::string nil;
       resp::nil(nil);

@@ -134,6 +134,7 @@ TEST_F(DispatcherWaitsTest, ARequestWithoutATagClosesTheConnection) {
       "(t: 1..64 bytes, last)\r\n";
   EXPECT_EQ(call(5, {"ACQUIRE", "g/a", "x", "60000"}, at(0), Outcome::close), refused);
   EXPECT_EQ(call(5, {"INSPECT", "g/a"}, at(0), Outcome::close), refused);
+  EXPECT_EQ(call(5, {"AUTH", "secret"}, at(0), Outcome::close), refused);
   EXPECT_EQ(call(5, {"ACQUIRE", "g/a", "x", "60000", "TAG", std::string(65, 't')}, at(0),
                  Outcome::close),
             refused);
@@ -151,6 +152,20 @@ TEST_F(DispatcherWaitsTest, ClosingTheConnectionDropsEveryWaitAndGrantsNothingTo
   call(1, {"RELEASE", "g/a", a.first, a.second}, at(20));
   EXPECT_TRUE(d_.table().inspect("g/a").holders.empty());
   EXPECT_TRUE(d_.take_wakeups().empty());
+}
+
+// The holder's lease runs out at 100 ms; nothing applies the time until the waiting
+// connection closes at 200 ms, and applying it grants that connection's wait then. The
+// grant nobody will read is given back, and nothing is told to the gone connection.
+TEST_F(DispatcherWaitsTest, AGrantMadeWhileItsConnectionClosesIsGivenBack) {
+  EXPECT_TRUE(call(1, {"ACQUIRE", "g/a", "x", "100"}).starts_with("*3\r\n:"));
+  EXPECT_EQ(call(5, {"ACQUIRE", "g/a", "x", "60000", "FOREVER", "TAG", "t"}), "");
+  d_.disconnect(5, at(200));
+  EXPECT_TRUE(d_.take_wakeups().empty());
+  const auto info = d_.table().inspect("g/a");
+  EXPECT_TRUE(info.holders.empty());
+  EXPECT_TRUE(info.waiters.empty());
+  EXPECT_EQ(d_.stats().parked, 0u);
 }
 
 TEST_F(DispatcherWaitsTest, AHalfCloseAnswersEveryWaitNil) {
