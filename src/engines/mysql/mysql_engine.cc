@@ -512,19 +512,27 @@ class MysqlEngine final : public core::Engine {
     const std::string what = "open the semaphore " + request.key.joined();
     // A refusal is returned, not thrown, so that the session goes back to the pool.
     const std::string refused = pool_.with([&](Connection& c) -> std::string {
-      auto sets = c.query(
-          "SELECT (SELECT capacity FROM warden_semaphores WHERE id = " + std::to_string(id) +
-              "), IS_USED_LOCK('" + name + "'), IS_USED_LOCK('" + name + "/t')",
-          deadline(), what);
-      if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 3) {
+      // Who uses the names is read first, and the stored N by a later statement (a
+      // snapshot of its own): N is written and committed before the turnstile is taken,
+      // so a turnstile seen in use has its N in that read. Read in one statement, a
+      // snapshot older than the turnstile could show no row for a semaphore being opened
+      // with this very N, which would be refused as another N in use.
+      auto sets = c.query("SELECT IS_USED_LOCK('" + name + "'), IS_USED_LOCK('" + name +
+                              "/t'); SELECT capacity FROM warden_semaphores WHERE id = " +
+                              std::to_string(id),
+                          deadline(), what);
+      if (sets.size() != 2 || sets[0].size() != 1 || sets[0][0].size() != 2 ||
+          sets[1].size() > 1 || (sets[1].size() == 1 && sets[1][0].size() != 1)) {
         throw Error(Errc::internal, "mysql: unexpected reply while opening a semaphore");
       }
-      const Row row = sets[0][0];
-      if (row[1]) return request.key.joined() + " is a lock held now, not a semaphore";
+      const Row users = sets[0][0];
+      if (users[0]) return request.key.joined() + " is a lock held now, not a semaphore";
       const std::uint32_t stored =
-          row[0] ? static_cast<std::uint32_t>(to_u64(row[0], "number of permits")) : 0;
+          sets[1].empty() || !sets[1][0][0]
+              ? 0
+              : static_cast<std::uint32_t>(to_u64(sets[1][0][0], "number of permits"));
       if (stored != request.capacity) {
-        bool in_use = static_cast<bool>(row[2]);
+        bool in_use = static_cast<bool>(users[1]);
         if (!in_use && stored > 0) {
           sets = c.query("SELECT COUNT(*) FROM seq_0_to_" + std::to_string(stored - 1) +
                              " WHERE IS_USED_LOCK(CONCAT('" + name + "/s', seq)) IS NOT NULL",

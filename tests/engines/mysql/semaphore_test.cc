@@ -8,12 +8,16 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
+#include <latch>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/engine.h"
 #include "core/uri.h"
@@ -35,9 +39,9 @@ std::unique_ptr<core::Engine> open_engine(const MariaDbServer& server) {
 }
 
 core::AcquireRequest permits(std::uint32_t k, std::uint32_t of, Clock::time_point deadline,
-                             std::stop_token stop = {}) {
+                             std::stop_token stop = {}, std::string name = "s") {
   core::AcquireRequest request;
-  request.key = core::LockKey{"g", "s"};
+  request.key = core::LockKey{"g", std::move(name)};
   request.mode = Mode::shared;
   request.options.ttl = 60s;
   request.options.fairness = Fairness::fifo;
@@ -236,6 +240,38 @@ TEST_F(MysqlSemaphore, AnotherNumberWhileInUseIsRefusedAndChangesNothing) {
       << "a semaphore of a held lock's name";
   EXPECT_EQ(slot_holders(5), "");
   a->release(plain->grant);
+}
+
+// Sessions opening one new semaphore with the same N at once all agree on it: none may
+// read the row as missing and the first opener's turnstile as another N in use.
+TEST_F(MysqlSemaphore, SessionsOpeningOneNewSemaphoreAtOnceAllTakeItsPermits) {
+  constexpr int kOpeners = 16;
+  constexpr int kSemaphores = 40;
+  std::vector<std::unique_ptr<core::Engine>> engines;
+  for (int i = 0; i < kOpeners; ++i) engines.push_back(open_engine(server_));
+  std::vector<std::string> failures;
+  std::mutex failures_mu;
+  for (int round = 0; round < kSemaphores; ++round) {
+    const std::string name = "opened-" + std::to_string(round);
+    std::latch start(kOpeners);
+    std::vector<std::thread> openers;
+    for (auto& engine : engines) {
+      openers.emplace_back([&, e = engine.get()] {
+        start.arrive_and_wait();
+        try {
+          const auto one = e->acquire(permits(1, 3, Clock::now() + kPatience, {}, name));
+          if (one) e->release(one->grant);
+          if (!one) throw Error(Errc::deadline_exceeded, "not granted within the patience");
+        } catch (const Error& error) {
+          std::lock_guard lock(failures_mu);
+          failures.push_back(name + ": " + error.what());
+        }
+      });
+    }
+    for (auto& opener : openers) opener.join();
+  }
+  EXPECT_TRUE(failures.empty()) << failures.size() << " opens failed, the first: "
+                                << (failures.empty() ? "" : failures.front());
 }
 
 TEST_F(MysqlSemaphore, ACancelledOrTimedOutWaitHoldsNothingOnTheServer) {
