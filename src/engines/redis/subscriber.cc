@@ -69,7 +69,10 @@ Subscriber::Watch::Woken Subscriber::Watch::wait_why(Clock::time_point until,
 
 Subscriber::Subscriber(resp_client::ConnectOptions options, const RetryPolicy& retry,
                        std::shared_ptr<const resp_client::TlsContext> tls)
-    : options_(std::move(options)), retry_(retry), tls_(std::move(tls)) {
+    : options_(std::move(options)),
+      retry_(retry),
+      tls_(std::move(tls)),
+      liveness_(kPingEvery, options_.timeout) {
   // Without an eventfd (descriptor limit) the thread notices orders within kReadSlice.
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
@@ -158,8 +161,7 @@ void Subscriber::run() {
       try {
         conn = resp_client::open_connection(options_, tls_);
         backoff.reset();
-        next_ping_ = Clock::now() + kPingEvery;
-        pong_due_.reset();
+        liveness_.reset();
       } catch (const Error&) {
         // Waiters poll meanwhile; orders are not lost: a fresh connection subscribes
         // to every channel watched at that time.
@@ -197,19 +199,12 @@ void Subscriber::exchange(Connection& conn, std::vector<Order> orders) {
     }
     conn.flush(Clock::now() + options_.timeout);
   }
+  // Only published messages come unasked: PING now and then tells a quiet connection
+  // from one dropped silently. In subscribed mode Redis answers ["pong", ""] (handle()).
   const auto now = Clock::now();
-  if (pong_due_ && now >= *pong_due_) {
-    throw Error(Errc::unavailable, "redis subscriber: no answer to PING within the timeout");
-  }
-  if (!pong_due_ && now >= next_ping_) {
-    // In subscribed mode Redis answers ["pong", ""] (handle() takes it).
-    const std::string_view ping[] = {"PING"};
-    conn.append(std::span<const std::string_view>(ping));
-    conn.flush(now + options_.timeout);
-    pong_due_ = now + options_.timeout;
-  }
-  auto reply =
-      conn.poll_reply(std::min(now + kReadSlice, pong_due_.value_or(next_ping_)), event_fd_);
+  const auto until = liveness_.check(conn, now, "redis subscriber");
+  conn.flush(now + options_.timeout);
+  auto reply = conn.poll_reply(std::min(now + kReadSlice, until), event_fd_);
   if (!reply) {
     sleep_for_notification(Clock::duration::zero());  // clears the notification
     return;
@@ -227,12 +222,9 @@ void Subscriber::lose_subscriptions() {
 void Subscriber::handle(const Reply& reply) {
   const bool pong =
       (reply.is_array() && reply.elements.size() == 2 && reply.elements[0].text == "pong") ||
-      (reply.type == Reply::Type::status && reply.text == "PONG");
-  if (pong) {
-    pong_due_.reset();
-    next_ping_ = Clock::now() + kPingEvery;
-    return;
-  }
+      resp_client::is_pong(reply);
+  liveness_.heard(Clock::now(), pong);
+  if (pong) return;
   if (!reply.is_array() || reply.elements.size() < 3) return;
   const std::string& kind = reply.elements[0].text;
   const std::string& channel = reply.elements[1].text;

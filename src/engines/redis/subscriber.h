@@ -42,6 +42,7 @@
 
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/connection.h"
+#include "engines/resp_client/liveness.h"
 #include "engines/resp_client/reply.h"
 #include "engines/resp_client/tls_context.h"
 #include "warden/options.h"
@@ -132,8 +133,7 @@ class Subscriber {
   std::vector<Order> orders_;
   bool stopping_ = false;
   // The thread's own: the liveness PING on the current connection (see exchange).
-  Clock::time_point next_ping_;
-  std::optional<Clock::time_point> pong_due_;
+  resp_client::Liveness liveness_;
   std::thread thread_;  // started by the first watch
 };
 

@@ -10,6 +10,7 @@
 #include "engines/resp_client/backoff.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/errors.h"
+#include "engines/resp_client/liveness.h"
 #include "engines/resp_client/stop_waker.h"
 #include "warden/error.h"
 
@@ -84,32 +85,18 @@ void RevokeListener::run(std::stop_token stop) {
 
 void RevokeListener::listen_until_broken(resp_client::Connection& conn, int wake_fd,
                                          const std::stop_token& stop) {
-  // The server never writes unasked except to revoke, so a connection dropped silently
-  // (a NAT or firewall that forgot it, a peer whose host vanished) would look like a quiet
-  // one for ever while the client serves its cache. A PING every kPingEvery, answered
-  // within op_timeout, tells the two apart: no PONG in time is a broken channel.
-  auto next_ping = Clock::now() + kPingEvery;
-  std::optional<Clock::time_point> pong_due;
+  // The server never writes unasked except to revoke: without a PING now and then, a
+  // connection dropped silently would look like a quiet one for ever while the client
+  // serves its cache.
+  resp_client::Liveness liveness(kPingEvery, op_timeout_);
+  const std::string what = "REVOKES on " + connector_->endpoint();
   while (!stop.stop_requested()) {
-    if (auto reply = conn.poll_reply(pong_due.value_or(next_ping), wake_fd)) {
-      if (reply->type == Reply::Type::status && reply->text == "PONG") {
-        pong_due.reset();
-        next_ping = Clock::now() + kPingEvery;
-      } else {
-        deliver(*reply);
-      }
-      continue;
-    }
-    const auto now = Clock::now();
-    if (pong_due && now >= *pong_due) {
-      throw Error(Errc::unavailable,
-                  "REVOKES on " + connector_->endpoint() + ": no answer to PING within op_timeout");
-    }
-    if (!pong_due && now >= next_ping) {
-      const std::string_view ping[] = {"PING"};
-      conn.append(std::span<const std::string_view>(ping));
-      conn.flush(now + op_timeout_);
-      pong_due = now + op_timeout_;
+    const auto until = liveness.check(conn, Clock::now(), what);
+    conn.flush(Clock::now() + op_timeout_);
+    if (auto reply = conn.poll_reply(until, wake_fd)) {
+      const bool pong = resp_client::is_pong(*reply);
+      liveness.heard(Clock::now(), pong);
+      if (!pong) deliver(*reply);
     }
   }
 }

@@ -67,7 +67,8 @@ WaitChannel::WaitChannel(std::shared_ptr<resp_client::Connector> connector,
       op_timeout_(op_timeout),
       retry_(retry),
       give_back_(std::move(give_back)),
-      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      liveness_(kWaitsPingEvery, op_timeout) {
   if (wake_fd_ < 0) {
     throw Error(Errc::resource_exhausted, "no descriptor left for warden://'s wait channel");
   }
@@ -194,25 +195,14 @@ void WaitChannel::turn() {
 
   // A connection with waits on it that stays quiet is asked for a PONG: none within
   // op_timeout means it was dropped silently (a partition, a host that vanished).
+  auto until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
   if (on_wire_ > 0 && conn_) {
-    if (pong_due_ && now >= *pong_due_) {
-      throw Error(Errc::unavailable,
-                  "warden:// waits on " + connector_->endpoint() + ": no answer to PING within " +
-                      std::to_string(op_timeout_.count()) + " ms");
-    }
-    if (!next_ping_) next_ping_ = now + kWaitsPingEvery;
-    if (!pong_due_ && now >= *next_ping_) {
-      const std::string_view ping[] = {"PING"};
-      conn_->append(std::span<const std::string_view>(ping));
-      pong_due_ = now + op_timeout_;
-    }
+    until = std::min(until,
+                     liveness_.check(*conn_, now, "warden:// waits on " + connector_->endpoint()));
   } else {
-    next_ping_.reset();
+    liveness_.reset();
   }
   if (conn_) conn_->flush(now + op_timeout_);
-
-  auto until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
-  if (on_wire_ > 0 && next_ping_) until = std::min(until, pong_due_.value_or(*next_ping_));
   if (!conn_) {
     pollfd fd{wake_fd_, POLLIN, 0};
     now = Clock::now();
@@ -226,8 +216,9 @@ void WaitChannel::turn() {
   }
   auto reply = conn_->poll_reply(until, wake_fd_);
   while (reply) {
-    next_ping_ = Clock::now() + kWaitsPingEvery;  // the connection carries replies
-    deliver(*reply);
+    const bool pong = resp_client::is_pong(*reply);
+    liveness_.heard(Clock::now(), pong);  // the connection carries replies
+    if (!pong) deliver(*reply);
     if (stopping() || !conn_) return;
     reply = conn_->poll_reply(Clock::now());
   }
@@ -243,8 +234,7 @@ void WaitChannel::open() {
   if (reply.type != Reply::Type::status || reply.text != "OK") {
     throw resp_client::unexpected_reply(reply, context);
   }
-  next_ping_.reset();
-  pong_due_.reset();
+  liveness_.reset();
 }
 
 void WaitChannel::send(Wait& w, Clock::time_point now) {
@@ -319,10 +309,6 @@ void WaitChannel::fire(Wait& w, Clock::time_point now) {
 }
 
 void WaitChannel::deliver(const Reply& reply) {
-  if (reply.type == Reply::Type::status && reply.text == "PONG") {
-    pong_due_.reset();
-    return;
-  }
   const std::string context = "WAITS on " + connector_->endpoint();
   if (reply.is_error()) throw resp_client::reply_error(reply, context);
   if (!reply.is_array() || reply.elements.size() != 2 ||
@@ -406,8 +392,7 @@ void WaitChannel::tell(Waits::iterator it, std::optional<core::Granted> granted,
 void WaitChannel::fail_all(const Error& why) {
   timers_.clear();
   on_wire_ = 0;
-  next_ping_.reset();
-  pong_due_.reset();
+  liveness_.reset();
   Waits all;
   all.swap(waits_);
   for (auto& [id, wait] : all) {

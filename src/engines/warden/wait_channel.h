@@ -35,6 +35,7 @@
 #include "core/engine.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/connector.h"
+#include "engines/resp_client/liveness.h"
 #include "engines/warden/protocol.h"
 
 namespace warden::engines::wardend {
@@ -107,8 +108,7 @@ class WaitChannel : public std::enable_shared_from_this<WaitChannel> {
   Waits waits_;
   std::size_t on_wire_ = 0;  // waits asked and not yet answered (abandoned ones too)
   std::set<std::pair<Clock::time_point, std::uint64_t>> timers_;
-  std::optional<Clock::time_point> next_ping_;
-  std::optional<Clock::time_point> pong_due_;
+  resp_client::Liveness liveness_;
 };
 
 }  // namespace warden::engines::wardend

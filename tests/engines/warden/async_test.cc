@@ -149,5 +149,36 @@ TEST(WardenAsync, WaitsOnAFrozenServerEndByTheirBoundsAndLeaveNothing) {
   })) << "a wait the freeze cut short was left on the server";
 }
 
+// A wait without a deadline on a server frozen while its connection stays open: nothing
+// bounds it but the channel's liveness PING (after 1 s of quiet, answered within
+// op_timeout), which ends it with `unavailable`; once thawed, nothing of it is left.
+TEST(WardenAsync, AWaitForeverOnAFrozenServerEndsUnavailableWhenItsPingGoesUnanswered) {
+  Wardend server;
+  const WardendProbe probe(server.port());
+  Client holder = Client::open(server.uri(), quick_options(500ms));
+  Client client = Client::open(server.uri(), quick_options(500ms));
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  AsyncOutcome forever;
+  client.lock("g", "x").acquire_async(Mode::exclusive, Wait::forever(), forever.callback());
+  ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 1; }));
+
+  server.process().signal(SIGSTOP);
+  EXPECT_TRUE(forever.wait_for(1s + 500ms + kPrompt))
+      << "a wait on a silent connection outlived a PING and its op_timeout";
+  server.process().signal(SIGCONT);
+  ASSERT_TRUE(forever.wait_for(kPatience));
+  ASSERT_NE(forever.error(), nullptr);
+  EXPECT_EQ(code_of(forever.error()), Errc::unavailable);
+  EXPECT_EQ(forever.calls(), 1);
+  // Thawed, the server finds the closed connection and drops its wait. (A release
+  // before that could grant the wait on a connection already closed: the ambiguous
+  // answer of any lease, held until its TTL.)
+  EXPECT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 0; }))
+      << "the wait the silent connection ended was left on the server";
+  held.release();
+  EXPECT_TRUE(eventually([&] { return probe.inspect("g/x").holder_tokens.empty(); }));
+}
+
 }  // namespace
 }  // namespace warden::testing
