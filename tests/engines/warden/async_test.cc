@@ -111,16 +111,23 @@ TEST(WardenAsync, WaitsOnAServerThatDiesAreToldUnavailable) {
   EXPECT_FALSE(again.granted());
 }
 
-// Frozen, the server answers nothing and keeps the connection open: a timed wait ends by
-// its deadline plus op_timeout (not granted, or an error), a cancelled one within
-// op_timeout of the cancel, and once thawed nothing of either is left.
-TEST(WardenAsync, WaitsOnAFrozenServerEndByTheirBoundsAndLeaveNothing) {
+// A wardend, g/x held by one Client, and another Client (op_timeout 500 ms) to wait on
+// it: the frozen-server cases.
+class WardenAsyncFrozen : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(held); }
+
   Wardend server;
-  const WardendProbe probe(server.port());
+  const WardendProbe probe{server.port()};
   Client holder = Client::open(server.uri(), quick_options(500ms));
   Client client = Client::open(server.uri(), quick_options(500ms));
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
+};
+
+// Frozen, the server answers nothing and keeps the connection open: a timed wait ends by
+// its deadline plus op_timeout (not granted, or an error), a cancelled one within
+// op_timeout of the cancel, and once thawed nothing of either is left.
+TEST_F(WardenAsyncFrozen, WaitsEndByTheirBoundsAndLeaveNothing) {
   AsyncOutcome cancelled, timed;
   Lock lock = client.lock("g", "x");
   AcquireHandle forever = lock.acquire_async(Mode::exclusive, Wait::forever(), cancelled.callback());
@@ -152,13 +159,7 @@ TEST(WardenAsync, WaitsOnAFrozenServerEndByTheirBoundsAndLeaveNothing) {
 // A wait without a deadline on a server frozen while its connection stays open: nothing
 // bounds it but the channel's liveness PING (after 1 s of quiet, answered within
 // op_timeout), which ends it with `unavailable`; once thawed, nothing of it is left.
-TEST(WardenAsync, AWaitForeverOnAFrozenServerEndsUnavailableWhenItsPingGoesUnanswered) {
-  Wardend server;
-  const WardendProbe probe(server.port());
-  Client holder = Client::open(server.uri(), quick_options(500ms));
-  Client client = Client::open(server.uri(), quick_options(500ms));
-  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
-  ASSERT_TRUE(held);
+TEST_F(WardenAsyncFrozen, AWaitForeverEndsUnavailableWhenItsPingGoesUnanswered) {
   AsyncOutcome forever;
   client.lock("g", "x").acquire_async(Mode::exclusive, Wait::forever(), forever.callback());
   ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == 1; }));
