@@ -41,8 +41,15 @@
 namespace warden {
 
 namespace detail {
-class AsyncAcquire;
-}
+// What an AcquireHandle ends: one asynchronous acquire under way (a lock's, a
+// semaphore's, a campaign's, a multi-lock's).
+class PendingAcquire {
+ public:
+  virtual ~PendingAcquire() = default;
+  virtual void cancel() = 0;
+  virtual bool started() const = 0;
+};
+}  // namespace detail
 
 // The outcome of one asynchronous acquire, called exactly once: (nullptr, a Lease) when
 // granted; (nullptr, an empty Lease) when the wait ran out or was cancelled, leaving no
@@ -68,10 +75,11 @@ class AcquireHandle {
  private:
   friend class Election;
   friend class Lock;
+  friend class MultiLock;
   friend class Semaphore;
   friend class AcquireAwaitable;
-  explicit AcquireHandle(std::shared_ptr<detail::AsyncAcquire> op) : op_(std::move(op)) {}
-  std::shared_ptr<detail::AsyncAcquire> op_;
+  explicit AcquireHandle(std::shared_ptr<detail::PendingAcquire> op) : op_(std::move(op)) {}
+  std::shared_ptr<detail::PendingAcquire> op_;
 };
 
 // What Lock::acquire_co (and Semaphore's) returns: `co_await` it once. It resumes the

@@ -22,16 +22,22 @@
 // backend grants all members in one step and the wait holds none of them; elsewhere, or
 // when the thread already holds a member, the core takes them one by one in the order
 // above. docs/primitives.md has the state table.
+//
+// acquire_async waits without a thread (warden/async.h): the members one by one in the
+// same order, each an asynchronous acquire, on every engine (docs/async.md, MultiLock).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "warden/async.h"
+#include "warden/executor.h"
 #include "warden/lease.h"
 #include "warden/options.h"
 #include "warden/types.h"
@@ -40,6 +46,7 @@ namespace warden {
 
 namespace detail {
 class ClientState;
+class MultiAcquire;
 }
 
 // One member of a multi-lock: the lock (group, name) in `mode`.
@@ -88,6 +95,7 @@ class MultiLease {
 
  private:
   friend class MultiLock;
+  friend class detail::MultiAcquire;
   struct LossWatch;  // the first member's loss, told once
   explicit MultiLease(std::vector<Lease> leases);
   void require_valid() const;
@@ -109,6 +117,16 @@ class MultiLock {
   // unavailable / deadline_exceeded, permission_denied), after releasing the members
   // taken by then.
   [[nodiscard]] MultiLease acquire(Wait wait = Wait::forever(), std::stop_token stop = {});
+
+  // The same acquire without blocking (warden/async.h): `done` is told exactly once, on
+  // the Client's completion thread or `executor`, with the members held, an empty
+  // MultiLease (the wait ran out or was cancelled: the members taken by then released),
+  // or the Error (the members taken by then released). The members are taken one by one
+  // in acquisition order, each an asynchronous acquire of its own (never counted on a
+  // thread's hold), even where the engine could take them in one step: the wait holds
+  // the members taken so far. Bad input (a mode the engine lacks) is thrown here.
+  using AcquireCallback = std::function<void(std::exception_ptr error, MultiLease lease)>;
+  AcquireHandle acquire_async(Wait wait, AcquireCallback done, Executor executor = {});
 
  private:
   friend class Client;

@@ -22,13 +22,13 @@ namespace warden::detail {
 class ClientState;
 class Hold;
 
-class AsyncAcquire : public std::enable_shared_from_this<AsyncAcquire> {
+class AsyncAcquire : public PendingAcquire, public std::enable_shared_from_this<AsyncAcquire> {
  public:
   AsyncAcquire(AcquireCallback callback, Executor executor);
 
   std::stop_token stop_token() const { return stop_.get_token(); }
-  void cancel();
-  bool started() const { return started_.load(); }
+  void cancel() override;
+  bool started() const override { return started_.load(); }
 
   // The outcome, from any thread: a grant (client, hold and mode: its Lease), or
   // none (timed out, cancelled), or the error. Hands it to the executor; a second call

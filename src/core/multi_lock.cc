@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/client_state.h"
+#include "core/multi_acquire.h"
+#include "core/names.h"
 #include "warden/error.h"
 
 namespace warden {
@@ -161,6 +163,17 @@ MultiLease MultiLock::acquire(Wait wait, std::stop_token stop) {
     throw;
   }
   return MultiLease(std::move(taken));
+}
+
+AcquireHandle MultiLock::acquire_async(Wait wait, AcquireCallback done, Executor executor) {
+  if (!done) throw Error(Errc::invalid_argument, "an asynchronous acquire needs a callback");
+  for (const LockSpec& member : members_) {
+    core::require_capabilities(client_->capabilities, member.mode, options_);
+  }
+  auto op = std::make_shared<detail::MultiAcquire>(client_, members_, options_, wait.deadline(),
+                                                   std::move(done), std::move(executor));
+  op->start();
+  return AcquireHandle(std::move(op));
 }
 
 MultiLease MultiLock::acquire_together(Clock::time_point deadline, std::stop_token stop) {

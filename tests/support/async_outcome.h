@@ -1,10 +1,12 @@
 // support/async_outcome.h — records what an asynchronous acquire's callback was given
-// (warden/async.h): how often it was called, on which thread, with which error and Lease.
+// (warden/async.h): how often it was called, on which thread, with which error and Lease
+// (or MultiLease, for MultiLock::acquire_async).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -15,11 +17,12 @@
 
 namespace warden::testing {
 
-class AsyncOutcome {
+template <class Result>
+class BasicAsyncOutcome {
  public:
   // The callback to hand to acquire_async; `this` must outlive its call.
-  AcquireCallback callback() {
-    return [this](std::exception_ptr error, Lease lease) {
+  std::function<void(std::exception_ptr, Result)> callback() {
+    return [this](std::exception_ptr error, Result lease) {
       std::lock_guard guard(mu_);
       ++calls_;
       thread_ = std::this_thread::get_id();
@@ -50,7 +53,7 @@ class AsyncOutcome {
     return lease_.valid();
   }
   // The Lease it was given (empty after the first take).
-  Lease take() {
+  Result take() {
     std::lock_guard guard(mu_);
     return std::move(lease_);
   }
@@ -61,7 +64,9 @@ class AsyncOutcome {
   int calls_ = 0;
   std::thread::id thread_;
   std::exception_ptr error_;
-  Lease lease_;
+  Result lease_;
 };
+
+using AsyncOutcome = BasicAsyncOutcome<Lease>;
 
 }  // namespace warden::testing

@@ -1,0 +1,129 @@
+#include "core/multi_acquire.h"
+
+#include <utility>
+
+#include "core/async_acquire.h"
+#include "core/client_state.h"
+
+namespace warden::detail {
+
+MultiAcquire::MultiAcquire(std::shared_ptr<ClientState> client, std::vector<LockSpec> members,
+                           LockOptions options, Clock::time_point deadline,
+                           MultiLock::AcquireCallback callback, Executor executor)
+    : client_(std::move(client)),
+      members_(std::move(members)),
+      options_(options),
+      deadline_(deadline),
+      callback_(std::move(callback)),
+      executor_(executor ? std::move(executor) : client_->completion_executor()) {}
+
+void MultiAcquire::start() { ask(0); }
+
+void MultiAcquire::cancel() {
+  std::shared_ptr<AsyncAcquire> current;
+  {
+    std::lock_guard guard(mu_);
+    if (started_.load()) return;
+    cancelled_ = true;
+    current = current_;
+  }
+  // Outside mu_: the member's outcome may be told right here.
+  if (current) current->cancel();
+}
+
+void MultiAcquire::ask(std::size_t member) {
+  const LockSpec& spec = members_[member];
+  std::shared_ptr<AsyncAcquire> op;
+  try {
+    op = client_->grant_async(
+        client_, core::AcquireRequest{core::LockKey{spec.group, spec.name}, spec.mode, options_,
+                                      deadline_, {}},
+        [self = shared_from_this(), member](std::exception_ptr error, Lease lease) {
+          self->told(member, error, std::move(lease));
+        },
+        {});
+  } catch (...) {
+    finish(std::current_exception(), false);
+    return;
+  }
+  bool cancelled = false;
+  {
+    std::lock_guard guard(mu_);
+    // This member may be granted, and the next asked for on the completion thread,
+    // before grant_async returns here: the later member is the one to cancel.
+    if (!finished_.load() && (!current_ || member >= current_member_)) {
+      current_ = op;
+      current_member_ = member;
+    }
+    cancelled = cancelled_;
+  }
+  // Cancelled while this member was being asked for: its outcome (empty) ends the wait.
+  if (cancelled) op->cancel();
+}
+
+void MultiAcquire::told(std::size_t member, std::exception_ptr error, Lease lease) {
+  if (error || !lease) {
+    finish(error, false);
+    return;
+  }
+  taken_.push_back(std::move(lease));
+  if (member + 1 == members_.size()) {
+    finish(nullptr, true);
+    return;
+  }
+  bool cancelled = false;
+  {
+    std::lock_guard guard(mu_);
+    cancelled = cancelled_;
+  }
+  if (cancelled) {
+    finish(nullptr, false);
+    return;
+  }
+  ask(member + 1);
+}
+
+void MultiAcquire::finish(std::exception_ptr error, bool granted) {
+  if (finished_.exchange(true)) return;
+  std::vector<Lease> taken;
+  taken.swap(taken_);
+  {
+    std::lock_guard guard(mu_);
+    current_.reset();
+  }
+  MultiLease lease;
+  if (granted) {
+    lease = MultiLease(std::move(taken));
+  } else {
+    while (!taken.empty()) taken.pop_back();  // released, the last taken first
+  }
+  // The executor's work must be copyable: the MultiLease travels in a shared slot.
+  auto slot = std::make_shared<MultiLease>(std::move(lease));
+  try {
+    executor_([self = shared_from_this(), slot, error] { self->run(error, std::move(*slot)); });
+  } catch (...) {
+    // An executor that refused the work: the outcome is still told once, here.
+    if (!started_.load()) run(error, std::move(*slot));
+  }
+}
+
+void MultiAcquire::run(std::exception_ptr error, MultiLease lease) {
+  bool cancelled = false;
+  {
+    std::lock_guard guard(mu_);
+    if (started_.exchange(true)) return;  // told already
+    cancelled = cancelled_;
+  }
+  if (cancelled) {
+    lease = MultiLease();  // released: a cancelled wait leaves nothing behind
+    error = nullptr;
+  }
+  auto callback = std::move(callback_);
+  try {
+    callback(error, std::move(lease));
+  } catch (...) {
+    // Nobody to report to (warden/async.h); its MultiLease went with it.
+  }
+}
+
+}  // namespace warden::detail
