@@ -30,6 +30,7 @@
 #include "warden/async.h"
 #include "warden/lease.h"
 #include "warden/lock.h"
+#include "warden/multi_lock.h"
 #include "warden/semaphore.h"
 #include "warden/types.h"
 
@@ -37,18 +38,19 @@ namespace warden {
 
 namespace asio_detail {
 
-// Starts one acquire through `start` (a Lock's or a Semaphore's acquire_async) for an
-// asio handler: its outcome is dispatched to the handler's executor, and the handler's
-// cancellation slot cancels it.
-template <class Handler, class Start>
+// Starts one acquire through `start` (a Lock's, a Semaphore's or a MultiLock's
+// acquire_async, whose outcome is a Result: Lease or MultiLease) for an asio handler: its
+// outcome is dispatched to the handler's executor, and the handler's cancellation slot
+// cancels it.
+template <class Result, class Handler, class Start>
 void initiate(Handler handler, Start start) {
   auto slot = asio::get_associated_cancellation_slot(handler);
   auto work = asio::make_work_guard(asio::get_associated_executor(handler));
-  // AcquireCallback is a std::function, which copies: the handler (often move-only)
+  // The callback is a std::function, which copies: the handler (often move-only)
   // waits in a shared slot for the one call.
   auto waiting = std::make_shared<std::pair<Handler, decltype(work)>>(std::move(handler),
                                                                      std::move(work));
-  AcquireHandle handle = start([waiting](std::exception_ptr error, Lease lease) {
+  AcquireHandle handle = start([waiting](std::exception_ptr error, Result lease) {
     auto executor = waiting->second.get_executor();
     asio::dispatch(executor, [waiting, error, lease = std::move(lease)]() mutable {
       Handler done = std::move(waiting->first);
@@ -70,7 +72,7 @@ template <class CompletionToken>
 auto async_acquire(Lock lock, Mode mode, Wait wait, CompletionToken&& token) {
   return asio::async_initiate<CompletionToken, void(std::exception_ptr, Lease)>(
       [lock = std::move(lock), mode, wait](auto handler) mutable {
-        asio_detail::initiate(std::move(handler), [&](AcquireCallback done) {
+        asio_detail::initiate<Lease>(std::move(handler), [&](AcquireCallback done) {
           return lock.acquire_async(mode, wait, std::move(done));
         });
       },
@@ -82,9 +84,24 @@ template <class CompletionToken>
 auto async_acquire(Semaphore semaphore, std::uint32_t n, Wait wait, CompletionToken&& token) {
   return asio::async_initiate<CompletionToken, void(std::exception_ptr, Lease)>(
       [semaphore = std::move(semaphore), n, wait](auto handler) mutable {
-        asio_detail::initiate(std::move(handler), [&](AcquireCallback done) {
+        asio_detail::initiate<Lease>(std::move(handler), [&](AcquireCallback done) {
           return semaphore.acquire_async(n, wait, std::move(done));
         });
+      },
+      token);
+}
+
+// MultiLock::acquire_async with an asio completion token; completes with
+// (std::exception_ptr, MultiLease): every member held, none (timed out or cancelled: the
+// members taken by then released), or the warden::Error.
+template <class CompletionToken>
+auto async_acquire(MultiLock multi, Wait wait, CompletionToken&& token) {
+  return asio::async_initiate<CompletionToken, void(std::exception_ptr, MultiLease)>(
+      [multi = std::move(multi), wait](auto handler) mutable {
+        asio_detail::initiate<MultiLease>(std::move(handler),
+                                          [&](MultiLock::AcquireCallback done) {
+                                            return multi.acquire_async(wait, std::move(done));
+                                          });
       },
       token);
 }

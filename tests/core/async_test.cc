@@ -24,6 +24,7 @@
 #include "support/async_outcome.h"
 #include "support/waiting.h"
 #include "warden/asio.h"
+#include "warden/multi_lock.h"
 #include "warden/async.h"
 #include "warden/client.h"
 #include "warden/error.h"
@@ -301,6 +302,47 @@ TEST(Async, AsioCompletesOnTheTokensExecutorAndItsCancellationEndsTheWait) {
   EXPECT_TRUE(told);
   EXPECT_FALSE(granted);
   EXPECT_EQ(waiters(holder, "y"), 0u);
+}
+
+// A MultiLock through asio: every member, told on the token's executor; cancelled by the
+// token's slot while it waits for its second member, the first is released again.
+TEST(Async, AsioTakesAMultiLockAndItsCancellationReleasesTheMembersTaken) {
+  Client holder = Client::open(uri());
+  Client client = Client::open(uri());
+  asio::io_context io;
+  std::size_t members = 0;
+  std::thread::id told_on;
+  async_acquire(client.multi({{"g", "a"}, {"g", "b"}}), Wait::none(),
+                asio::bind_executor(io, [&](std::exception_ptr, MultiLease both) {
+                  members = both.leases().size();
+                  told_on = std::this_thread::get_id();
+                }));
+  io.run();
+  EXPECT_EQ(members, 2u);
+  EXPECT_EQ(told_on, std::this_thread::get_id());
+
+  Lease held = holder.lock("g", "b").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  io.restart();
+  asio::cancellation_signal cancel;
+  bool told = false;
+  bool granted = true;
+  async_acquire(client.multi({{"g", "a"}, {"g", "b"}}), Wait::forever(),
+                asio::bind_executor(io, asio::bind_cancellation_slot(
+                                            cancel.slot(), [&](std::exception_ptr, MultiLease both) {
+                                              told = true;
+                                              granted = both.valid();
+                                            })));
+  ASSERT_TRUE(eventually([&] { return waiters(holder, "b") == 1; }, kPatience));
+  cancel.emit(asio::cancellation_type::terminal);
+  io.run();
+  EXPECT_TRUE(told);
+  EXPECT_FALSE(granted);
+  EXPECT_EQ(waiters(holder, "b"), 0u);
+  EXPECT_TRUE(eventually(
+      [&] { return holder.lock("g", "a").acquire(Mode::exclusive, Wait::none()).valid(); },
+      kPatience))
+      << "the member taken before the cancel was not released";
 }
 
 }  // namespace
