@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher_test_support.h"
 #include "server/dispatcher.h"
 #include "server/password_hash.h"
 #include "server/users_file.h"
@@ -24,11 +25,6 @@ using std::chrono::milliseconds;
 using Outcome = Dispatcher::Outcome;
 using Wakeups = std::vector<std::pair<ConnId, std::string>>;
 
-Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + milliseconds(ms); }
-
-const std::string kNil = "$-1\r\n";
-const std::string kOne = ":1\r\n";
-const std::string kOk = "+OK\r\n";
 const std::string kListening = "-ERR a listening connection takes only PING and QUIT\r\n";
 const std::string kNotALock = "-INVALID a cached grant is a lock's (not with PERMITS or VALUE)\r\n";
 

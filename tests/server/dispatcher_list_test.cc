@@ -7,18 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "dispatcher_test_support.h"
 #include "server/dispatcher.h"
 
 namespace warden::server {
 namespace {
 
 using std::chrono::milliseconds;
-
-Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + milliseconds(ms); }
-
-std::string bulk(std::string_view s) {
-  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
 
 // LIST's reply, built from its parts: [next_cursor, [[name, holders, waiters]...]].
 struct Row {

@@ -10,14 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "dispatcher_test_support.h"
 #include "server/dispatcher.h"
 
 namespace warden::server {
 namespace {
 
 using std::chrono::milliseconds;
-
-Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + milliseconds(ms); }
 
 DispatcherConfig config() { return DispatcherConfig{Limits{}, "", "9.9.9", Time{}}; }
 
@@ -54,8 +53,6 @@ struct Restarted {
         dispatcher.restore(decode_table_snapshot(encode_table_snapshot(snapshot), "t"), at(0));
   }
 };
-
-const std::string kNil = "$-1\r\n";
 
 TEST(DispatcherRestartTest, DroppingWaitersGrantsNothingAndAnswersNobody) {
   Dispatcher d(config(), nullptr, nullptr);
@@ -139,9 +136,9 @@ TEST(DispatcherRestartTest, SemaphoreKeepsItsPermitsAndItsNumberAcrossARestart) 
   EXPECT_TRUE(call(after, 7, {"ACQUIRE", "g/sem", "s", "5000", "PERMITS", "1", "4"}, at(10))
                   .starts_with("-INVALID"))
       << "the restored semaphore keeps its number of permits";
-  EXPECT_FALSE(granted(call(after, 7, {"ACQUIRE", "g/sem", "s", "5000", "PERMITS", "1", "3"},
-                            at(10)))
-                   .token.empty());
+  EXPECT_FALSE(
+      granted(call(after, 7, {"ACQUIRE", "g/sem", "s", "5000", "PERMITS", "1", "3"}, at(10)))
+          .token.empty());
   EXPECT_EQ(call(after, 7, {"RELEASE", "g/sem", a.token, a.secret}, at(20)), ":1\r\n");
 }
 
@@ -161,8 +158,8 @@ TEST(DispatcherRestartTest, ALeaderKeepsItsValueAcrossARestart) {
   Dispatcher& after = restarted.dispatcher;
   EXPECT_EQ(restarted.restored, 1u);
   ASSERT_TRUE(after.connect(7));
-  EXPECT_TRUE(call(after, 7, {"INSPECT", "g/leader"}, at(10)).ends_with(
-      "$6\r\nvalues\r\n*1\r\n$11\r\nnode-a:8080\r\n"))
+  EXPECT_TRUE(call(after, 7, {"INSPECT", "g/leader"}, at(10))
+                  .ends_with("$6\r\nvalues\r\n*1\r\n$11\r\nnode-a:8080\r\n"))
       << "the restored leader lost its value";
   EXPECT_EQ(call(after, 7, {"PROCLAIM", "g/leader", a.token, a.secret, "node-a:9090"}, at(20)),
             ":1\r\n")

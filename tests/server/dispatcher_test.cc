@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher_test_support.h"
 #include "support/info_fields.h"
 #include "warden/election.h"
 #include "warden/error.h"
@@ -23,9 +24,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using Outcome = Dispatcher::Outcome;
-
-// Milliseconds after an arbitrary origin, far from the clock's epoch.
-Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + milliseconds(ms); }
 
 // Stands for the owner secret in replies and requests: the Harness takes each grant's
 // secret out of its reply (after checking its form) and puts it back into RENEW and
@@ -44,11 +42,6 @@ std::string set_grant(std::initializer_list<std::uint64_t> tokens, std::int64_t 
   for (const std::uint64_t token : tokens) out += grant(token, waited_us);
   return out;
 }
-
-const std::string kNil = "$-1\r\n";
-const std::string kOne = ":1\r\n";
-const std::string kZero = ":0\r\n";
-const std::string kOk = "+OK\r\n";
 
 // The token in a grant reply ("*3\r\n:<token>\r\n..."); 0 if it is none.
 std::uint64_t token_of(const std::string& reply) {
@@ -70,9 +63,6 @@ struct WaiterRow {
   std::string mode;
   std::int64_t ms_to_deadline;  // -1: none
 };
-std::string bulk(std::string_view s) {
-  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
 std::string integer(std::int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
 std::string inspect_reply(const std::vector<HolderRow>& holders,
                           const std::vector<WaiterRow>& waiters, std::int64_t delayed_ms = 0) {

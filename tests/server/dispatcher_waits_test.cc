@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher_test_support.h"
 #include "server/dispatcher.h"
 
 namespace warden::server {
@@ -18,11 +19,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using Outcome = Dispatcher::Outcome;
-
-Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + milliseconds(ms); }
-
-const std::string kNil = "$-1\r\n";
-const std::string kOk = "+OK\r\n";
 
 // [tag, inner] as the server writes it.
 std::string tagged(std::string_view tag, std::string_view inner) {
@@ -70,9 +66,7 @@ class DispatcherWaitsTest : public ::testing::Test {
     }
     return out;
   }
-  std::size_t waiters(const std::string& key) {
-    return d_.table().inspect(key).waiters.size();
-  }
+  std::size_t waiters(const std::string& key) { return d_.table().inspect(key).waiters.size(); }
 
   Dispatcher d_;
 };
@@ -135,9 +129,9 @@ TEST_F(DispatcherWaitsTest, ARequestWithoutATagClosesTheConnection) {
   EXPECT_EQ(call(5, {"ACQUIRE", "g/a", "x", "60000"}, at(0), Outcome::close), refused);
   EXPECT_EQ(call(5, {"INSPECT", "g/a"}, at(0), Outcome::close), refused);
   EXPECT_EQ(call(5, {"AUTH", "secret"}, at(0), Outcome::close), refused);
-  EXPECT_EQ(call(5, {"ACQUIRE", "g/a", "x", "60000", "TAG", std::string(65, 't')}, at(0),
-                 Outcome::close),
-            refused);
+  EXPECT_EQ(
+      call(5, {"ACQUIRE", "g/a", "x", "60000", "TAG", std::string(65, 't')}, at(0), Outcome::close),
+      refused);
   EXPECT_EQ(d_.table().stats().keys, 0u) << "nothing was asked";
 }
 

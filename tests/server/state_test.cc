@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatcher_test_support.h"
 #include "server/durable_tokens.h"
 #include "server/state_file.h"
 #include "warden/error.h"
@@ -31,9 +32,6 @@ using std::chrono::milliseconds;
 using table::Time;
 
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
-
-// Milliseconds after an arbitrary origin on the table's clock.
-Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + milliseconds(ms); }
 
 // A fresh directory under the system temp dir, removed with everything in it.
 class TempDir {

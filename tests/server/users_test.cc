@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dispatcher_test_support.h"
 #include "server/dispatcher.h"
 #include "server/password_hash.h"
 #include "server/users_file.h"
@@ -21,9 +22,6 @@ namespace {
 
 using Outcome = Dispatcher::Outcome;
 
-Time at(std::int64_t ms) { return Time{} + std::chrono::hours(1) + std::chrono::milliseconds(ms); }
-
-const std::string kOk = "+OK\r\n";
 const std::string kWrong = "-WRONGPASS invalid user name or password\r\n";
 
 std::shared_ptr<const UserTable> users(const std::vector<std::string>& lines) {
