@@ -7,12 +7,11 @@
 // (if one raced the cancellation) dropped and so released, as a timed-out wait's.
 #pragma once
 
-#include <atomic>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 
+#include "core/told_once.h"
 #include "warden/async.h"
 #include "warden/lease.h"
 #include "warden/types.h"
@@ -22,13 +21,14 @@ namespace warden::detail {
 class ClientState;
 class Hold;
 
-class AsyncAcquire : public PendingAcquire, public std::enable_shared_from_this<AsyncAcquire> {
+class AsyncAcquire : public PendingAcquire {
  public:
-  AsyncAcquire(AcquireCallback callback, Executor executor);
+  AsyncAcquire(AcquireCallback callback, Executor executor)
+      : outcome_(std::move(callback), std::move(executor)) {}
 
   std::stop_token stop_token() const { return stop_.get_token(); }
   void cancel() override;
-  bool started() const override { return started_.load(); }
+  bool started() const override { return outcome_.started(); }
 
   // The outcome, from any thread: a grant (client, hold and mode: its Lease), or
   // none (timed out, cancelled), or the error. Hands it to the executor; a second call
@@ -37,15 +37,8 @@ class AsyncAcquire : public PendingAcquire, public std::enable_shared_from_this<
               std::shared_ptr<Hold> hold = {}, Mode mode = Mode::exclusive);
 
  private:
-  void run(std::exception_ptr error, Lease lease);
-
   std::stop_source stop_;
-  AcquireCallback callback_;
-  const Executor executor_;
-  std::mutex mu_;
-  bool cancelled_ = false;  // guarded by mu_
-  std::atomic<bool> finished_{false};
-  std::atomic<bool> started_{false};
+  ToldOnce<Lease> outcome_;
 };
 
 }  // namespace warden::detail

@@ -14,16 +14,16 @@ MultiAcquire::MultiAcquire(std::shared_ptr<ClientState> client, std::vector<Lock
       members_(std::move(members)),
       options_(options),
       deadline_(deadline),
-      callback_(std::move(callback)),
-      executor_(executor ? std::move(executor) : client_->completion_executor()) {}
+      outcome_(std::move(callback),
+               executor ? std::move(executor) : client_->completion_executor()) {}
 
 void MultiAcquire::start() { ask(0); }
 
 void MultiAcquire::cancel() {
+  if (!outcome_.cancel()) return;  // the callback has started
   std::shared_ptr<AsyncAcquire> current;
   {
     std::lock_guard guard(mu_);
-    if (started_.load()) return;
     cancelled_ = true;
     current = current_;
   }
@@ -97,33 +97,7 @@ void MultiAcquire::finish(std::exception_ptr error, bool granted) {
   } else {
     while (!taken.empty()) taken.pop_back();  // released, the last taken first
   }
-  // The executor's work must be copyable: the MultiLease travels in a shared slot.
-  auto slot = std::make_shared<MultiLease>(std::move(lease));
-  try {
-    executor_([self = shared_from_this(), slot, error] { self->run(error, std::move(*slot)); });
-  } catch (...) {
-    // An executor that refused the work: the outcome is still told once, here.
-    if (!started_.load()) run(error, std::move(*slot));
-  }
-}
-
-void MultiAcquire::run(std::exception_ptr error, MultiLease lease) {
-  bool cancelled = false;
-  {
-    std::lock_guard guard(mu_);
-    if (started_.exchange(true)) return;  // told already
-    cancelled = cancelled_;
-  }
-  if (cancelled) {
-    lease = MultiLease();  // released: a cancelled wait leaves nothing behind
-    error = nullptr;
-  }
-  auto callback = std::move(callback_);
-  try {
-    callback(error, std::move(lease));
-  } catch (...) {
-    // Nobody to report to (warden/async.h); its MultiLease went with it.
-  }
+  outcome_.tell(error, std::move(lease));
 }
 
 }  // namespace warden::detail

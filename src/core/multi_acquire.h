@@ -16,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/told_once.h"
 #include "warden/async.h"
 #include "warden/multi_lock.h"
 
@@ -33,21 +34,19 @@ class MultiAcquire : public PendingAcquire, public std::enable_shared_from_this<
   // Asks for the first member.
   void start();
   void cancel() override;
-  bool started() const override { return started_.load(); }
+  bool started() const override { return outcome_.started(); }
 
  private:
   void ask(std::size_t member);
   void told(std::size_t member, std::exception_ptr error, Lease lease);
   // The outcome, once: every member held (granted) or none (the taken ones released).
   void finish(std::exception_ptr error, bool granted);
-  void run(std::exception_ptr error, MultiLease lease);
 
   const std::shared_ptr<ClientState> client_;
   const std::vector<LockSpec> members_;
   const LockOptions options_;
   const Clock::time_point deadline_;
-  MultiLock::AcquireCallback callback_;
-  const Executor executor_;
+  ToldOnce<MultiLease> outcome_;
 
   std::mutex mu_;
   bool cancelled_ = false;                // guarded by mu_
@@ -55,7 +54,6 @@ class MultiAcquire : public PendingAcquire, public std::enable_shared_from_this<
   std::size_t current_member_ = 0;         // guarded by mu_: current_'s index
   std::vector<Lease> taken_;  // the members' outcomes arrive one at a time: no lock
   std::atomic<bool> finished_{false};
-  std::atomic<bool> started_{false};
 };
 
 }  // namespace warden::detail
