@@ -7,9 +7,11 @@
 #include <stop_token>
 #include <thread>
 
+#include "support/async_outcome.h"
 #include "support/observed_leaders.h"
 #include "support/server_process.h"
 #include "support/waiting.h"
+#include "warden/async.h"
 #include "warden/client.h"
 #include "warden/election.h"
 #include "warden/lease.h"
@@ -17,6 +19,8 @@
 
 namespace warden::testing {
 namespace {
+
+constexpr Clock::duration kPatience = 30s;  // for what must happen, on a loaded machine
 
 // Restarts `server` after a kill -9; returns a time no later than its new start.
 Clock::time_point crash_and_restart(Wardend& server) {
@@ -94,6 +98,47 @@ TEST(WardenRestart, DuringTheEmbargoATryIsNotGrantedAndAWaitRetriesUntilGrantedO
   Lease lease = lock.acquire(Mode::exclusive, Wait::up_to(5s));
   ASSERT_TRUE(lease);
   EXPECT_GE(Clock::now(), restarted + options.ttl - 25ms);
+}
+
+// The same on the wait channel (wardend protocol 8): a wait answered STARTING is asked
+// again after a pause, a cancel between two asks ends it at once, and a wait is granted
+// once the embargo is over, a short one told it ran out first.
+TEST(WardenRestart, DuringTheEmbargoAnAsyncWaitIsAskedAgainUntilGrantedOrEnded) {
+  Wardend server;
+  Client client = Client::open(server.uri(), quick_options());
+  LockOptions options;
+  options.ttl = 1500ms;
+  Lock lock = client.lock("g", "x", options);
+  {
+    AsyncOutcome first;  // opens the wait channel before the crash
+    lock.acquire_async(Mode::exclusive, Wait::none(), first.callback());
+    ASSERT_TRUE(first.wait_for(kPatience));
+    Lease lease = first.take();
+    ASSERT_TRUE(lease);
+    lease.release();
+  }
+  const auto restarted = crash_and_restart(server);
+
+  AsyncOutcome short_wait, cancelled, long_wait;
+  lock.acquire_async(Mode::exclusive, Wait::up_to(300ms), short_wait.callback());
+  AcquireHandle to_cancel =
+      lock.acquire_async(Mode::exclusive, Wait::forever(), cancelled.callback());
+  lock.acquire_async(Mode::exclusive, Wait::up_to(kPatience), long_wait.callback());
+  ASSERT_TRUE(short_wait.wait_for(kPatience));
+  EXPECT_EQ(short_wait.error(), nullptr);
+  EXPECT_FALSE(short_wait.granted());
+  EXPECT_FALSE(cancelled.wait_for(100ms)) << "a wait without deadline ended by itself";
+  to_cancel.cancel();
+  ASSERT_TRUE(cancelled.wait_for(kPrompt));
+  EXPECT_EQ(cancelled.error(), nullptr);
+  EXPECT_FALSE(cancelled.granted());
+
+  ASSERT_TRUE(long_wait.wait_for(kPatience));
+  EXPECT_EQ(long_wait.error(), nullptr);
+  Lease lease = long_wait.take();
+  ASSERT_TRUE(lease) << "no grant after the restart embargo";
+  EXPECT_GE(Clock::now(), restarted + options.ttl - 25ms) << "granted during the embargo";
+  EXPECT_EQ(short_wait.calls() + cancelled.calls() + long_wait.calls(), 3);
 }
 
 // An observer whose WATCH connection died with the server polls for one `poll` and then
