@@ -17,7 +17,14 @@
 #include <vector>
 
 #include "server/password_hash.h"
+#include "support/async_outcome.h"
 #include "support/server_process.h"
+#include "support/waiting.h"
+#include "warden/async.h"
+#include "warden/client.h"
+#include "warden/error.h"
+#include "warden/lease.h"
+#include "warden/lock.h"
 
 namespace warden::testing {
 namespace {
@@ -162,6 +169,49 @@ TEST_F(WardendUsersTest, SighupReloadChangesRightsAndABadFileKeepsTheOldOnes) {
   EXPECT_EQ(log.find("$argon2id$"), std::string::npos) << "a hash reached the log";
   EXPECT_TRUE(billing({"ACQUIRE", "billing/k", "x", "30000"}).starts_with("-NOPERM"));
   EXPECT_EQ(billing({"PING"}), "+PONG");
+}
+
+// A warden Client whose user is removed by a reload is refused (permission_denied), on
+// its pooled connections and on its wait channel alike; once a reload adds the user back,
+// the same Client works again: the connections the server stopped taking as
+// authenticated are not reused, and new ones authenticate again.
+TEST_F(WardendUsersTest, AClientWorksAgainOnceItsRemovedUserIsAddedBack) {
+  Wardend server({"--users", file_.string()});
+  Client client = Client::open("warden://billing:b-pass@127.0.0.1:" + std::to_string(server.port()),
+                               quick_options());
+  Lock lock = client.lock("billing", "k");
+  const auto try_blocking = [&]() -> std::string {
+    try {
+      Lease lease = lock.acquire(Mode::exclusive, Wait::none());
+      return lease ? "granted" : "busy";
+    } catch (const Error& e) {
+      return e.code() == Errc::permission_denied ? "refused" : e.what();
+    }
+  };
+  const auto try_async = [&]() -> std::string {
+    AsyncOutcome outcome;
+    lock.acquire_async(Mode::exclusive, Wait::none(), outcome.callback());
+    if (!outcome.wait_for(30s)) return "untold";
+    if (outcome.error() == nullptr) return outcome.take() ? "granted" : "busy";
+    try {
+      std::rethrow_exception(outcome.error());
+    } catch (const Error& e) {
+      return e.code() == Errc::permission_denied ? "refused" : e.what();
+    }
+  };
+  ASSERT_EQ(try_blocking(), "granted");
+  ASSERT_EQ(try_async(), "granted");
+
+  write_file(file_, users_text({{"auditor", "a-pass", "*", "inspect"}}));
+  ASSERT_TRUE(reload(server, "reloaded 1 user(s)")) << server.process().log_text();
+  EXPECT_EQ(try_blocking(), "refused");
+  EXPECT_EQ(try_async(), "refused");
+
+  write_file(file_, users_text({{"billing", "b-pass", "billing", "lock"},
+                                {"auditor", "a-pass", "*", "inspect"}}));
+  ASSERT_TRUE(reload(server, "reloaded 2 user(s)")) << server.process().log_text();
+  EXPECT_EQ(try_blocking(), "granted");
+  EXPECT_EQ(try_async(), "granted");
 }
 
 TEST_F(WardendUsersTest, BadFileAtStartIsRefusedNamingTheLine) {

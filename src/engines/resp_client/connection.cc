@@ -238,7 +238,9 @@ std::optional<Reply> Connection::poll_reply(Clock::time_point until, int wake_fd
     }
     if (raw != nullptr) {
       const std::unique_ptr<void, FreeReply> owned(raw);
-      return from_hiredis(*static_cast<const redisReply*>(raw));
+      Reply reply = from_hiredis(*static_cast<const redisReply*>(raw));
+      if (reply.error_code() == "NOAUTH") retired_ = true;
+      return reply;
     }
     // Bytes the transport holds already (TLS) are not announced by poll().
     if (!progressed || !transport_->has_buffered()) {
@@ -280,7 +282,7 @@ void Connection::shutdown_write() {
 }
 
 bool Connection::reusable() {
-  if (broken_ || failed_ || !out_.empty()) return false;
+  if (broken_ || failed_ || retired_ || !out_.empty()) return false;
   // Unread bytes (buffered, or on the socket) mean the conversation is out of step.
   const redisReader* reader = context_->reader;
   if (reader != nullptr && reader->len > reader->pos) return false;

@@ -122,6 +122,13 @@ class Connection {
   // request.
   void abandon() { broken_ = true; }
 
+  // The server no longer takes this session as authenticated (it answered NOAUTH: the
+  // user was removed, say): replies still due are read as usual, but the connection is
+  // not reused, so the next request goes on a new one, which authenticates again.
+  // Replies read here retire it by themselves; a caller that finds NOAUTH nested in a
+  // reply says so.
+  void retire() { retired_ = true; }
+
   // The socket, for callers that wait on several connections at once (poll(2) for
   // POLLIN, then poll_reply with a deadline of now). Check has_buffered() first: with
   // TLS, a reply can already be held inside the connection while the socket is quiet.
@@ -157,6 +164,7 @@ class Connection {
   std::string out_;        // encoded requests not yet written
   bool broken_ = false;    // half-closed: no new requests
   bool failed_ = false;    // a transport failure: nothing works any more
+  bool retired_ = false;   // answered NOAUTH: not reused (retire())
 };
 
 }  // namespace warden::engines::resp_client

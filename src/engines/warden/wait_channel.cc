@@ -106,8 +106,8 @@ void WaitChannel::acquire(core::AcquireRequest request, core::Engine::AcquireDon
   if (wait) {
     auto finish = std::move(wait->done);
     wait.reset();
-    finish(std::nullopt, std::make_exception_ptr(
-                             Error(Errc::unavailable, "the warden:// client is closing")));
+    finish(std::nullopt,
+           std::make_exception_ptr(Error(Errc::unavailable, "the warden:// client is closing")));
     return;
   }
   wake();
@@ -206,11 +206,11 @@ void WaitChannel::turn() {
   if (!conn_) {
     pollfd fd{wake_fd_, POLLIN, 0};
     now = Clock::now();
-    const auto ms = until == Clock::time_point::max()
-                        ? -1
-                        : static_cast<int>(std::clamp<std::int64_t>(
-                              std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0,
-                              60'000));
+    const auto ms =
+        until == Clock::time_point::max()
+            ? -1
+            : static_cast<int>(std::clamp<std::int64_t>(
+                  std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0, 60'000));
     ::poll(&fd, 1, ms);
     return;
   }
@@ -293,9 +293,9 @@ void WaitChannel::fire(Wait& w, Clock::time_point now) {
     // A try unanswered within op_timeout: the error a blocking try gets; its late
     // answer, should a grant come, is given back.
     tell(it, std::nullopt,
-         std::make_exception_ptr(Error(Errc::deadline_exceeded,
-                                       "ACQUIRE on " + connector_->endpoint() +
-                                           ": no answer within op_timeout")),
+         std::make_exception_ptr(
+             Error(Errc::deadline_exceeded,
+                   "ACQUIRE on " + connector_->endpoint() + ": no answer within op_timeout")),
          true);
     return;
   }
@@ -340,6 +340,9 @@ void WaitChannel::answered(Waits::iterator it, const Reply& inner) {
     schedule(w, std::min(Clock::now() + w.embargo.next_delay(), w.request.deadline));
     return;
   }
+  // The server no longer takes this connection as authenticated (its user was removed):
+  // the waits on it go on, new ones go on a new connection.
+  if (inner.error_code() == "NOAUTH" && conn_) conn_->retire();
   std::optional<GrantReply> grant;
   try {
     grant = parse_acquire(inner, context);
