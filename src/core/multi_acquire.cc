@@ -24,7 +24,6 @@ void MultiAcquire::cancel() {
   std::shared_ptr<AsyncAcquire> current;
   {
     std::lock_guard guard(mu_);
-    cancelled_ = true;
     current = current_;
   }
   // Outside mu_: the member's outcome may be told right here.
@@ -55,7 +54,8 @@ void MultiAcquire::ask(std::size_t member) {
       current_ = op;
       current_member_ = member;
     }
-    cancelled = cancelled_;
+    // Read after current_ is set: a cancel() that missed this member sees it then.
+    cancelled = outcome_.cancelled();
   }
   // Cancelled while this member was being asked for: its outcome (empty) ends the wait.
   if (cancelled) op->cancel();
@@ -71,12 +71,7 @@ void MultiAcquire::told(std::size_t member, std::exception_ptr error, Lease leas
     finish(nullptr, true);
     return;
   }
-  bool cancelled = false;
-  {
-    std::lock_guard guard(mu_);
-    cancelled = cancelled_;
-  }
-  if (cancelled) {
+  if (outcome_.cancelled()) {
     finish(nullptr, false);
     return;
   }

@@ -49,7 +49,6 @@ class MultiAcquire : public PendingAcquire, public std::enable_shared_from_this<
   ToldOnce<MultiLease> outcome_;
 
   std::mutex mu_;
-  bool cancelled_ = false;                // guarded by mu_
   std::shared_ptr<AsyncAcquire> current_;  // guarded by mu_: the member being asked for
   std::size_t current_member_ = 0;         // guarded by mu_: current_'s index
   std::vector<Lease> taken_;  // the members' outcomes arrive one at a time: no lock

@@ -36,6 +36,11 @@ class ToldOnce {
     return true;
   }
   bool started() const { return state_->started.load(); }
+  // true once cancel() took effect.
+  bool cancelled() const {
+    std::lock_guard guard(state_->mu);
+    return state_->cancelled;
+  }
 
   void tell(std::exception_ptr error, Result result) {
     if (state_->told.exchange(true)) return;  // told twice: this Result goes
