@@ -18,6 +18,17 @@ constexpr auto kDrainDelay = std::chrono::milliseconds(1);
 // which is this thread's own.
 thread_local const Pipeline* completing = nullptr;
 
+// Whether `error` says the server did not answer in time.
+bool ended_by_timeout(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.code() == Errc::deadline_exceeded;
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace
 
 void Runner::post(std::vector<Command> commands, Completion done) {
@@ -51,16 +62,28 @@ Pipeline::Result Pipeline::run(std::vector<Command> commands) {
   const auto give_up = Clock::now() + timeout_;
   std::unique_lock lock(mu_);
   queued_.push_back(mine);
+  const auto unanswered_before = unanswered_rounds_;
+  const auto take_back = [&] {
+    const auto it = std::find(queued_.begin(), queued_.end(), mine);
+    if (it == queued_.end()) return false;
+    queued_.erase(it);
+    return true;
+  };
   while (!mine->done) {
     if (leading_) {
-      if (round_done_.wait_until(lock, give_up) == std::cv_status::timeout && leading_) {
-        if (const auto it = std::find(queued_.begin(), queued_.end(), mine); it != queued_.end()) {
-          queued_.erase(it);
-          throw Error(Errc::deadline_exceeded,
-                      "no answer in time: the round before this one is still unanswered");
-        }
+      if (round_done_.wait_until(lock, give_up) == std::cv_status::timeout && leading_ &&
+          take_back()) {
+        throw Error(Errc::deadline_exceeded,
+                    "no answer in time: the round before this one is still unanswered");
       }
       continue;
+    }
+    // A round that went unanswered while this batch waited says the server is silent:
+    // a round of its own would reconnect to it (a TLS handshake nobody answers) and
+    // wait once more, twice the timeout in all.
+    if (unanswered_rounds_ != unanswered_before && take_back()) {
+      throw Error(Errc::deadline_exceeded,
+                  "no answer in time: the round before this one went unanswered");
     }
     lead(lock, /*read_all=*/false);
   }
@@ -112,6 +135,7 @@ void Pipeline::lead(std::unique_lock<std::mutex>& lock, bool read_all) {
     round.swap(queued_);
     lock.unlock();
     const std::vector<BatchPtr> completed = execute(round, read_all);
+    const bool unanswered = std::exchange(unanswered_, false);
     completing = this;
     for (const BatchPtr& batch : completed) batch->completion(batch->result, batch->error);
     completing = nullptr;
@@ -120,6 +144,7 @@ void Pipeline::lead(std::unique_lock<std::mutex>& lock, bool read_all) {
       batch->written = true;
       if (!batch->completion) batch->done = true;  // a run() batch is always read in its round
     }
+    if (unanswered) ++unanswered_rounds_;
     const bool was_empty = owed_count_ == 0;
     owed_count_ = owed_.size();
     if (!owed_.empty()) oldest_owed_ = owed_.front()->result.sent;
@@ -231,6 +256,7 @@ std::vector<Pipeline::BatchPtr> Pipeline::execute(const std::vector<BatchPtr>& r
   } catch (...) {
     conn_.reset();
     const std::exception_ptr error = std::current_exception();
+    unanswered_ = ended_by_timeout(error);
     fail_owed(error, completed);
     for (std::size_t i = written; i < round.size(); ++i) {
       round[i]->error = error;

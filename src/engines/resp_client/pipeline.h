@@ -20,7 +20,9 @@
 // Failures: a round that cannot be sent or answered fails every batch in it, and every
 // posted batch still owed a reply, with the same Error, and drops the connection; the
 // next round reconnects through the Connector (which spaces attempts by its back-off).
-// Error replies are not failures: they come back as replies.
+// A run() that waited for a round the server left unanswered fails with it rather than
+// spending another timeout on a new connection to the same silent server. Error
+// replies are not failures: they come back as replies.
 //
 // Thread-safe. Completions run on whichever thread reads their replies, while it leads a
 // round: they may post() to the same pipeline (written before that thread stops
@@ -29,6 +31,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -84,9 +87,10 @@ class Pipeline final : public Runner {
 
   // Sends `commands` and returns their replies. Blocks for at most two rounds (the one
   // in flight, then its own), each bounded by `timeout` plus, when it must reconnect,
-  // the connect timeout. Throws Error: unavailable or deadline_exceeded when the round
-  // failed (or the Connector is backing off), permission_denied if a reconnect's AUTH
-  // is refused.
+  // the connect timeout; only one of them when the round in flight goes unanswered
+  // (it then fails with deadline_exceeded as that round did). Throws Error: unavailable
+  // or deadline_exceeded when the round failed (or the Connector is backing off),
+  // permission_denied if a reconnect's AUTH is refused.
   Result run(std::vector<Command> commands) override;
 
   // Writes `commands` (at most after the round in flight) and returns; `done` gets their
@@ -139,11 +143,13 @@ class Pipeline final : public Runner {
   bool leading_ = false;                 // guarded by mu_: a round is in flight
   bool reposted_ = false;                // guarded by mu_: a completion posted a batch
   std::size_t owed_count_ = 0;           // guarded by mu_: owed_.size() after the last round
+  std::uint64_t unanswered_rounds_ = 0;  // guarded by mu_: rounds that ended by a timeout
   Clock::time_point oldest_owed_;        // guarded by mu_: when the oldest owed was written
 
   // Used by the leader of the round in flight only (leading_ serialises leaders).
   std::unique_ptr<Connection> conn_;
   std::deque<BatchPtr> owed_;  // written, replies not all read; in the order written
+  bool unanswered_ = false;    // the round in flight ended by a timeout
 
   std::jthread drainer_;  // started by the first post; guarded by mu_
 };

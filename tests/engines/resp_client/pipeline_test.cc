@@ -155,6 +155,41 @@ TEST(Pipeline, AFrozenServerFailsThePostsOwedAndTheNextRoundReconnects) {
   }));
 }
 
+// Two callers on a frozen server: the second, queued behind the first's round, is not
+// given a round of its own (a new connection and another timeout) once the first went
+// unanswered: it fails with it, within the timeout of its own call.
+TEST(Pipeline, ARunQueuedBehindAnUnansweredRoundFailsWithIt) {
+  constexpr auto kTimeout = 1'000ms;
+  Fixture f(kTimeout);
+  Pipeline pipeline(f.connector, kTimeout);
+  pipeline.run({{"PING"}});  // connected
+  f.redis.pause();
+  std::thread first([&] { EXPECT_THROW(pipeline.run({{"PING"}}), Error); });
+  std::this_thread::sleep_for(kTimeout / 2);  // the first round is under way
+  const auto called = Clock::now();
+  try {
+    pipeline.run({{"PING"}});
+    ADD_FAILURE() << "a frozen server answered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::deadline_exceeded) << e.what();
+  }
+  const auto took = Clock::now() - called;
+  first.join();
+  f.redis.resume();
+  // A round of its own would have begun at the first's timeout and waited a whole
+  // timeout more: 1.5 timeouts after this call. Failing with the first ends at half of one.
+  EXPECT_LT(took, kTimeout + kTimeout / 4)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms: the run waited for a round of its own after the one before went unanswered";
+  EXPECT_TRUE(testing::eventually([&] {
+    try {
+      return text_of(pipeline.run({{"PING"}}).replies.at(0)) == "PONG";
+    } catch (const Error&) {
+      return false;
+    }
+  })) << "the pipeline did not recover once the server ran again";
+}
+
 TEST(Pipeline, ARunAfterARestartWithPostsOwedGoesOutOnANewConnection) {
   Fixture f;
   Pipeline pipeline(f.connector, 2'000ms);
