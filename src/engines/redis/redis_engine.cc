@@ -17,6 +17,7 @@
 
 #include "core/client_id.h"
 #include "core/stoppable_sleep.h"
+#include "engines/redis/async_waits.h"
 #include "engines/redis/lock_keys.h"
 #include "engines/redis/redis_config.h"
 #include "engines/redis/script_call.h"
@@ -158,6 +159,8 @@ class RedisEngine final : public core::Engine {
   }
 
   ~RedisEngine() override {
+    // Its waits are told first; nothing of it runs afterwards (it may outlive this).
+    if (async_waits_) async_waits_->stop();
     // Completions of releases still owed touch held_, which goes before the pipelines.
     settle_releases();
     // The listener uses this engine's pipelines: no failover is handled past this point.
@@ -195,23 +198,11 @@ class RedisEngine final : public core::Engine {
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockKeys keys = LockKeys::of(request.key);
-    // A grant its client may cache is marked for the scripts (lua/lock_base.lua, caches).
-    const std::string owner =
-        client_id_ + '-' + std::to_string(++sequence_) + (request.options.cache ? "*" : "");
-    // "x:LIVE:OWNER", "s:LIVE:OWNER", or a semaphore's "sPERMITS:LIVE:OWNER".
-    const std::string entry =
-        std::string(request.mode == Mode::exclusive ? "x" : "s") +
-        (request.capacity > 0 ? std::to_string(request.permits) : std::string()) + ':' +
-        std::to_string(config_.waiter_ttl.count()) + ':' + owner;
-    const bool waits = request.deadline > Clock::now();
-    const ScriptCall call{
-        &k_acquire_script,
-        all_keys(keys),
-        {keys.channel, entry, request.mode == Mode::exclusive ? "x" : "s",
-         std::to_string(request.options.ttl.count()),
-         std::to_string(request.options.lock_delay.count()),
-         request.options.fairness == Fairness::fifo ? "1" : "0", waits ? "1" : "0", owner,
-         std::to_string(request.capacity), std::to_string(request.permits), request.value}};
+    const AsyncWaits::Plan plan = plan_of(request, keys);
+    const std::string& owner = plan.owner;
+    const std::string& entry = plan.entry;
+    const bool waits = plan.waits;
+    const ScriptCall& call = plan.attempt;
 
     std::unique_ptr<Subscriber::Watch> watch;
     Endpoint watched_node;
@@ -340,6 +331,20 @@ class RedisEngine final : public core::Engine {
       }
     }
   }
+
+  // One server's (or Sentinel's master's) waits are driven by one thread (async_waits.h).
+  // A cluster's router and WAIT under min_replicas (which holds its connection until the
+  // replicas answer) keep the default: the blocking acquire on a thread of its own.
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    if (!waits_without_threads()) {
+      Engine::acquire_async(std::move(request), std::move(done));
+      return;
+    }
+    AsyncWaits::Plan plan = plan_of(request, LockKeys::of(request.key));
+    async_waits().acquire(std::move(request), std::move(plan), subscriber_of(Endpoint{}),
+                          std::move(done));
+  }
+  bool waits_without_threads() const override { return !router_ && wait_.empty(); }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
     if (grants.empty()) return {};
@@ -531,6 +536,50 @@ class RedisEngine final : public core::Engine {
                 });
   }
 
+  // What an acquire of `request` sends (both paths): its attempt, its withdraw, and the
+  // names its wake-ups and grant carry.
+  AsyncWaits::Plan plan_of(const AcquireRequest& request, const LockKeys& keys) {
+    AsyncWaits::Plan plan;
+    // A grant its client may cache is marked for the scripts (lua/lock_base.lua, caches).
+    plan.owner =
+        client_id_ + '-' + std::to_string(++sequence_) + (request.options.cache ? "*" : "");
+    // "x:LIVE:OWNER", "s:LIVE:OWNER", or a semaphore's "sPERMITS:LIVE:OWNER".
+    plan.entry = std::string(request.mode == Mode::exclusive ? "x" : "s") +
+                 (request.capacity > 0 ? std::to_string(request.permits) : std::string()) + ':' +
+                 std::to_string(config_.waiter_ttl.count()) + ':' + plan.owner;
+    plan.waits = request.deadline > Clock::now();
+    plan.channel = keys.channel;
+    plan.attempt = ScriptCall{
+        &k_acquire_script,
+        all_keys(keys),
+        {keys.channel, plan.entry, request.mode == Mode::exclusive ? "x" : "s",
+         std::to_string(request.options.ttl.count()),
+         std::to_string(request.options.lock_delay.count()),
+         request.options.fairness == Fairness::fifo ? "1" : "0", plan.waits ? "1" : "0",
+         plan.owner, std::to_string(request.capacity), std::to_string(request.permits),
+         request.value}};
+    plan.withdraw = ScriptCall{&k_withdraw_script, all_keys(keys), {keys.channel, plan.entry}};
+    return plan;
+  }
+
+  AsyncWaits& async_waits() {
+    std::call_once(async_waits_started_, [this] {
+      AsyncWaits::Setup setup;
+      setup.connector = connector_;
+      setup.op_timeout = config_.op_timeout;
+      setup.poll = config_.poll;
+      setup.follows_failover = follows_failover();
+      if (config_.connect.master) {
+        setup.granted = [this](const GrantRef& grant) {
+          std::lock_guard lock(held_mu_);
+          held_.emplace(grant.owner, grant);
+        };
+      }
+      async_waits_ = AsyncWaits::start(std::move(setup));
+    });
+    return *async_waits_;
+  }
+
   // Hands a waiter's line back to the pool when acquire() returns or throws.
   struct LineReturn {
     WaitLines* lines;
@@ -584,16 +633,18 @@ class RedisEngine final : public core::Engine {
 
   // The subscriber of the node at `endpoint` (the one server's for the empty Endpoint),
   // made when first needed.
-  Subscriber& subscriber(const Endpoint& endpoint) {
+  Subscriber& subscriber(const Endpoint& endpoint) { return *subscriber_of(endpoint); }
+  // Shared with the asynchronous waits that watch on it, which may outlive the engine.
+  std::shared_ptr<Subscriber> subscriber_of(const Endpoint& endpoint) {
     std::lock_guard lock(subscribers_mu_);
     auto& slot = subscribers_[endpoint];
     if (!slot) {
       slot = router_
-                 ? std::make_unique<Subscriber>(router_->node_options(endpoint), config_.retry,
+                 ? std::make_shared<Subscriber>(router_->node_options(endpoint), config_.retry,
                                                 router_->tls())
-                 : std::make_unique<Subscriber>(config_.connect, config_.retry, connector_->tls());
+                 : std::make_shared<Subscriber>(config_.connect, config_.retry, connector_->tls());
     }
-    return *slot;
+    return slot;
   }
 
   // A cluster refuses a script whose keys span slots, so each grant is renewed by a
@@ -740,7 +791,7 @@ class RedisEngine final : public core::Engine {
   const std::unique_ptr<WaitLines> wait_lines_;
   std::mutex subscribers_mu_;
   // Per master in a cluster; the one server's under the empty Endpoint otherwise.
-  std::map<Endpoint, std::unique_ptr<Subscriber>> subscribers_;  // guarded by subscribers_mu_
+  std::map<Endpoint, std::shared_ptr<Subscriber>> subscribers_;  // guarded by subscribers_mu_
   const std::string client_id_;
   std::atomic<std::uint64_t> sequence_{0};
   const resp_client::Command wait_;  // empty without min_replicas
@@ -748,6 +799,8 @@ class RedisEngine final : public core::Engine {
   // failover.
   std::mutex held_mu_;
   std::map<std::string, GrantRef> held_;  // guarded by held_mu_
+  std::once_flag async_waits_started_;
+  std::shared_ptr<AsyncWaits> async_waits_;  // stopped first in the destructor
 };
 
 }  // namespace

@@ -38,8 +38,12 @@ bool names(std::string_view payload, std::string_view entry) {
 
 }  // namespace
 
-Subscriber::Watch::Watch(Subscriber* owner, std::string channel, std::string entry)
-    : owner_(owner), channel_(std::move(channel)), entry_(std::move(entry)) {}
+Subscriber::Watch::Watch(Subscriber* owner, std::string channel, std::string entry,
+                         std::function<void(bool)> on_wake)
+    : owner_(owner),
+      channel_(std::move(channel)),
+      entry_(std::move(entry)),
+      on_wake_(std::move(on_wake)) {}
 
 Subscriber::Watch::~Watch() { owner_->unwatch(this); }
 
@@ -50,6 +54,7 @@ void Subscriber::Watch::wake(bool by_message) {
     if (by_message) ++messages_;
   }
   cv_.notify_all();
+  if (on_wake_) on_wake_(by_message);
 }
 
 bool Subscriber::Watch::subscribed() const {
@@ -88,8 +93,9 @@ Subscriber::~Subscriber() {
 }
 
 std::unique_ptr<Subscriber::Watch> Subscriber::watch(const std::string& channel,
-                                                     const std::string& entry) {
-  std::unique_ptr<Watch> watch(new Watch(this, channel, entry));
+                                                     const std::string& entry,
+                                                     std::function<void(bool)> on_wake) {
+  std::unique_ptr<Watch> watch(new Watch(this, channel, entry, std::move(on_wake)));
   {
     std::lock_guard lock(mu_);
     auto [it, fresh] = channels_.try_emplace(channel);

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -74,12 +75,14 @@ class Subscriber {
 
    private:
     friend class Subscriber;
-    Watch(Subscriber* owner, std::string channel, std::string entry);
+    Watch(Subscriber* owner, std::string channel, std::string entry,
+          std::function<void(bool)> on_wake);
     void wake(bool by_message);
 
     Subscriber* owner_;
     const std::string channel_;
     const std::string entry_;
+    const std::function<void(bool)> on_wake_;
     mutable std::mutex mu_;
     std::condition_variable_any cv_;
     std::uint64_t wakes_ = 0;          // guarded by mu_
@@ -97,8 +100,11 @@ class Subscriber {
   Subscriber& operator=(const Subscriber&) = delete;
 
   // Starts watching `channel` for `entry` (see above). The Watch must not outlive the
-  // Subscriber.
-  std::unique_ptr<Watch> watch(const std::string& channel, const std::string& entry);
+  // Subscriber. `on_wake`, if given, is also called at each wake-up (true for a
+  // message), on the subscriber's thread with its lock held: it must only hand the
+  // news on, never block or touch the Subscriber.
+  std::unique_ptr<Watch> watch(const std::string& channel, const std::string& entry,
+                               std::function<void(bool by_message)> on_wake = {});
 
  private:
   struct Order {

@@ -1,0 +1,441 @@
+#include "engines/redis/async_waits.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "engines/redis/script_replies.h"
+#include "engines/resp_client/backoff.h"
+#include "engines/resp_client/errors.h"
+#include "warden/error.h"
+
+namespace warden::engines::redis {
+
+using resp_client::Reply;
+
+struct AsyncWaits::Wait {
+  Wait(core::AcquireRequest r, Plan p, std::shared_ptr<Subscriber> s, core::Engine::AcquireDone d,
+       const RetryPolicy& poll_policy)
+      : request(std::move(r)),
+        plan(std::move(p)),
+        done(std::move(d)),
+        poll(poll_policy),
+        subscriber(std::move(s)) {}
+
+  std::uint64_t id = 0;
+  core::AcquireRequest request;
+  Plan plan;
+  core::Engine::AcquireDone done;
+  resp_client::Backoff poll;    // between looks nothing woke
+  bool asked = false;           // an attempt was sent: there may be an entry to withdraw
+  bool on_wire = false;         // its attempt or withdraw is unanswered
+  bool withdrawing = false;     // withdraw.lua sent: the wait ends with its answer
+  bool stop_requested = false;  // cancelled
+  bool woken = false;           // woken while its attempt was on the wire: look again
+  std::optional<Clock::time_point> timer;
+  // The watch goes before the subscriber it is registered with.
+  std::shared_ptr<Subscriber> subscriber;
+  std::unique_ptr<Subscriber::Watch> watch;
+  // Last: deregistered first when the wait is destroyed.
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+};
+
+std::shared_ptr<AsyncWaits> AsyncWaits::start(Setup setup) {
+  std::shared_ptr<AsyncWaits> waits(new AsyncWaits(std::move(setup)));
+  // The thread holds the object: it may outlive the engine when stop() runs on it.
+  std::thread thread([waits] { waits->run(); });
+  waits->thread_id_ = thread.get_id();
+  thread.detach();
+  return waits;
+}
+
+AsyncWaits::AsyncWaits(Setup setup)
+    : setup_(std::move(setup)), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (wake_fd_ < 0) {
+    throw Error(Errc::resource_exhausted, "no descriptor left for redis://'s asynchronous waits");
+  }
+}
+
+AsyncWaits::~AsyncWaits() {
+  waits_.clear();  // their stop callbacks end before the descriptor they write to
+  inbox_.clear();
+  ::close(wake_fd_);
+}
+
+void AsyncWaits::acquire(core::AcquireRequest request, Plan plan,
+                         std::shared_ptr<Subscriber> subscriber, core::Engine::AcquireDone done) {
+  auto wait = std::make_unique<Wait>(std::move(request), std::move(plan), std::move(subscriber),
+                                     std::move(done), setup_.poll);
+  {
+    std::lock_guard guard(mu_);
+    wait->id = ++next_id_;
+  }
+  const std::uint64_t id = wait->id;
+  // A stop requested already runs this at once, and the thread finds the id queued.
+  wait->on_stop.emplace(wait->request.stop, std::function<void()>([this, id] {
+                          {
+                            std::lock_guard guard(mu_);
+                            stops_.push_back(id);
+                          }
+                          wake();
+                        }));
+  {
+    std::lock_guard guard(mu_);
+    if (!stopping_) {
+      inbox_.push_back(std::move(wait));
+      wait.reset();
+    }
+  }
+  if (wait) {
+    auto finish = std::move(wait->done);
+    wait.reset();
+    finish(std::nullopt,
+           std::make_exception_ptr(Error(Errc::unavailable, "the redis:// client is closing")));
+    return;
+  }
+  wake();
+}
+
+void AsyncWaits::stop() {
+  {
+    std::lock_guard guard(mu_);
+    stopping_ = true;
+  }
+  wake();
+  if (std::this_thread::get_id() == thread_id_) return;  // run() ends after this turn
+  std::unique_lock lock(mu_);
+  ended_.wait(lock, [&] { return ended_flag_; });
+}
+
+bool AsyncWaits::stopping() const {
+  std::lock_guard guard(mu_);
+  return stopping_;
+}
+
+void AsyncWaits::wake() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
+}
+
+std::string AsyncWaits::context(std::string_view what) const {
+  return std::string(what) + " on " + setup_.connector->endpoint();
+}
+
+void AsyncWaits::run() {
+  while (!stopping()) {
+    try {
+      turn();
+    } catch (const Error& e) {
+      conn_.reset();
+      fail_on_wire(e);
+    }
+  }
+  conn_.reset();
+  on_wire_.clear();
+  {
+    std::lock_guard guard(mu_);
+    for (auto& wait : inbox_) {
+      const std::uint64_t id = wait->id;
+      waits_.emplace(id, std::move(wait));
+    }
+    inbox_.clear();
+  }
+  timers_.clear();
+  Waits all;
+  all.swap(waits_);
+  const auto closing =
+      std::make_exception_ptr(Error(Errc::unavailable, "the redis:// client is closing"));
+  for (auto& [id, wait] : all) {
+    auto done = std::move(wait->done);
+    wait.reset();
+    done(std::nullopt, closing);
+  }
+  std::lock_guard guard(mu_);
+  ended_flag_ = true;
+  ended_.notify_all();
+}
+
+void AsyncWaits::turn() {
+  // The wake-up is taken before the work it announces: work queued after this read
+  // wakes the poll below again.
+  std::uint64_t count = 0;
+  [[maybe_unused]] const auto drained = ::read(wake_fd_, &count, sizeof count);
+  std::vector<std::unique_ptr<Wait>> arrived;
+  std::vector<std::uint64_t> stops, wakes;
+  {
+    std::lock_guard guard(mu_);
+    arrived.swap(inbox_);
+    stops.swap(stops_);
+    wakes.swap(wakes_);
+  }
+  auto now = Clock::now();
+  std::vector<std::uint64_t> fresh;
+  fresh.reserve(arrived.size());
+  for (auto& wait : arrived) {
+    fresh.push_back(wait->id);
+    const std::uint64_t id = wait->id;
+    waits_.emplace(id, std::move(wait));
+  }
+  // Stops first: a wait cancelled before it was asked is told without a request.
+  for (const std::uint64_t id : stops) {
+    stopped(id, now);
+    if (stopping()) return;
+  }
+  for (const std::uint64_t id : fresh) {
+    if (const auto it = waits_.find(id); it != waits_.end()) attempt(*it->second, now);
+    if (stopping()) return;
+  }
+  for (const std::uint64_t id : wakes) {
+    woken(id, now);
+    if (stopping()) return;
+  }
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    fire(*waits_.at(timers_.begin()->second), now);
+    if (stopping()) return;
+  }
+
+  if (conn_) conn_->flush(now + setup_.op_timeout);
+  auto until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
+  if (!on_wire_.empty()) until = std::min(until, on_wire_.front().at + setup_.op_timeout);
+  if (!conn_) {
+    pollfd fd{wake_fd_, POLLIN, 0};
+    now = Clock::now();
+    const auto ms =
+        until == Clock::time_point::max()
+            ? -1
+            : static_cast<int>(std::clamp<std::int64_t>(
+                  std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0, 60'000));
+    ::poll(&fd, 1, ms);
+    return;
+  }
+  auto reply = conn_->poll_reply(until, wake_fd_);
+  while (reply) {
+    if (on_wire_.empty()) throw resp_client::unexpected_reply(*reply, context("acquire"));
+    const OnWire request = on_wire_.front();
+    on_wire_.pop_front();
+    answered(request, *reply);
+    if (stopping() || !conn_) return;
+    reply = conn_->poll_reply(Clock::now());
+  }
+  if (!on_wire_.empty() && Clock::now() >= on_wire_.front().at + setup_.op_timeout) {
+    // A frozen or cut-off server: the blocking acquire's round would fail the same way.
+    const Error why(Errc::deadline_exceeded, context("acquire") + ": no answer within " +
+                                                 std::to_string(setup_.op_timeout.count()) +
+                                                 " ms");
+    throw why;
+  }
+}
+
+void AsyncWaits::attempt(Wait& w, Clock::time_point now) {
+  schedule(w, std::nullopt);
+  w.woken = false;
+  w.asked = true;
+  send(w, w.plan.attempt, Sent::attempt, true, now);
+}
+
+void AsyncWaits::withdraw(Wait& w, Clock::time_point now) {
+  schedule(w, std::nullopt);
+  w.withdrawing = true;
+  send(w, w.plan.withdraw, Sent::withdraw, true, now);
+}
+
+bool AsyncWaits::send(Wait& w, const resp_client::ScriptCall& call, Sent what, bool by_sha,
+                      Clock::time_point now) {
+  // A connection the server closed, or (behind Sentinel) no longer the master's, is
+  // replaced once nothing is owed on it.
+  if (conn_ && on_wire_.empty() &&
+      (!conn_->reusable() || !resp_client::still_current(*conn_, setup_.connector->options()))) {
+    conn_.reset();
+  }
+  if (!conn_) {
+    try {
+      conn_ = setup_.connector->connect();
+    } catch (const Error& e) {
+      if (what != Sent::forget) failed(waits_.find(w.id), e);
+      return false;
+    }
+  }
+  conn_->append(resp_client::script_command(call, by_sha));
+  on_wire_.push_back(OnWire{w.id, what, now});
+  if (what != Sent::forget) w.on_wire = true;
+  return true;
+}
+
+void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
+  const auto it = waits_.find(request.id);
+  if (request.what == Sent::forget || it == waits_.end()) return;
+  Wait& w = *it->second;
+  w.on_wire = false;
+  const auto now = Clock::now();
+  // A server that refuses writes as a replica is no longer the master: every request on
+  // its connection fails as a closed connection's would, and the next one asks the
+  // sentinels where the master is now.
+  if (reply.error_code() == "READONLY") {
+    setup_.connector->not_master(*conn_);
+    const Error why(Errc::unavailable, conn_->endpoint() + " is no longer the master");
+    failed(it, why);
+    throw why;
+  }
+  if (reply.error_code() == "NOSCRIPT") {  // a restart or SCRIPT FLUSH: sent in full
+    send(w, request.what == Sent::attempt ? w.plan.attempt : w.plan.withdraw, request.what,
+         false, now);
+    return;
+  }
+  if (request.what == Sent::withdraw) {
+    tell(it, std::nullopt, nullptr);  // the wait ran out or was cancelled
+    return;
+  }
+  attempt_answered(it, reply, request.at);
+}
+
+void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock::time_point sent) {
+  Wait& w = *it->second;
+  const auto now = Clock::now();
+  Attempt attempt;
+  try {
+    attempt = attempt_of(reply, context("acquire"));
+  } catch (...) {
+    // The script may have queued the wait before it failed: withdrawn, unconfirmed.
+    send(w, w.plan.withdraw, Sent::forget, true, now);
+    tell(it, std::nullopt, std::current_exception());
+    return;
+  }
+  if (attempt.granted) {
+    if (w.stop_requested) {
+      withdraw(w, now);  // withdraw.lua gives the grant back: nobody will use it
+      return;
+    }
+    core::GrantRef grant{w.request.key,         w.request.mode, attempt.token,
+                         w.request.options.ttl, w.plan.owner,   w.request.permits};
+    if (setup_.granted && !stopping()) setup_.granted(grant);
+    const auto expires = sent + w.request.options.ttl;
+    tell(it, core::Granted{std::move(grant), expires}, nullptr);
+    return;
+  }
+  if (!w.plan.waits) {
+    tell(it, std::nullopt, nullptr);  // a try queues nothing
+    return;
+  }
+  if (w.stop_requested || now >= w.request.deadline) {
+    withdraw(w, now);
+    return;
+  }
+  sleep(w, now, attempt.retry_ms);
+}
+
+void AsyncWaits::sleep(Wait& w, Clock::time_point now, std::int64_t retry_ms) {
+  auto until = std::min(w.request.deadline, now + w.poll.next_delay());
+  if (retry_ms >= 0) until = std::min(until, now + std::chrono::milliseconds(retry_ms + 1));
+  if (!w.watch) {
+    // Watched only now, as the blocking acquire does: the wake-up that confirms the
+    // subscription makes up for a message published before it took effect.
+    const std::uint64_t id = w.id;
+    try {
+      w.watch = w.subscriber->watch(w.plan.channel, w.plan.entry, [this, id](bool) {
+        {
+          std::lock_guard guard(mu_);
+          wakes_.push_back(id);
+        }
+        wake();
+      });
+    } catch (const Error&) {
+      // No subscriber to be had (descriptor limit): polling alone.
+    }
+  }
+  if (w.woken) {
+    attempt(w, now);
+    return;
+  }
+  schedule(w, until);
+}
+
+void AsyncWaits::fire(Wait& w, Clock::time_point now) {
+  schedule(w, std::nullopt);
+  if (now >= w.request.deadline) {
+    withdraw(w, now);
+    return;
+  }
+  attempt(w, now);
+}
+
+void AsyncWaits::stopped(std::uint64_t id, Clock::time_point now) {
+  const auto it = waits_.find(id);
+  if (it == waits_.end()) return;
+  Wait& w = *it->second;
+  w.stop_requested = true;
+  if (w.on_wire) return;  // its answer decides (attempt_answered, failed)
+  if (!w.asked) {
+    tell(it, std::nullopt, nullptr);  // nothing was asked: nothing to withdraw
+    return;
+  }
+  withdraw(w, now);
+}
+
+void AsyncWaits::woken(std::uint64_t id, Clock::time_point now) {
+  const auto it = waits_.find(id);
+  if (it == waits_.end()) return;
+  Wait& w = *it->second;
+  if (w.withdrawing || w.stop_requested) return;
+  if (w.on_wire) {
+    w.woken = true;  // the answer under way may predate the news
+    return;
+  }
+  if (w.timer) attempt(w, now);
+}
+
+void AsyncWaits::failed(Waits::iterator it, const Error& why) {
+  if (it == waits_.end()) return;
+  Wait& w = *it->second;
+  w.on_wire = false;
+  const auto now = Clock::now();
+  // A wait that was cancelled, or ran out, ends as what it is: its entry lapses by its
+  // own TTL (waiter_ttl), and a grant made for it by the lease's.
+  if (w.withdrawing || w.stop_requested || (w.plan.waits && now >= w.request.deadline)) {
+    tell(it, std::nullopt, nullptr);
+    return;
+  }
+  const bool transient = why.code() == Errc::unavailable || why.code() == Errc::deadline_exceeded;
+  const bool silent = why.code() == Errc::deadline_exceeded;
+  // Behind Sentinel a master that is gone is replaced within seconds: the wait asks
+  // again until its deadline, as long as a silent attempt still ends by it.
+  if (setup_.follows_failover && w.plan.waits && transient &&
+      !(silent && now + setup_.op_timeout > w.request.deadline)) {
+    schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
+    return;
+  }
+  tell(it, std::nullopt, std::make_exception_ptr(why));
+}
+
+void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
+                      std::exception_ptr error) {
+  Wait& w = *it->second;
+  auto done = std::move(w.done);
+  schedule(w, std::nullopt);
+  std::unique_ptr<Wait> gone = std::move(it->second);
+  waits_.erase(it);
+  gone.reset();  // its watch and stop callback end before it is told
+  // The last reference to the Client may go with `done`: the engine, and stop(), with it.
+  done(std::move(granted), error);
+}
+
+void AsyncWaits::fail_on_wire(const Error& why) {
+  std::deque<OnWire> wire;
+  wire.swap(on_wire_);
+  for (const OnWire& request : wire) {
+    if (request.what == Sent::forget) continue;
+    const auto it = waits_.find(request.id);
+    if (it != waits_.end() && it->second->on_wire) failed(it, why);
+    if (stopping()) return;
+  }
+}
+
+void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {
+  if (w.timer) timers_.erase({*w.timer, w.id});
+  w.timer = at;
+  if (at) timers_.emplace(*at, w.id);
+}
+
+}  // namespace warden::engines::redis

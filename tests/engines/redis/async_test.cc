@@ -1,0 +1,213 @@
+// redis://'s asynchronous acquires (engines/redis/async_waits.h): every one driven by one
+// thread on one connection of its own, however many wait, granted in the queue's order;
+// a server that dies ends them with an error, a frozen one by their bounds.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engines/redis/test_util.h"
+#include "support/async_outcome.h"
+#include "warden/async.h"
+
+namespace warden::testing {
+namespace {
+
+constexpr Clock::duration kPatience = 30s;      // for what must happen, on a loaded machine
+constexpr Clock::duration kLongDeadline = 60s;  // a wait that must not run out here
+
+// The threads of this process now.
+int threads_now() {
+  int count = 0;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] != '.') ++count;
+    }
+    ::closedir(dir);
+  }
+  return count;
+}
+
+long long connected_clients(RedisProbe& probe) {
+  const std::string info = probe.command({"INFO", "clients"});
+  const auto at = info.find("connected_clients:");
+  return std::stoll(info.substr(at + std::string_view("connected_clients:").size()));
+}
+
+Errc code_of(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.code();
+  } catch (...) {
+    return Errc::internal;
+  }
+}
+
+// 300 waits on one lock from one Client: queued on Redis without a thread or a
+// connection each (the blocking acquire would take a thread per wait), and granted in the
+// order asked as each releases.
+TEST(RedisAsync, ManyWaitsTakeNoThreadEachAndAreGrantedInOrder) {
+  constexpr int kWaits = 300;
+  RedisServer server;
+  RedisProbe probe(server);
+  Client holder = Client::open(server.uri());
+  Client client = Client::open(server.uri());
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  // One wait first, so that the threads and connections a first wait starts (the
+  // client's completion thread, its waits' thread and connection, its subscriber) are
+  // counted before the rest.
+  AsyncOutcome first;
+  Lock lock = client.lock("g", "x");
+  AcquireHandle first_handle =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), first.callback());
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+  const int threads_before = threads_now();
+  const long long connections_before = connected_clients(probe);
+
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<AcquireHandle> handles;
+  for (int i = 0; i < kWaits; ++i) {
+    handles.push_back(lock.acquire_async(
+        Mode::exclusive, Wait::up_to(kLongDeadline), [&, i](std::exception_ptr error, Lease lease) {
+          std::lock_guard guard(mu);
+          EXPECT_EQ(error, nullptr);
+          order.push_back(i);
+          if (lease) lease.release();  // the next in line is granted
+        }));
+  }
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == kWaits + 1; }, kPatience))
+      << "queued: " << queued(probe, "g", "x");
+  EXPECT_LE(threads_now(), threads_before + 2) << "the waits took threads of their own";
+  EXPECT_LE(connected_clients(probe), connections_before + 2)
+      << "the waits took connections of their own";
+
+  held.release();
+  ASSERT_TRUE(first.wait_for(kPatience));
+  first.take();  // released: the others follow one by one
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::lock_guard guard(mu);
+        return order.size() == kWaits;
+      },
+      kPatience));
+  std::lock_guard guard(mu);
+  for (int i = 0; i < kWaits; ++i) ASSERT_EQ(order[i], i) << "granted out of order";
+  EXPECT_TRUE(eventually([&] { return probe.warden_keys().empty(); }, kPatience))
+      << "left behind on Redis";
+}
+
+TEST(RedisAsync, WaitsOnAServerThatDiesAreToldUnavailable) {
+  RedisServer server;
+  RedisProbe probe(server);
+  ClientOptions quick;
+  quick.op_timeout = 1s;
+  Client holder = Client::open(server.uri(), quick);
+  Client client = Client::open(server.uri(), quick);
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  AsyncOutcome forever, timed;
+  Lock lock = client.lock("g", "x");
+  AcquireHandle a = lock.acquire_async(Mode::exclusive, Wait::forever(), forever.callback());
+  AcquireHandle b = lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), timed.callback());
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 2; }));
+
+  server.kill9();
+  for (AsyncOutcome* outcome : {&forever, &timed}) {
+    ASSERT_TRUE(outcome->wait_for(kPatience)) << "a wait outlived its server";
+    EXPECT_FALSE(outcome->granted());
+    ASSERT_NE(outcome->error(), nullptr);
+    EXPECT_EQ(code_of(outcome->error()), Errc::unavailable);
+    EXPECT_EQ(outcome->calls(), 1);
+  }
+
+  // Back up, the same client waits again on a new connection and is granted.
+  server.start();
+  AsyncOutcome again;
+  client.lock("g", "y").acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline),
+                                      again.callback());
+  ASSERT_TRUE(again.wait_for(kPatience));
+  EXPECT_EQ(again.error(), nullptr);
+  EXPECT_TRUE(again.granted());
+  again.take();
+}
+
+// A wait without a deadline on a server that freezes (SIGSTOP: its connections stay
+// open, nothing answers) is still ended: its next look goes unanswered within op_timeout,
+// as a blocking wait's does, and nothing is left once the server runs again.
+TEST(RedisAsync, AWaitForeverOnAFrozenServerEndsAtItsNextUnansweredLook) {
+  RedisServer server;
+  RedisProbe probe(server);
+  ClientOptions options = polling_every(200ms);
+  options.op_timeout = 1s;
+  Client holder = Client::open(server.uri());
+  Client client = Client::open(server.uri(), options);
+  Lease held = holder.lock("g", "x", ttl(3s)).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  AsyncOutcome forever;
+  AcquireHandle handle = client.lock("g", "x", ttl(3s))
+                             .acquire_async(Mode::exclusive, Wait::forever(), forever.callback());
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }));
+
+  server.pause();
+  const bool told = forever.wait_for(kPatience);
+  server.resume();
+  ASSERT_TRUE(told) << "a wait without a deadline outlived a frozen server";
+  EXPECT_FALSE(forever.granted());
+  ASSERT_NE(forever.error(), nullptr);
+  EXPECT_EQ(code_of(forever.error()), Errc::deadline_exceeded);
+  EXPECT_EQ(forever.calls(), 1);
+  // Its entry lapses by waiter_ttl; once the holder lets go, nothing is left.
+  EXPECT_TRUE(eventually([&] {
+    try {
+      held.release();
+      return true;
+    } catch (const Error&) {
+      return false;  // the holder's connection is being made again
+    }
+  }));
+  EXPECT_TRUE(eventually([&] { return probe.warden_keys().empty(); }, kPatience))
+      << "left behind on Redis";
+}
+
+// A script the server no longer knows (SCRIPT FLUSH, as after a restart without its
+// cache) is sent in full by a wait's next attempt, and by its withdraw.
+TEST(RedisAsync, AWaitSendsItsScriptsAgainAfterTheServerForgotThem) {
+  RedisServer server;
+  RedisProbe probe(server);
+  Client holder = Client::open(server.uri());
+  Client client = Client::open(server.uri(), polling_every(50ms));
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  AsyncOutcome granted_later, cancelled;
+  Lock lock = client.lock("g", "x");
+  AcquireHandle waiting =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), granted_later.callback());
+  AcquireHandle to_cancel =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), cancelled.callback());
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 2; }));
+
+  probe.command({"SCRIPT", "FLUSH"});
+  to_cancel.cancel();
+  ASSERT_TRUE(cancelled.wait_for(kPatience));
+  EXPECT_EQ(cancelled.error(), nullptr);
+  EXPECT_FALSE(cancelled.granted());
+  EXPECT_TRUE(eventually([&] { return queued(probe, "g", "x") == 1; }))
+      << "the cancelled wait's withdraw did not run";
+
+  probe.command({"SCRIPT", "FLUSH"});
+  held.release();
+  ASSERT_TRUE(granted_later.wait_for(kPatience));
+  EXPECT_EQ(granted_later.error(), nullptr);
+  EXPECT_TRUE(granted_later.granted());
+  granted_later.take();
+  EXPECT_TRUE(eventually([&] { return probe.warden_keys().empty(); }, kPatience));
+}
+
+}  // namespace
+}  // namespace warden::testing
