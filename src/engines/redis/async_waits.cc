@@ -239,7 +239,7 @@ void AsyncWaits::attempt(Wait& w, Clock::time_point now) {
 void AsyncWaits::withdraw(Wait& w, Clock::time_point now) {
   schedule(w, std::nullopt);
   w.withdrawing = true;
-  send(w, w.plan.withdraw, Sent::withdraw, true, now);
+  send(w, w.plan.withdraw(), Sent::withdraw, true, now);
 }
 
 bool AsyncWaits::send(Wait& w, const resp_client::ScriptCall& call, Sent what, bool by_sha,
@@ -280,7 +280,7 @@ void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
     throw why;
   }
   if (reply.error_code() == "NOSCRIPT") {  // a restart or SCRIPT FLUSH: sent in full
-    send(w, request.what == Sent::attempt ? w.plan.attempt : w.plan.withdraw, request.what,
+    send(w, request.what == Sent::attempt ? w.plan.attempt : w.plan.withdraw(), request.what,
          false, now);
     return;
   }
@@ -299,7 +299,7 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
     attempt = attempt_of(reply, context("acquire"));
   } catch (...) {
     // The script may have queued the wait before it failed: withdrawn, unconfirmed.
-    send(w, w.plan.withdraw, Sent::forget, true, now);
+    send(w, w.plan.withdraw(), Sent::forget, true, now);
     tell(it, std::nullopt, std::current_exception());
     return;
   }
@@ -309,7 +309,7 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
       return;
     }
     core::GrantRef grant{w.request.key,         w.request.mode, attempt.token,
-                         w.request.options.ttl, w.plan.owner,   w.request.permits};
+                         w.request.options.ttl, w.plan.owner(), w.request.permits};
     if (setup_.granted && !stopping()) setup_.granted(grant);
     const auto expires = sent + w.request.options.ttl;
     tell(it, core::Granted{std::move(grant), expires}, nullptr);
@@ -334,7 +334,7 @@ void AsyncWaits::sleep(Wait& w, Clock::time_point now, std::int64_t retry_ms) {
     // subscription makes up for a message published before it took effect.
     const std::uint64_t id = w.id;
     try {
-      w.watch = w.subscriber->watch(w.plan.channel, w.plan.entry, [this, id](bool) {
+      w.watch = w.subscriber->watch(w.plan.channel(), w.plan.entry(), [this, id](bool) {
         {
           std::lock_guard guard(mu_);
           wakes_.push_back(id);

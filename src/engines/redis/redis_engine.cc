@@ -199,8 +199,8 @@ class RedisEngine final : public core::Engine {
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockKeys keys = LockKeys::of(request.key);
     const AsyncWaits::Plan plan = plan_of(request, keys);
-    const std::string& owner = plan.owner;
-    const std::string& entry = plan.entry;
+    const std::string& owner = plan.owner();
+    const std::string& entry = plan.entry();
     const bool waits = plan.waits;
     const ScriptCall& call = plan.attempt;
 
@@ -541,24 +541,24 @@ class RedisEngine final : public core::Engine {
   AsyncWaits::Plan plan_of(const AcquireRequest& request, const LockKeys& keys) {
     AsyncWaits::Plan plan;
     // A grant its client may cache is marked for the scripts (lua/lock_base.lua, caches).
-    plan.owner =
+    std::string owner =
         client_id_ + '-' + std::to_string(++sequence_) + (request.options.cache ? "*" : "");
     // "x:LIVE:OWNER", "s:LIVE:OWNER", or a semaphore's "sPERMITS:LIVE:OWNER".
-    plan.entry = std::string(request.mode == Mode::exclusive ? "x" : "s") +
-                 (request.capacity > 0 ? std::to_string(request.permits) : std::string()) + ':' +
-                 std::to_string(config_.waiter_ttl.count()) + ':' + plan.owner;
+    std::string entry = std::string(request.mode == Mode::exclusive ? "x" : "s") +
+                        (request.capacity > 0 ? std::to_string(request.permits) : std::string()) +
+                        ':' + std::to_string(config_.waiter_ttl.count()) + ':' + owner;
     plan.waits = request.deadline > Clock::now();
-    plan.channel = keys.channel;
+    // The order AsyncWaits::Plan reads the channel, entry and owner back in.
     plan.attempt = ScriptCall{
         &k_acquire_script,
         all_keys(keys),
-        {keys.channel, plan.entry, request.mode == Mode::exclusive ? "x" : "s",
+        {keys.channel, std::move(entry), request.mode == Mode::exclusive ? "x" : "s",
          std::to_string(request.options.ttl.count()),
          std::to_string(request.options.lock_delay.count()),
          request.options.fairness == Fairness::fifo ? "1" : "0", plan.waits ? "1" : "0",
-         plan.owner, std::to_string(request.capacity), std::to_string(request.permits),
+         std::move(owner), std::to_string(request.capacity), std::to_string(request.permits),
          request.value}};
-    plan.withdraw = ScriptCall{&k_withdraw_script, all_keys(keys), {keys.channel, plan.entry}};
+    plan.withdraw_script = &k_withdraw_script;
     return plan;
   }
 

@@ -11,10 +11,12 @@
 #include <string>
 #include <thread>
 
+#include "support/async_outcome.h"
 #include "support/redis_sentinel.h"
 #include "support/redis_server.h"
 #include "support/waiting.h"
 #include "test_util.h"
+#include "warden/async.h"
 #include "warden/client.h"
 #include "warden/error.h"
 #include "warden/lease.h"
@@ -132,6 +134,33 @@ TEST(RedisSentinel, AfterTheMasterIsKilledAReplicaTakesOverAndLocksGoOn) {
   group.restart_node(old_master);
   next.release();
   EXPECT_TRUE(holder_client.lock("g", "y").acquire(Mode::exclusive, Wait::none()));
+}
+
+// The same with an asynchronous waiter (engines/redis/async_waits.h): its connection to
+// the killed master breaks, and it asks again, on the master the sentinels name next,
+// until it is granted there.
+TEST(RedisSentinel, AnAsyncWaiterOutlivesTheMastersKillAndGetsTheLockOnTheNewOne) {
+  RedisSentinelGroup group;
+  Client holder_client = Client::open(group.uri());
+  Client waiter_client = Client::open(group.uri());
+  Lease held = holder_client.lock("g", "x", ttl(10s)).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  AsyncOutcome waiter;
+  AcquireHandle handle = waiter_client.lock("g", "x", ttl(10s))
+                             .acquire_async(Mode::exclusive, Wait::up_to(60s), waiter.callback());
+  ASSERT_FALSE(waiter.wait_for(300ms)) << "granted while held";
+
+  const std::uint16_t old_master = group.kill_master();
+  const std::uint16_t new_master = group.wait_for_new_master(old_master);
+  ASSERT_TRUE(eventually([&] { return holder_client.check(held.sequencer()); }, 30s));
+  EXPECT_EQ(waiter.calls(), 0) << "the waiter overtook the holder";
+  held.release();
+  ASSERT_TRUE(waiter.wait_for(30s)) << "the waiter was not told after the failover";
+  EXPECT_EQ(waiter.error(), nullptr);
+  EXPECT_TRUE(waiter.granted());
+  EXPECT_TRUE(has_grant(group, new_master, "x"));
+  EXPECT_EQ(waiter.calls(), 1);
+  waiter.take();
 }
 
 TEST(RedisSentinel, AGrantTheNewMasterLacksIsReportedLostAtTheSwitchNotAtTheNextRenewal) {
