@@ -77,35 +77,40 @@ class AcquireHandle {
   friend class Lock;
   friend class MultiLock;
   friend class Semaphore;
-  friend class AcquireAwaitable;
   explicit AcquireHandle(std::shared_ptr<detail::PendingAcquire> op) : op_(std::move(op)) {}
   std::shared_ptr<detail::PendingAcquire> op_;
 };
 
-// What Lock::acquire_co (and Semaphore's) returns: `co_await` it once. It resumes the
-// awaiting coroutine with the Lease (empty when the wait ran out), or throws the Error,
-// on the Client's completion thread or the executor named. Destroying the awaiting
-// coroutine while it waits cancels the wait (as AcquireHandle::cancel).
-class AcquireAwaitable {
+// What Lock::acquire_co (and Semaphore's, MultiLock's) returns: `co_await` it once. It
+// resumes the awaiting coroutine with the Lease (or MultiLease; empty when the wait ran
+// out), or throws the Error, on the Client's completion thread or the executor named.
+// Destroying the awaiting coroutine while it waits cancels the wait (as
+// AcquireHandle::cancel).
+template <class Result>
+class BasicAcquireAwaitable {
  public:
-  AcquireAwaitable(AcquireAwaitable&& other) noexcept;
-  AcquireAwaitable(const AcquireAwaitable&) = delete;
-  AcquireAwaitable& operator=(const AcquireAwaitable&) = delete;
-  AcquireAwaitable& operator=(AcquireAwaitable&&) = delete;
-  ~AcquireAwaitable();
+  BasicAcquireAwaitable(BasicAcquireAwaitable&& other) noexcept;
+  BasicAcquireAwaitable(const BasicAcquireAwaitable&) = delete;
+  BasicAcquireAwaitable& operator=(const BasicAcquireAwaitable&) = delete;
+  BasicAcquireAwaitable& operator=(BasicAcquireAwaitable&&) = delete;
+  ~BasicAcquireAwaitable();
 
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> awaiting);
-  Lease await_resume();
+  Result await_resume();
 
  private:
   friend class Lock;
+  friend class MultiLock;
   friend class Semaphore;
   struct Outcome;
-  using Start = std::function<AcquireHandle(AcquireCallback)>;
-  explicit AcquireAwaitable(Start start);
+  using Callback = std::function<void(std::exception_ptr, Result)>;
+  using Start = std::function<AcquireHandle(Callback)>;
+  explicit BasicAcquireAwaitable(Start start);
   Start start_;
   std::shared_ptr<Outcome> outcome_;  // shared with the callback
 };
+
+using AcquireAwaitable = BasicAcquireAwaitable<Lease>;
 
 }  // namespace warden

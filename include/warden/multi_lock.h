@@ -128,6 +128,13 @@ class MultiLock {
   using AcquireCallback = std::function<void(std::exception_ptr error, MultiLease lease)>;
   AcquireHandle acquire_async(Wait wait, AcquireCallback done, Executor executor = {});
 
+  // The same acquire for a coroutine: `co_await multi.acquire_co(Wait::up_to(2s))` gives
+  // the MultiLease (empty when the wait ran out) or throws the Error, resuming on the
+  // Client's completion thread or `executor`; destroying the awaiting coroutine cancels
+  // the wait and releases the members taken. Bad input is thrown here, not at co_await.
+  [[nodiscard]] BasicAcquireAwaitable<MultiLease> acquire_co(Wait wait = Wait::forever(),
+                                                             Executor executor = {});
+
  private:
   friend class Client;
   MultiLock(std::shared_ptr<detail::ClientState> client, std::vector<LockSpec> members,

@@ -176,6 +176,16 @@ AcquireHandle MultiLock::acquire_async(Wait wait, AcquireCallback done, Executor
   return AcquireHandle(std::move(op));
 }
 
+BasicAcquireAwaitable<MultiLease> MultiLock::acquire_co(Wait wait, Executor executor) {
+  for (const LockSpec& member : members_) {
+    core::require_capabilities(client_->capabilities, member.mode, options_);
+  }
+  return BasicAcquireAwaitable<MultiLease>(
+      [multi = *this, wait, executor](AcquireCallback done) mutable {
+        return multi.acquire_async(wait, std::move(done), executor);
+      });
+}
+
 MultiLease MultiLock::acquire_together(Clock::time_point deadline, std::stop_token stop) {
   std::vector<core::AcquireSetRequest::Member> members;
   members.reserve(members_.size());

@@ -234,6 +234,50 @@ TEST(Async, DestroyingTheAwaitingCoroutineCancelsItsWait) {
   EXPECT_FALSE(resumed);
 }
 
+// MultiLock::acquire_co: a coroutine resumes with every member held; one destroyed while
+// it waits cancels the wait and releases the members it had taken.
+TEST(Async, ACoroutineAwaitsAMultiLockAndItsDestructionReleasesTheMembersTaken) {
+  Client holder = Client::open(uri());
+  Client client = Client::open(uri());
+  ManualExecutor loop;
+  MultiLock both = client.multi({{"g", "a"}, {"g", "b"}});
+  std::vector<std::uint64_t> tokens;
+  bool finished = false;
+  auto take_both = [&]() -> Task {
+    MultiLease lease = co_await both.acquire_co(Wait::none(), loop.executor());
+    tokens = lease.tokens();
+    finished = true;
+  };
+  {
+    Task task = take_both();
+    ASSERT_TRUE(loop.run_until([&] { return finished; }, kPatience));
+  }
+  ASSERT_EQ(tokens.size(), 2u);
+  EXPECT_GT(tokens[0], 0u);
+  EXPECT_GT(tokens[1], 0u);
+
+  // "b" held elsewhere: the coroutine takes "a" and waits for "b" until destroyed.
+  Lease held = holder.lock("g", "b").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  bool resumed = false;
+  auto wait_for_both = [&]() -> Task {
+    MultiLease lease = co_await both.acquire_co(Wait::forever());
+    resumed = true;
+  };
+  {
+    Task task = wait_for_both();
+    ASSERT_TRUE(eventually([&] { return waiters(holder, "b") == 1; }, kPatience));
+    EXPECT_FALSE(holder.lock("g", "a").acquire(Mode::exclusive, Wait::none()))
+        << "the waiting multi-lock did not hold its first member";
+  }  // destroyed while it waits
+  EXPECT_TRUE(eventually([&] { return waiters(holder, "b") == 0; }, kPatience));
+  EXPECT_TRUE(eventually(
+      [&] { return static_cast<bool>(holder.lock("g", "a").acquire(Mode::exclusive, Wait::none())); },
+      kPatience))
+      << "the member taken was not released";
+  EXPECT_FALSE(resumed);
+}
+
 TEST(Async, ManyWaitersOnOneLockAreGrantedInOrderWithoutAThreadEach) {
   constexpr int kWaiters = 2000;
   Client holder = Client::open(uri());
