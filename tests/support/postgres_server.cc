@@ -155,7 +155,7 @@ std::string PostgresServer::uri_as(const std::string& user, const std::string& p
          database + query;
 }
 
-void PostgresServer::kill9() { process_.kill9(); }
+void PostgresServer::kill9() { process_.kill9_family(); }
 
 void PostgresServer::start() {
   const auto deadline = std::chrono::steady_clock::now() + kStartLimit;

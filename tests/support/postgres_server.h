@@ -40,7 +40,9 @@ class PostgresServer {
   std::string uri_as(const std::string& user, const std::string& password,
                      const std::string& database, const std::string& query = "") const;
 
-  // kill -9 of the postmaster (its backends exit when they notice).
+  // kill -9 of the postmaster and its backends and workers at once, as a crash of the
+  // machine would (backends left to notice their postmaster's death take seconds on a
+  // loaded machine, holding its shared memory meanwhile).
   void kill9();
   // Starts it again on the same data dir and port (after kill9 or stop); returns once
   // it accepts logins.

@@ -322,6 +322,18 @@ void ServerProcess::signal_family(int sig) const {
   }
 }
 
+void ServerProcess::kill9_family() {
+  if (pid_ <= 0) return;
+  signal_family(SIGSTOP);
+  std::vector<pid_t> descendants;
+  for (auto generation = children_of({pid_}); !generation.empty();
+       generation = children_of(generation)) {
+    descendants.insert(descendants.end(), generation.begin(), generation.end());
+  }
+  for (pid_t p : descendants) ::kill(p, SIGKILL);
+  kill9();
+}
+
 int ServerProcess::stop(int sig, std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return -1;
   ::kill(pid_, SIGCONT);  // a stopped process cannot act on SIGTERM

@@ -78,6 +78,10 @@ class ServerProcess {
   int stop(int sig, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // kill -9 and reap.
   void kill9() { stop(9); }
+  // kill -9 of the process and of every process it started, as a crash of its machine
+  // ends a server that forks its workers (PostgreSQL) whole: frozen first, so that none
+  // forks or goes meanwhile; the process itself is reaped.
+  void kill9_family();
   // Waits up to `timeout` for the process to end by itself and reaps it: its shell-style
   // status, or -1 if it was not running or still runs (it is then left running).
   int wait_exit(std::chrono::milliseconds timeout);

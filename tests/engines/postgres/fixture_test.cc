@@ -63,9 +63,8 @@ std::set<pid_t> children_of(pid_t parent) {
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 
-// Whether segment `id` still exists 10 s from now. A segment removed while workers that
-// outlived their postmaster are attached goes when the last of them exits (they notice
-// its death within a second or so).
+// Whether segment `id` still exists 10 s from now. A segment removed while processes are
+// attached goes when the last of them exits (the fixture's kill9 ends them all at once).
 bool outlives_its_workers(int id) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (shared_memory_ids().contains(id)) {
