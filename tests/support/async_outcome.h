@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "warden/async.h"
+#include "warden/error.h"
 #include "warden/lease.h"
 #include "warden/types.h"
 
@@ -47,6 +48,18 @@ class BasicAsyncOutcome {
   std::exception_ptr error() const {
     std::lock_guard guard(mu_);
     return error_;
+  }
+  // The code of the warden::Error it was told; Errc::internal for none or another kind.
+  Errc error_code() const {
+    const std::exception_ptr error = this->error();
+    if (!error) return Errc::internal;
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      return e.code();
+    } catch (...) {
+      return Errc::internal;
+    }
   }
   bool granted() const {
     std::lock_guard guard(mu_);

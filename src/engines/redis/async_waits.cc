@@ -1,11 +1,8 @@
 #include "engines/redis/async_waits.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <string_view>
+#include <thread>
 
 #include "engines/redis/script_replies.h"
 #include "engines/resp_client/backoff.h"
@@ -35,6 +32,7 @@ struct AsyncWaits::Wait {
   bool withdrawing = false;     // withdraw.lua sent: the wait ends with its answer
   bool stop_requested = false;  // cancelled
   bool woken = false;           // woken while its attempt was on the wire: look again
+  bool asked_again = false;     // asked again at once after its connection closed
   std::optional<Clock::time_point> timer;
   // The watch goes before the subscriber it is registered with.
   std::shared_ptr<Subscriber> subscriber;
@@ -47,85 +45,29 @@ std::shared_ptr<AsyncWaits> AsyncWaits::start(Setup setup) {
   std::shared_ptr<AsyncWaits> waits(new AsyncWaits(std::move(setup)));
   // The thread holds the object: it may outlive the engine when stop() runs on it.
   std::thread thread([waits] { waits->run(); });
-  waits->thread_id_ = thread.get_id();
+  waits->inbox_.set_thread(thread.get_id());
   thread.detach();
   return waits;
 }
 
-AsyncWaits::AsyncWaits(Setup setup)
-    : setup_(std::move(setup)), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-  if (wake_fd_ < 0) {
-    throw Error(Errc::resource_exhausted, "no descriptor left for redis://'s asynchronous waits");
-  }
-}
+AsyncWaits::AsyncWaits(Setup setup) : setup_(std::move(setup)), inbox_("redis://") {}
 
-AsyncWaits::~AsyncWaits() {
-  waits_.clear();  // their stop callbacks end before the descriptor they write to
-  inbox_.clear();
-  ::close(wake_fd_);
-}
+AsyncWaits::~AsyncWaits() = default;
 
 void AsyncWaits::acquire(core::AcquireRequest request, Plan plan,
                          std::shared_ptr<Subscriber> subscriber, core::Engine::AcquireDone done) {
-  auto wait = std::make_unique<Wait>(std::move(request), std::move(plan), std::move(subscriber),
-                                     std::move(done), setup_.poll);
-  {
-    std::lock_guard guard(mu_);
-    wait->id = ++next_id_;
-  }
-  const std::uint64_t id = wait->id;
-  // A stop requested already runs this at once, and the thread finds the id queued.
-  wait->on_stop.emplace(wait->request.stop, std::function<void()>([this, id] {
-                          {
-                            std::lock_guard guard(mu_);
-                            stops_.push_back(id);
-                          }
-                          wake();
-                        }));
-  {
-    std::lock_guard guard(mu_);
-    if (!stopping_) {
-      inbox_.push_back(std::move(wait));
-      wait.reset();
-    }
-  }
-  if (wait) {
-    auto finish = std::move(wait->done);
-    wait.reset();
-    finish(std::nullopt,
-           std::make_exception_ptr(Error(Errc::unavailable, "the redis:// client is closing")));
-    return;
-  }
-  wake();
+  inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(plan), std::move(subscriber),
+                                       std::move(done), setup_.poll));
 }
 
-void AsyncWaits::stop() {
-  {
-    std::lock_guard guard(mu_);
-    stopping_ = true;
-  }
-  wake();
-  if (std::this_thread::get_id() == thread_id_) return;  // run() ends after this turn
-  std::unique_lock lock(mu_);
-  ended_.wait(lock, [&] { return ended_flag_; });
-}
-
-bool AsyncWaits::stopping() const {
-  std::lock_guard guard(mu_);
-  return stopping_;
-}
-
-void AsyncWaits::wake() {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
-}
+void AsyncWaits::stop() { inbox_.stop(); }
 
 std::string AsyncWaits::context(std::string_view what) const {
   return std::string(what) + " on " + setup_.connector->endpoint();
 }
 
 void AsyncWaits::run() {
-  while (!stopping()) {
+  while (!inbox_.stopping()) {
     try {
       turn();
     } catch (const Error& e) {
@@ -135,97 +77,58 @@ void AsyncWaits::run() {
   }
   conn_.reset();
   on_wire_.clear();
-  {
-    std::lock_guard guard(mu_);
-    for (auto& wait : inbox_) {
-      const std::uint64_t id = wait->id;
-      waits_.emplace(id, std::move(wait));
-    }
-    inbox_.clear();
-  }
   timers_.clear();
-  Waits all;
-  all.swap(waits_);
-  const auto closing =
-      std::make_exception_ptr(Error(Errc::unavailable, "the redis:// client is closing"));
-  for (auto& [id, wait] : all) {
-    auto done = std::move(wait->done);
-    wait.reset();
-    done(std::nullopt, closing);
-  }
-  std::lock_guard guard(mu_);
-  ended_flag_ = true;
-  ended_.notify_all();
+  inbox_.close(waits_);
 }
 
 void AsyncWaits::turn() {
-  // The wake-up is taken before the work it announces: work queued after this read
-  // wakes the poll below again.
-  std::uint64_t count = 0;
-  [[maybe_unused]] const auto drained = ::read(wake_fd_, &count, sizeof count);
-  std::vector<std::unique_ptr<Wait>> arrived;
-  std::vector<std::uint64_t> stops, wakes;
-  {
-    std::lock_guard guard(mu_);
-    arrived.swap(inbox_);
-    stops.swap(stops_);
-    wakes.swap(wakes_);
-  }
+  auto taken = inbox_.take();
   auto now = Clock::now();
   std::vector<std::uint64_t> fresh;
-  fresh.reserve(arrived.size());
-  for (auto& wait : arrived) {
+  fresh.reserve(taken.arrived.size());
+  for (auto& wait : taken.arrived) {
     fresh.push_back(wait->id);
     const std::uint64_t id = wait->id;
     waits_.emplace(id, std::move(wait));
   }
-  // Stops first: a wait cancelled before it was asked is told without a request.
-  for (const std::uint64_t id : stops) {
+  // Cancellations first: a wait cancelled before it was asked is told without a request.
+  for (const std::uint64_t id : taken.cancelled) {
     stopped(id, now);
-    if (stopping()) return;
+    if (inbox_.stopping()) return;
   }
   for (const std::uint64_t id : fresh) {
     if (const auto it = waits_.find(id); it != waits_.end()) attempt(*it->second, now);
-    if (stopping()) return;
+    if (inbox_.stopping()) return;
   }
-  for (const std::uint64_t id : wakes) {
+  for (const std::uint64_t id : taken.woken) {
     woken(id, now);
-    if (stopping()) return;
+    if (inbox_.stopping()) return;
   }
   while (!timers_.empty() && timers_.begin()->first <= now) {
     fire(*waits_.at(timers_.begin()->second), now);
-    if (stopping()) return;
+    if (inbox_.stopping()) return;
   }
 
   if (conn_) conn_->flush(now + setup_.op_timeout);
   auto until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
   if (!on_wire_.empty()) until = std::min(until, on_wire_.front().at + setup_.op_timeout);
   if (!conn_) {
-    pollfd fd{wake_fd_, POLLIN, 0};
-    now = Clock::now();
-    const auto ms =
-        until == Clock::time_point::max()
-            ? -1
-            : static_cast<int>(std::clamp<std::int64_t>(
-                  std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0, 60'000));
-    ::poll(&fd, 1, ms);
+    inbox_.sleep_until(until);
     return;
   }
-  auto reply = conn_->poll_reply(until, wake_fd_);
+  auto reply = conn_->poll_reply(until, inbox_.wake_fd());
   while (reply) {
     if (on_wire_.empty()) throw resp_client::unexpected_reply(*reply, context("acquire"));
     const OnWire request = on_wire_.front();
     on_wire_.pop_front();
     answered(request, *reply);
-    if (stopping() || !conn_) return;
+    if (inbox_.stopping() || !conn_) return;
     reply = conn_->poll_reply(Clock::now());
   }
   if (!on_wire_.empty() && Clock::now() >= on_wire_.front().at + setup_.op_timeout) {
     // A frozen or cut-off server: the blocking acquire's round would fail the same way.
-    const Error why(Errc::deadline_exceeded, context("acquire") + ": no answer within " +
-                                                 std::to_string(setup_.op_timeout.count()) +
-                                                 " ms");
-    throw why;
+    throw Error(Errc::deadline_exceeded, context("acquire") + ": no answer within " +
+                                             std::to_string(setup_.op_timeout.count()) + " ms");
   }
 }
 
@@ -294,6 +197,7 @@ void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
 void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock::time_point sent) {
   Wait& w = *it->second;
   const auto now = Clock::now();
+  w.asked_again = false;  // answered: Redis was reached
   Attempt attempt;
   try {
     attempt = attempt_of(reply, context("acquire"));
@@ -310,7 +214,7 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
     }
     core::GrantRef grant{w.request.key,         w.request.mode, attempt.token,
                          w.request.options.ttl, w.plan.owner(), w.request.permits};
-    if (setup_.granted && !stopping()) setup_.granted(grant);
+    if (setup_.granted && !inbox_.stopping()) setup_.granted(grant);
     const auto expires = sent + w.request.options.ttl;
     tell(it, core::Granted{std::move(grant), expires}, nullptr);
     return;
@@ -334,13 +238,8 @@ void AsyncWaits::sleep(Wait& w, Clock::time_point now, std::int64_t retry_ms) {
     // subscription makes up for a message published before it took effect.
     const std::uint64_t id = w.id;
     try {
-      w.watch = w.subscriber->watch(w.plan.channel(), w.plan.entry(), [this, id](bool) {
-        {
-          std::lock_guard guard(mu_);
-          wakes_.push_back(id);
-        }
-        wake();
-      });
+      w.watch = w.subscriber->watch(w.plan.channel(), w.plan.entry(),
+                                    [this, id](bool) { inbox_.notify(id); });
     } catch (const Error&) {
       // No subscriber to be had (descriptor limit): polling alone.
     }
@@ -399,6 +298,14 @@ void AsyncWaits::failed(Waits::iterator it, const Error& why) {
   }
   const bool transient = why.code() == Errc::unavailable || why.code() == Errc::deadline_exceeded;
   const bool silent = why.code() == Errc::deadline_exceeded;
+  // A connection that closed (CLIENT KILL, a timeout on the server's side) says nothing
+  // of Redis itself: the wait asks again at once on a new one, as a blocking wait whose
+  // line failed does, and that attempt says whether Redis can be reached.
+  if (w.plan.waits && transient && !silent && !w.asked_again) {
+    w.asked_again = true;
+    attempt(w, now);
+    return;
+  }
   // Behind Sentinel a master that is gone is replaced within seconds: the wait asks
   // again until its deadline, as long as a silent attempt still ends by it.
   if (setup_.follows_failover && w.plan.waits && transient &&
@@ -428,7 +335,7 @@ void AsyncWaits::fail_on_wire(const Error& why) {
     if (request.what == Sent::forget) continue;
     const auto it = waits_.find(request.id);
     if (it != waits_.end() && it->second->on_wire) failed(it, why);
-    if (stopping()) return;
+    if (inbox_.stopping()) return;
   }
 }
 

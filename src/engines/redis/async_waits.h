@@ -21,21 +21,19 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/engine.h"
+#include "core/wait_inbox.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/connector.h"
 #include "engines/resp_client/script.h"
@@ -122,22 +120,10 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   // The connection broke: every request on it fails with `why`.
   void fail_on_wire(const Error& why);
   void schedule(Wait& w, std::optional<Clock::time_point> at);
-  bool stopping() const;
-  void wake();
   std::string context(std::string_view what) const;
 
   const Setup setup_;
-  int wake_fd_ = -1;  // an eventfd: new work, a cancellation, a wake-up, stop()
-
-  mutable std::mutex mu_;
-  std::condition_variable ended_;
-  bool stopping_ = false;                     // guarded by mu_
-  bool ended_flag_ = false;                   // guarded by mu_: run() returned
-  std::thread::id thread_id_;                 // set before the thread runs
-  std::vector<std::unique_ptr<Wait>> inbox_;  // guarded by mu_
-  std::vector<std::uint64_t> stops_;          // guarded by mu_: ids whose stop was requested
-  std::vector<std::uint64_t> wakes_;          // guarded by mu_: ids their watch woke
-  std::uint64_t next_id_ = 0;                 // guarded by mu_
+  core::WaitInbox<Wait> inbox_;  // before the waits, whose stop callbacks use it
 
   // The thread's own.
   std::unique_ptr<resp_client::Connection> conn_;

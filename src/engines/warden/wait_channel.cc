@@ -1,9 +1,5 @@
 #include "engines/warden/wait_channel.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <span>
@@ -55,7 +51,7 @@ std::shared_ptr<WaitChannel> WaitChannel::start(std::shared_ptr<resp_client::Con
       new WaitChannel(std::move(connector), op_timeout, retry, std::move(give_back)));
   // The thread holds the channel: it may outlive the engine when stop() runs on it.
   std::thread thread([channel] { channel->run(); });
-  channel->thread_id_ = thread.get_id();
+  channel->inbox_.set_thread(thread.get_id());
   thread.detach();
   return channel;
 }
@@ -67,72 +63,16 @@ WaitChannel::WaitChannel(std::shared_ptr<resp_client::Connector> connector,
       op_timeout_(op_timeout),
       retry_(retry),
       give_back_(std::move(give_back)),
-      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-      liveness_(kWaitsPingEvery, op_timeout) {
-  if (wake_fd_ < 0) {
-    throw Error(Errc::resource_exhausted, "no descriptor left for warden://'s wait channel");
-  }
-}
+      inbox_("warden://"),
+      liveness_(kWaitsPingEvery, op_timeout) {}
 
-WaitChannel::~WaitChannel() {
-  waits_.clear();  // their stop callbacks end before the descriptor they write to
-  inbox_.clear();
-  ::close(wake_fd_);
-}
+WaitChannel::~WaitChannel() = default;
 
 void WaitChannel::acquire(core::AcquireRequest request, core::Engine::AcquireDone done) {
-  auto wait = std::make_unique<Wait>(std::move(request), std::move(done), retry_);
-  {
-    std::lock_guard guard(mu_);
-    wait->id = ++next_id_;
-  }
-  wait->tag = std::to_string(wait->id);
-  const std::uint64_t id = wait->id;
-  // A stop requested already runs this at once, and the thread finds the id queued.
-  wait->on_stop.emplace(wait->request.stop, std::function<void()>([this, id] {
-                          {
-                            std::lock_guard guard(mu_);
-                            withdrawals_.push_back(id);
-                          }
-                          wake();
-                        }));
-  {
-    std::lock_guard guard(mu_);
-    if (!stopping_) {
-      inbox_.push_back(std::move(wait));
-      wait.reset();
-    }
-  }
-  if (wait) {
-    auto finish = std::move(wait->done);
-    wait.reset();
-    finish(std::nullopt,
-           std::make_exception_ptr(Error(Errc::unavailable, "the warden:// client is closing")));
-    return;
-  }
-  wake();
+  inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(done), retry_));
 }
 
-void WaitChannel::stop() {
-  {
-    std::lock_guard guard(mu_);
-    stopping_ = true;
-  }
-  wake();
-  if (std::this_thread::get_id() == thread_id_) return;  // run() ends after this turn
-  std::unique_lock lock(mu_);
-  ended_.wait(lock, [&] { return ended_flag_; });
-}
-
-bool WaitChannel::stopping() const {
-  std::lock_guard guard(mu_);
-  return stopping_;
-}
-
-void WaitChannel::wake() {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
-}
+void WaitChannel::stop() { inbox_.stop(); }
 
 void WaitChannel::run() {
   while (!stopping()) {
@@ -146,44 +86,24 @@ void WaitChannel::run() {
     }
   }
   conn_.reset();
-  {
-    std::lock_guard guard(mu_);
-    for (auto& wait : inbox_) {
-      const std::uint64_t id = wait->id;
-      waits_.emplace(id, std::move(wait));
-    }
-    inbox_.clear();
-  }
-  fail_all(Error(Errc::unavailable, "the warden:// client is closing"));
-  std::lock_guard guard(mu_);
-  ended_flag_ = true;
-  ended_.notify_all();
+  timers_.clear();
+  inbox_.close(waits_);
 }
 
 void WaitChannel::turn() {
-  // The wake-up is taken before the work it announces: work queued after this read
-  // wakes the poll below again.
-  std::uint64_t count = 0;
-  [[maybe_unused]] const auto drained = ::read(wake_fd_, &count, sizeof count);
-  std::vector<std::unique_ptr<Wait>> arrived;
-  std::vector<std::uint64_t> withdrawn;
-  {
-    std::lock_guard guard(mu_);
-    arrived.swap(inbox_);
-    withdrawn.swap(withdrawals_);
-  }
-
+  auto taken = inbox_.take();
   auto now = Clock::now();
   std::vector<Wait*> to_send;
-  to_send.reserve(arrived.size());
-  for (auto& wait : arrived) {  // kept first, so that a failure below tells them
+  to_send.reserve(taken.arrived.size());
+  for (auto& wait : taken.arrived) {  // kept first, so that a failure below tells them
+    wait->tag = std::to_string(wait->id);
     to_send.push_back(wait.get());
     const std::uint64_t id = wait->id;
     waits_.emplace(id, std::move(wait));
   }
   if (!to_send.empty() && (!conn_ || (on_wire_ == 0 && !conn_->reusable()))) open();
   for (Wait* w : to_send) send(*w, now);
-  for (const std::uint64_t id : withdrawn) {
+  for (const std::uint64_t id : taken.cancelled) {
     cancelled(id, now);
     if (stopping()) return;
   }
@@ -204,17 +124,10 @@ void WaitChannel::turn() {
   }
   if (conn_) conn_->flush(now + op_timeout_);
   if (!conn_) {
-    pollfd fd{wake_fd_, POLLIN, 0};
-    now = Clock::now();
-    const auto ms =
-        until == Clock::time_point::max()
-            ? -1
-            : static_cast<int>(std::clamp<std::int64_t>(
-                  std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0, 60'000));
-    ::poll(&fd, 1, ms);
+    inbox_.sleep_until(until);
     return;
   }
-  auto reply = conn_->poll_reply(until, wake_fd_);
+  auto reply = conn_->poll_reply(until, inbox_.wake_fd());
   while (reply) {
     const bool pong = resp_client::is_pong(*reply);
     liveness_.heard(Clock::now(), pong);  // the connection carries replies

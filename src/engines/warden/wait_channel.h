@@ -20,11 +20,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -33,6 +31,7 @@
 #include <vector>
 
 #include "core/engine.h"
+#include "core/wait_inbox.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/connector.h"
 #include "engines/resp_client/liveness.h"
@@ -85,23 +84,13 @@ class WaitChannel : public std::enable_shared_from_this<WaitChannel> {
   void fail_all(const Error& why);
   void give_back(const core::GrantRef& grant);
   void schedule(Wait& wait, std::optional<Clock::time_point> at);
-  bool stopping() const;
-  void wake();
+  bool stopping() const { return inbox_.stopping(); }
 
   const std::shared_ptr<resp_client::Connector> connector_;
   const std::chrono::milliseconds op_timeout_;
   const RetryPolicy retry_;
   const GiveBack give_back_;
-  int wake_fd_ = -1;  // an eventfd: new work, a cancellation, stop()
-
-  mutable std::mutex mu_;
-  std::condition_variable ended_;
-  bool stopping_ = false;                      // guarded by mu_
-  bool ended_flag_ = false;                    // guarded by mu_: run() returned
-  std::thread::id thread_id_;                  // set before the thread runs
-  std::vector<std::unique_ptr<Wait>> inbox_;   // guarded by mu_
-  std::vector<std::uint64_t> withdrawals_;     // guarded by mu_: ids whose stop was requested
-  std::uint64_t next_id_ = 0;                  // guarded by mu_
+  core::WaitInbox<Wait> inbox_;  // before the waits, whose stop callbacks use it
 
   // The thread's own.
   std::unique_ptr<resp_client::Connection> conn_;

@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engines/redis/test_util.h"
@@ -35,16 +36,6 @@ long long connected_clients(RedisProbe& probe) {
   const std::string info = probe.command({"INFO", "clients"});
   const auto at = info.find("connected_clients:");
   return std::stoll(info.substr(at + std::string_view("connected_clients:").size()));
-}
-
-Errc code_of(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    return e.code();
-  } catch (...) {
-    return Errc::internal;
-  }
 }
 
 // 300 waits on one lock from one Client: queued on Redis without a thread or a
@@ -122,7 +113,7 @@ TEST(RedisAsync, WaitsOnAServerThatDiesAreToldUnavailable) {
     ASSERT_TRUE(outcome->wait_for(kPatience)) << "a wait outlived its server";
     EXPECT_FALSE(outcome->granted());
     ASSERT_NE(outcome->error(), nullptr);
-    EXPECT_EQ(code_of(outcome->error()), Errc::unavailable);
+    EXPECT_EQ(outcome->error_code(), Errc::unavailable);
     EXPECT_EQ(outcome->calls(), 1);
   }
 
@@ -135,6 +126,50 @@ TEST(RedisAsync, WaitsOnAServerThatDiesAreToldUnavailable) {
   EXPECT_EQ(again.error(), nullptr);
   EXPECT_TRUE(again.granted());
   again.take();
+}
+
+// Every connection closed under the waits (CLIENT KILL: the waits' own, the subscriber's,
+// the pipelines') while their looks are unanswered (CLIENT PAUSE holds them): a closed
+// connection says nothing of Redis, so each wait asks again at once on a new one, keeps
+// its place, and is granted at the holder's release.
+TEST(RedisAsync, WaitsWhoseConnectionsAreClosedAskAgainAndAreGranted) {
+  RedisServer server;
+  RedisProbe probe(server);
+  Client holder = Client::open(server.uri());
+  Client client = Client::open(server.uri(), polling_every(100ms));
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  AsyncOutcome first, second;
+  Lock lock = client.lock("g", "x");
+  AcquireHandle a = lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), first.callback());
+  AcquireHandle b =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), second.callback());
+  ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == 2; }));
+
+  probe.command({"CLIENT", "PAUSE", "10000", "WRITE"});
+  std::this_thread::sleep_for(500ms);  // several polls each: their looks are held
+  EXPECT_GT(probe.kill_normal_clients() + probe.kill_pubsub_clients(), 0);
+  probe.command({"CLIENT", "UNPAUSE"});
+  // Each looks again on a new connection before the holder lets go.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(first.calls(), 0) << "a closed connection ended a wait";
+  EXPECT_EQ(second.calls(), 0) << "a closed connection ended a wait";
+  EXPECT_TRUE(eventually([&] {
+    try {
+      held.release();
+      return true;
+    } catch (const Error&) {
+      return false;  // the holder's connection is being made again
+    }
+  }));
+  ASSERT_TRUE(first.wait_for(kPatience));
+  EXPECT_EQ(first.error(), nullptr);
+  EXPECT_TRUE(first.granted()) << "the first in line was not granted";
+  first.take();
+  ASSERT_TRUE(second.wait_for(kPatience));
+  EXPECT_EQ(second.error(), nullptr);
+  EXPECT_TRUE(second.granted());
+  second.take();
 }
 
 // A wait without a deadline on a server that freezes (SIGSTOP: its connections stay
@@ -160,7 +195,7 @@ TEST(RedisAsync, AWaitForeverOnAFrozenServerEndsAtItsNextUnansweredLook) {
   ASSERT_TRUE(told) << "a wait without a deadline outlived a frozen server";
   EXPECT_FALSE(forever.granted());
   ASSERT_NE(forever.error(), nullptr);
-  EXPECT_EQ(code_of(forever.error()), Errc::deadline_exceeded);
+  EXPECT_EQ(forever.error_code(), Errc::deadline_exceeded);
   EXPECT_EQ(forever.calls(), 1);
   // Its entry lapses by waiter_ttl; once the holder lets go, nothing is left.
   EXPECT_TRUE(eventually([&] {
