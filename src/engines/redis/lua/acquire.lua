@@ -113,7 +113,10 @@ if redis.call('ZSCORE', k.p, entry) then return granted(true) end
 -- once only if nobody waits before it, a non-fair one whenever it is compatible with
 -- the holders. Either one that is not granted queues at the tail, and from then on
 -- waits its turn like every other waiter: a queued entry never barges.
-local queued = redis.call('LPOS', k.q, entry)
+-- Queued already is read from its liveness, which every queued entry has and loses
+-- together with its place (evict_waiters, admit, withdraw.lua): a lookup, where
+-- searching the queue itself would scan it on every waiter's every look.
+local queued = redis.call('ZSCORE', k.w, entry)
 if not queued then
   if delay_over(k, now) and compatible(k, mode, permits) and not (fair and live_head(k)) then
     return granted(wait)
