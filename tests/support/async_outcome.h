@@ -3,6 +3,8 @@
 // (or MultiLease, for MultiLock::acquire_async).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -64,6 +66,26 @@ class BasicAsyncOutcome {
   bool granted() const {
     std::lock_guard guard(mu_);
     return lease_.valid();
+  }
+  // Told once within `timeout`, with no Lease and a warden::Error of `code`.
+  ::testing::AssertionResult told_error(Errc code, Clock::duration timeout) {
+    if (!wait_for(timeout)) return ::testing::AssertionFailure() << "never told";
+    if (granted()) return ::testing::AssertionFailure() << "granted";
+    if (error_code() != code) {
+      return ::testing::AssertionFailure() << "told " << (error() ? to_string(error_code()) : "no error")
+                                           << ", not " << to_string(code);
+    }
+    if (calls() != 1) return ::testing::AssertionFailure() << "told " << calls() << " times";
+    return ::testing::AssertionSuccess();
+  }
+  // Told once within `timeout`, granted without an error; the grant is given back.
+  ::testing::AssertionResult told_granted(Clock::duration timeout) {
+    if (!wait_for(timeout)) return ::testing::AssertionFailure() << "never told";
+    if (error()) return ::testing::AssertionFailure() << "told " << to_string(error_code());
+    if (!granted()) return ::testing::AssertionFailure() << "not granted";
+    if (calls() != 1) return ::testing::AssertionFailure() << "told " << calls() << " times";
+    take();
+    return ::testing::AssertionSuccess();
   }
   // The Lease it was given (empty after the first take).
   Result take() {

@@ -201,8 +201,15 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
   Attempt attempt;
   try {
     attempt = attempt_of(reply, context("acquire"));
+  } catch (const Error& e) {
+    // An error reply (LOADING, MASTERDOWN, a refused permission). The script may have
+    // queued the wait before it failed: withdrawn, unconfirmed; then the wait goes on or
+    // ends as after a failed request (failed(): behind Sentinel a transient one asks
+    // again within the wait, as the blocking acquire does).
+    send(w, w.plan.withdraw(), Sent::forget, true, now);
+    failed(it, e);
+    return;
   } catch (...) {
-    // The script may have queued the wait before it failed: withdrawn, unconfirmed.
     send(w, w.plan.withdraw(), Sent::forget, true, now);
     tell(it, std::nullopt, std::current_exception());
     return;
