@@ -10,11 +10,13 @@
 // cancelled withdraws (withdraw.lua, which also gives back a grant made for it whose
 // answer had not arrived) and is told when the withdraw is answered.
 //
-// A request unanswered within op_timeout breaks the connection (a frozen server, a
-// partition): every wait with a request on it is told as the blocking acquire would be
-// — a cancelled or run-out one nothing, the others the error, or (behind Sentinel) asked
-// again on a new connection within their wait. An entry or grant nobody could withdraw
-// lapses by its own TTL.
+// A connection that closes under a request (CLIENT KILL) makes its wait ask again at
+// once on a new one, as a blocking wait whose line failed does. A request unanswered
+// within op_timeout breaks the connection (a frozen server, a partition): every wait
+// with a request on it is told as the blocking acquire would be — a cancelled or run-out
+// one nothing, the others the error, or (behind Sentinel) asked again on a new
+// connection within their wait; an error reply is decided the same way. An entry or
+// grant nobody could withdraw lapses by its own TTL.
 //
 // Outcomes are told on the thread and must not block it. stop() ends the thread; the
 // engine calls it first in its destructor, also from a callback on the thread itself.
