@@ -51,19 +51,6 @@ std::size_t waiters(const Client& client, const std::string& name) {
   return client.inspect("g", name).waiters.size();
 }
 
-// The process's thread count, as the kernel tells it.
-int threads_now() {
-  std::ifstream status("/proc/self/status");
-  std::string word;
-  while (status >> word) {
-    if (word == "Threads:") {
-      int n = 0;
-      status >> n;
-      return n;
-    }
-  }
-  return -1;
-}
 
 // An executor whose work the test runs itself, on its own thread.
 class ManualExecutor {
@@ -290,7 +277,7 @@ TEST(Async, ManyWaitersOnOneLockAreGrantedInOrderWithoutAThreadEach) {
   std::vector<int> order;
   std::atomic<int> told{0};
   Lock lock = client.lock("g", "x", fifo);
-  const int threads_before = threads_now();
+  const int threads_before = testing::threads_now();
   for (int i = 0; i < kWaiters; ++i) {
     lock.acquire_async(Mode::exclusive, Wait::forever(), [&, i](std::exception_ptr, Lease lease) {
       {
@@ -301,7 +288,7 @@ TEST(Async, ManyWaitersOnOneLockAreGrantedInOrderWithoutAThreadEach) {
     });  // the Lease goes as the callback returns: the next waiter's turn
   }
   ASSERT_TRUE(eventually([&] { return waiters(holder, "x") == kWaiters; }, kPatience));
-  const int threads_waiting = threads_now();
+  const int threads_waiting = testing::threads_now();
   // The table's driver and the completion thread, at most: none per waiter.
   EXPECT_LE(threads_waiting - threads_before, 2) << threads_before << " -> " << threads_waiting;
   held.release();

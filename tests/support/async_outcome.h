@@ -8,10 +8,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "warden/async.h"
 #include "warden/error.h"
@@ -103,5 +106,51 @@ class BasicAsyncOutcome {
 };
 
 using AsyncOutcome = BasicAsyncOutcome<Lease>;
+
+// The order in which numbered asynchronous waits were told, each releasing its Lease at
+// once so that the next in line is granted: FIFO checks on any engine.
+class GrantOrder {
+ public:
+  // The callback for wait number `i`.
+  std::function<void(std::exception_ptr, Lease)> callback(int i) {
+    return [this, i](std::exception_ptr error, Lease lease) {
+      std::lock_guard guard(mu_);
+      EXPECT_EQ(error, nullptr);
+      order_.push_back(i);
+      if (lease) lease.release();  // the next in line is granted
+    };
+  }
+  std::size_t told() const {
+    std::lock_guard guard(mu_);
+    return order_.size();
+  }
+  // Whether waits 0..n-1 were told in that order.
+  bool in_order(int n) const {
+    std::lock_guard guard(mu_);
+    if (order_.size() != static_cast<std::size_t>(n)) return false;
+    for (int i = 0; i < n; ++i) {
+      if (order_[i] != i) return false;
+    }
+    return true;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int> order_;
+};
+
+// This process's thread count, as the kernel tells it.
+inline int threads_now() {
+  std::ifstream status("/proc/self/status");
+  std::string word;
+  while (status >> word) {
+    if (word == "Threads:") {
+      int n = 0;
+      status >> n;
+      return n;
+    }
+  }
+  return -1;
+}
 
 }  // namespace warden::testing

@@ -1,7 +1,6 @@
 // redis://'s asynchronous acquires (engines/redis/async_waits.h): every one driven by one
 // thread on one connection of its own, however many wait, granted in the queue's order;
 // a server that dies ends them with an error, a frozen one by their bounds.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -19,18 +18,6 @@ namespace {
 
 constexpr Clock::duration kPatience = 30s;      // for what must happen, on a loaded machine
 constexpr Clock::duration kLongDeadline = 60s;  // a wait that must not run out here
-
-// The threads of this process now.
-int threads_now() {
-  int count = 0;
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (const dirent* entry = ::readdir(dir)) {
-      if (entry->d_name[0] != '.') ++count;
-    }
-    ::closedir(dir);
-  }
-  return count;
-}
 
 // Releases `lease`, asking again while its client's connection is being made anew
 // (after a kill, a pause): false if that takes longer than eventually() waits.
@@ -73,17 +60,11 @@ TEST(RedisAsync, ManyWaitsTakeNoThreadEachAndAreGrantedInOrder) {
   const int threads_before = threads_now();
   const long long connections_before = connected_clients(probe);
 
-  std::mutex mu;
-  std::vector<int> order;
+  GrantOrder order;
   std::vector<AcquireHandle> handles;
   for (int i = 0; i < kWaits; ++i) {
-    handles.push_back(lock.acquire_async(
-        Mode::exclusive, Wait::up_to(kLongDeadline), [&, i](std::exception_ptr error, Lease lease) {
-          std::lock_guard guard(mu);
-          EXPECT_EQ(error, nullptr);
-          order.push_back(i);
-          if (lease) lease.release();  // the next in line is granted
-        }));
+    handles.push_back(
+        lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), order.callback(i)));
   }
   ASSERT_TRUE(eventually([&] { return queued(probe, "g", "x") == kWaits + 1; }, kPatience))
       << "queued: " << queued(probe, "g", "x");
@@ -94,14 +75,8 @@ TEST(RedisAsync, ManyWaitsTakeNoThreadEachAndAreGrantedInOrder) {
   held.release();
   ASSERT_TRUE(first.wait_for(kPatience));
   first.take();  // released: the others follow one by one
-  ASSERT_TRUE(eventually(
-      [&] {
-        std::lock_guard guard(mu);
-        return order.size() == kWaits;
-      },
-      kPatience));
-  std::lock_guard guard(mu);
-  for (int i = 0; i < kWaits; ++i) ASSERT_EQ(order[i], i) << "granted out of order";
+  ASSERT_TRUE(eventually([&] { return order.told() == kWaits; }, kPatience));
+  EXPECT_TRUE(order.in_order(kWaits)) << "granted out of order";
   EXPECT_TRUE(eventually([&] { return probe.warden_keys().empty(); }, kPatience))
       << "left behind on Redis";
 }

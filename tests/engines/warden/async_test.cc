@@ -41,18 +41,11 @@ TEST(WardenAsync, ManyWaitsShareOneConnectionAndAreGrantedInOrder) {
   const std::int64_t connections_before = probe.info("connections");
 
   Lock lock = client.lock("g", "x");
-  std::mutex mu;
-  std::vector<int> order;
-  std::deque<Lease> leases;
+  GrantOrder order;
   std::vector<AcquireHandle> handles;
   for (int i = 0; i < kWaits; ++i) {
-    handles.push_back(lock.acquire_async(
-        Mode::exclusive, Wait::up_to(kLongDeadline), [&, i](std::exception_ptr error, Lease lease) {
-          std::lock_guard guard(mu);
-          EXPECT_EQ(error, nullptr);
-          order.push_back(i);
-          if (lease) lease.release();  // the next in line is granted
-        }));
+    handles.push_back(
+        lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), order.callback(i)));
   }
   ASSERT_TRUE(eventually([&] { return probe.inspect("g/x").waiters == kWaits; }))
       << "queued: " << probe.inspect("g/x").waiters;
@@ -60,12 +53,8 @@ TEST(WardenAsync, ManyWaitsShareOneConnectionAndAreGrantedInOrder) {
   EXPECT_LE(probe.info("connections"), connections_before + 3);
 
   held.release();
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard guard(mu);
-    return order.size() == kWaits;
-  }));
-  std::lock_guard guard(mu);
-  for (int i = 0; i < kWaits; ++i) ASSERT_EQ(order[i], i) << "granted out of order";
+  ASSERT_TRUE(eventually([&] { return order.told() == kWaits; }));
+  EXPECT_TRUE(order.in_order(kWaits)) << "granted out of order";
   EXPECT_TRUE(probe.inspect("g/x").holder_tokens.empty());
 }
 
