@@ -4,8 +4,9 @@
 set -euo pipefail
 
 packages=(
-  # toolchain (ccache: the package build takes the release build's objects)
-  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev ccache
+  # toolchain (ccache: the package build takes the release build's objects; lld links the
+  # sanitizer build's ~70 test executables in a fifth of the CPU time GNU ld takes)
+  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev lld ccache
   # libraries warden links against
   libcli11-dev libfmt-dev nlohmann-json3-dev libasio-dev libhiredis-dev
   libzookeeper-mt-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
