@@ -58,14 +58,26 @@ TEST_P(Conformance, ASilentPartitionLosesTheLeaseBeforeTheRegrantAndEndsWaitsOnT
   Flag lost;
   held.on_lost([&lost] { lost.set(); });
   const auto waiter_from = Clock::now();
+  // What the waiter's acquire ended with, said when it did not queue: its error, or that
+  // it ran out before queuing.
+  std::string waiter_outcome = "still waiting";
   auto waiter = std::async(std::launch::async, [&] {
     try {
-      (void)cut_off_waiter.lock(group(), "x", lock).acquire(Mode::exclusive, Wait::up_to(kWait));
-    } catch (const Error&) {
+      const Lease got =
+          cut_off_waiter.lock(group(), "x", lock).acquire(Mode::exclusive, Wait::up_to(kWait));
+      waiter_outcome = got ? "granted" : "ran out";
+    } catch (const Error& e) {
+      waiter_outcome = std::string("failed: ") + e.what();
     }
     return Clock::now();
   });
-  EXPECT_TRUE(queue_reaches("x", 1)) << "the partitioned waiter did not queue";
+  if (const auto queued_one = queue_reaches("x", 1); !queued_one) {
+    const auto ended_at = waiter.get();
+    FAIL() << "the partitioned waiter did not queue (" << queued_one.message() << "); its acquire "
+           << waiter_outcome << " after "
+           << std::chrono::duration_cast<std::chrono::milliseconds>(ended_at - waiter_from).count()
+           << " ms";
+  }
 
   for (auto& relay : relays) {
     relay->cut();  // new connections get no answer
@@ -78,8 +90,8 @@ TEST_P(Conformance, ASilentPartitionLosesTheLeaseBeforeTheRegrantAndEndsWaitsOnT
   // however starved its renewals are, so that a grant to the healed client below can
   // only be a lock given twice (a 3 s lease lapsed beside two CPU hogs, and the lock was
   // then rightly free).
-  Lease taken = other.lock(group(), "x", lock_options())
-                    .acquire(Mode::exclusive, Wait::up_to(kLongDeadline));
+  Lease taken =
+      other.lock(group(), "x", lock_options()).acquire(Mode::exclusive, Wait::up_to(kLongDeadline));
   const auto granted_at = Clock::now();
   ASSERT_TRUE(taken) << "the backend never ended the partitioned holder's lease";
   ASSERT_TRUE(lost.is_set()) << "another client was granted the lock while its partitioned "
@@ -109,16 +121,14 @@ TEST_P(Conformance, ASilentPartitionLosesTheLeaseBeforeTheRegrantAndEndsWaitsOnT
   for (auto& relay : relays) relay->heal();
   { Lease gone = std::move(held); }
   const auto waiter_ended_at = waiter.get();
-  EXPECT_TRUE(waiter_ended) << "a partitioned waiter's timed acquire outlived its deadline + "
-                               "op_timeout: it ended "
-                            << std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   waiter_ended_at - waiter_from)
-                                   .count()
-                            << " ms after it began, the bound was "
-                            << std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   waiter_bound - waiter_from)
-                                   .count()
-                            << " ms";
+  EXPECT_TRUE(waiter_ended)
+      << "a partitioned waiter's timed acquire outlived its deadline + "
+         "op_timeout: it ended "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(waiter_ended_at - waiter_from)
+             .count()
+      << " ms after it began, the bound was "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(waiter_bound - waiter_from).count()
+      << " ms";
 
   bool granted_while_taken = false;
   std::string last_error;
@@ -135,9 +145,10 @@ TEST_P(Conformance, ASilentPartitionLosesTheLeaseBeforeTheRegrantAndEndsWaitsOnT
       kLongDeadline, 100ms))
       << (granted_while_taken ? "the healed client found the lock free while another client held it"
                               : "the healed client never reached the backend again; its last "
-                                "error: " + last_error);
+                                "error: " +
+                                    last_error);
   EXPECT_FALSE(granted_while_taken) << "the healed client was granted a lock another client held"
-                                     << (taken.lost() ? " (that client's lease was lost)" : "");
+                                    << (taken.lost() ? " (that client's lease was lost)" : "");
   taken.release();
   Lease again =
       cut_off.lock(group(), "x", lock).acquire(Mode::exclusive, Wait::up_to(kLongDeadline));
