@@ -103,6 +103,13 @@ class WaitInbox {
     wake();
   }
 
+  // From any thread: wakes the thread for work it keeps in queues of its own (zk://'s
+  // answers from the C client).
+  void wake() {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
+  }
+
   // The thread ends after its turn; waits for that unless called on the thread itself
   // (from an outcome it is telling).
   void stop() {
@@ -137,12 +144,12 @@ class WaitInbox {
   // Sleeps until `until` or something to take, for a thread without a connection.
   void sleep_until(Clock::time_point until) const {
     pollfd fd{wake_fd_, POLLIN, 0};
-    const auto ms = until == Clock::time_point::max()
-                        ? -1
-                        : static_cast<int>(std::clamp<std::int64_t>(
-                              std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now())
-                                  .count(),
-                              0, 60'000));
+    const auto ms =
+        until == Clock::time_point::max()
+            ? -1
+            : static_cast<int>(std::clamp<std::int64_t>(
+                  std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count(), 0,
+                  60'000));
     ::poll(&fd, 1, ms);
   }
 
@@ -178,11 +185,6 @@ class WaitInbox {
   std::exception_ptr closing() const {
     return std::make_exception_ptr(Error(Errc::unavailable, "the " + what_ + " client is closing"));
   }
-  void wake() {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
-  }
-
   const std::string what_;
   const int wake_fd_;
   std::thread::id thread_;

@@ -1,8 +1,12 @@
 #include "engines/zookeeper/lock_nodes.h"
 
+#include <zookeeper/zookeeper.h>
+
 #include <array>
 #include <charconv>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "warden/error.h"
 
@@ -201,6 +205,43 @@ std::string request_data(Mode mode, std::string_view client_id, std::string_view
 std::string value_in(std::string_view data) {
   const auto newline = data.find('\n');
   return newline == std::string_view::npos ? std::string() : std::string(data.substr(newline + 1));
+}
+
+std::vector<std::pair<std::string, int>> LockNodes::parents() const {
+  std::vector<std::pair<std::string, int>> out;
+  for (std::size_t slash = prefix.find('/', 1); !prefix.empty();
+       slash = prefix.find('/', slash + 1)) {
+    out.emplace_back(prefix.substr(0, slash), 0);
+    if (slash == std::string::npos) break;
+  }
+  out.emplace_back(group, ZOO_CONTAINER);
+  out.emplace_back(lock, ZOO_CONTAINER);
+  return out;
+}
+
+std::optional<RequestNode> blocker_of(const std::vector<std::string>& children,
+                                      const RequestNode& own, const LockNodes& nodes) {
+  const std::string& lock = nodes.lock;
+  std::optional<RequestNode> blocker;
+  std::optional<RequestNode> earliest;
+  std::uint64_t ahead = 0;
+  for (const std::string& child : children) {
+    const auto node = parse_request(child, nodes.layout);
+    if (!node || node->sequence >= own.sequence) continue;
+    if (node->capacity != own.capacity) {
+      throw Error(Errc::invalid_argument,
+                  "zk: " + lock + " is a semaphore of another number of permits, or not one");
+    }
+    ahead += node->permits;
+    if (!earliest || node->sequence < earliest->sequence) earliest = node;
+    if (own.mode == Mode::shared && node->mode != Mode::exclusive) continue;
+    if (!blocker || node->sequence > blocker->sequence) blocker = node;
+  }
+  if (own.capacity > 0) {
+    if (ahead + own.permits <= own.capacity) return std::nullopt;
+    return earliest;
+  }
+  return blocker;
 }
 
 }  // namespace warden::engines::zookeeper

@@ -32,6 +32,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "warden/types.h"
 
@@ -58,6 +60,10 @@ struct LockNodes {
   // or "LOCK/_c_GUID-__READ__" (GUID then being a UUID, as Curator's protection id).
   std::string request(Mode mode, const std::string& guid, std::uint32_t permits = 0,
                       std::uint32_t capacity = 0) const;
+  // The nodes above a request, each with its create mode, from the top: PREFIX's levels
+  // (persistent), then GROUP and NAME' (containers, which the server deletes once their
+  // last child is gone).
+  std::vector<std::pair<std::string, int>> parents() const;
 };
 
 // A random (version 4) UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx": the GUID of a
@@ -76,6 +82,17 @@ struct RequestNode {
 
 // nullopt for a child that is no request of `layout`.
 std::optional<RequestNode> parse_request(const std::string& name, Layout layout);
+
+// The request that blocks `own` among `children`: for a writer the one just before it,
+// for a reader the nearest earlier writer; for a semaphore's request, while the permits
+// of every earlier request and its own do not fit, the earliest (the wait then watches
+// the lock's children: any earlier request's going may make room). nullopt:
+// nothing blocks it. A lock's request and a semaphore's never share a lock: one that
+// finds an earlier request of the other kind, or of another N, is refused
+// (Error(invalid_argument)); each judges only the requests before it, so both orders of
+// a race end the same way.
+std::optional<RequestNode> blocker_of(const std::vector<std::string>& children,
+                                      const RequestNode& own, const LockNodes& nodes);
 
 // A request node's data: "warden MODE CLIENT_ID" (for people reading the tree), then,
 // for an election's candidate, a newline and its value (any bytes; the client id never

@@ -17,6 +17,7 @@
 #include "core/client_id.h"
 #include "core/in_flight.h"
 #include "engines/resp_client/backoff.h"
+#include "engines/zookeeper/async_waits.h"
 #include "engines/zookeeper/lock_nodes.h"
 #include "engines/zookeeper/zk_config.h"
 #include "engines/zookeeper/zk_session.h"
@@ -30,10 +31,6 @@ using core::Granted;
 using core::GrantRef;
 using core::Renewed;
 using std::chrono::milliseconds;
-
-bool is_connection_error(int rc) {
-  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED;
-}
 
 // GrantRef::owner of a zk grant: "SESSION_ID PATH".
 std::string owner_of(std::int64_t session, const std::string& path) {
@@ -56,48 +53,18 @@ Owner parse_owner(const std::string& owner) {
   return out;
 }
 
-// The request that blocks `own` among `children`: for a writer the one just before it,
-// for a reader the nearest earlier writer; for a semaphore's request, while the permits
-// of every earlier request and its own do not fit, the earliest (the wait then watches
-// the lock's children: any earlier request's going may make room). nullopt:
-// nothing blocks it. A lock's request and a semaphore's never share a lock: one that
-// finds an earlier request of the other kind, or of another N, is refused
-// (Error(invalid_argument)); each judges only the requests before it, so both orders of
-// a race end the same way.
-std::optional<RequestNode> blocker_of(const std::vector<std::string>& children,
-                                      const RequestNode& own, const LockNodes& nodes) {
-  const std::string& lock = nodes.lock;
-  std::optional<RequestNode> blocker;
-  std::optional<RequestNode> earliest;
-  std::uint64_t ahead = 0;
-  for (const std::string& child : children) {
-    const auto node = parse_request(child, nodes.layout);
-    if (!node || node->sequence >= own.sequence) continue;
-    if (node->capacity != own.capacity) {
-      throw Error(Errc::invalid_argument,
-                  "zk: " + lock + " is a semaphore of another number of permits, or not one");
-    }
-    ahead += node->permits;
-    if (!earliest || node->sequence < earliest->sequence) earliest = node;
-    if (own.mode == Mode::shared && node->mode != Mode::exclusive) continue;
-    if (!blocker || node->sequence > blocker->sequence) blocker = node;
-  }
-  if (own.capacity > 0) {
-    if (ahead + own.permits <= own.capacity) return std::nullopt;
-    return earliest;
-  }
-  return blocker;
-}
-
-class ZkEngine final : public core::Engine, public SessionListener {
+class ZkEngine final : public core::Engine, public SessionListener, public AsyncWaits::Host {
  public:
   explicit ZkEngine(ZkConfig config)
-      : config_(std::move(config)), client_id_(core::random_client_id()) {
+      : config_(std::move(config)),
+        client_id_(core::random_client_id()),
+        waits_(AsyncWaits::start(*this, config_, client_id_)) {
     session_ = std::make_shared<ZkSession>(config_, this);
     maintainer_ = std::jthread([this](std::stop_token stop) { maintain(std::move(stop)); });
   }
 
   ~ZkEngine() override {
+    waits_->stop();     // it uses this engine until then
     settle_releases();  // their completions use this engine
     maintainer_.request_stop();
     if (maintainer_.joinable()) maintainer_.join();
@@ -129,20 +96,12 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    const LockNodes nodes = nodes_of(request.key);
-    if (config_.layout == Layout::curator && (request.capacity > 0 || !request.value.empty())) {
-      throw Error(Errc::unsupported,
-                  "zk:// layout=curator has no semaphores or elections: Curator's and kazoo's "
-                  "locks would not understand their nodes; use the default layout");
-    }
+    const LockNodes nodes = nodes_for(request);
     bool moved = false;
     while (true) {
       const std::shared_ptr<ZkSession> session = current_session();
       // A fresh GUID per attempt: after a lost session the old node is gone for good.
-      // Layout::curator: a UUID, the protection id Curator puts in its own names.
-      const std::string guid = config_.layout == Layout::curator
-                                   ? random_uuid()
-                                   : client_id_ + '-' + std::to_string(++counter_);
+      const std::string guid = next_guid();
       Created created;
       try {
         created = create(*session, nodes, request, guid);
@@ -173,6 +132,19 @@ class ZkEngine final : public core::Engine, public SessionListener {
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
     }
   }
+
+  // Waits on the engine's one waits thread (async_waits.h), without a thread each.
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    LockNodes nodes;
+    try {
+      nodes = nodes_for(request);
+    } catch (...) {
+      done(std::nullopt, std::current_exception());
+      return;
+    }
+    waits_->acquire(std::move(request), std::move(nodes), std::move(done));
+  }
+  bool waits_without_threads() const override { return true; }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
     std::vector<Renewed> out(grants.size());
@@ -335,9 +307,11 @@ class ZkEngine final : public core::Engine, public SessionListener {
       }
     }
     changed_.notify_all();
+    waits_->on_state_change();
   }
 
   void on_node_event(const std::string& path) override {
+    waits_->on_node_event(path);
     {
       std::lock_guard lock(mu_);
       const auto watch = watches_.find(path);
@@ -348,6 +322,43 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
  private:
+  // AsyncWaits::Host.
+  std::shared_ptr<ZkSession> live_session() override {
+    std::lock_guard lock(mu_);
+    if (session_ && session_->state() != SessionState::expired) return session_;
+    return nullptr;
+  }
+  // Layout::curator: a UUID, the protection id Curator puts in its own names.
+  std::string next_guid() override {
+    return config_.layout == Layout::curator ? random_uuid()
+                                             : client_id_ + '-' + std::to_string(++counter_);
+  }
+  std::optional<Granted> grant(const AcquireRequest& request, ZkSession& session,
+                               const std::string& path, std::int64_t czxid,
+                               Clock::time_point listed_at, bool& session_lost,
+                               bool& suspended) override {
+    return grant_node(request, session, path, czxid, listed_at, session_lost, suspended);
+  }
+  void withdraw_later(std::int64_t session, const std::string& lock, const std::string& guid,
+                      const std::string& path) override {
+    withdraw_later(session, lock, guid, path, "");
+  }
+  void acquire_on_thread(AcquireRequest request, AcquireDone done) override {
+    core::Engine::acquire_async(std::move(request), std::move(done));
+  }
+
+  // Where the request's lock lives; refuses what the layout cannot hold. Throws
+  // Error(invalid_argument, unsupported) before any I/O.
+  LockNodes nodes_for(const AcquireRequest& request) const {
+    LockNodes nodes = nodes_of(request.key);
+    if (config_.layout == Layout::curator && (request.capacity > 0 || !request.value.empty())) {
+      throw Error(Errc::unsupported,
+                  "zk:// layout=curator has no semaphores or elections: Curator's and kazoo's "
+                  "locks would not understand their nodes; use the default layout");
+    }
+    return nodes;
+  }
+
   struct Created {
     std::string path;
     RequestNode own;
@@ -532,27 +543,13 @@ class ZkEngine final : public core::Engine, public SessionListener {
     return session;
   }
 
-  // The current session unless it expired; null then.
-  std::shared_ptr<ZkSession> live_session() {
-    std::lock_guard lock(mu_);
-    if (session_ && session_->state() != SessionState::expired) return session_;
-    return nullptr;
-  }
-
   // Creates the lock node's missing parents; ZOK once they all exist, else the first
   // error (a connection error: the caller may wait for the session and try again, since
   // each create is idempotent).
   int ensure_parents(ZkSession& session, const LockNodes& nodes) {
     std::vector<std::future<CreateResult>> pending;
-    // The prefix's levels are persistent; the group and lock nodes are containers,
-    // which the server deletes once their last child is gone.
-    for (std::size_t slash = nodes.prefix.find('/', 1); !nodes.prefix.empty();
-         slash = nodes.prefix.find('/', slash + 1)) {
-      pending.push_back(session.create(nodes.prefix.substr(0, slash), "", 0));
-      if (slash == std::string::npos) break;
-    }
-    pending.push_back(session.create(nodes.group, "", ZOO_CONTAINER));
-    pending.push_back(session.create(nodes.lock, "", ZOO_CONTAINER));
+    for (const auto& [path, mode] : nodes.parents())
+      pending.push_back(session.create(path, "", mode));
     int rc = ZOK;
     for (auto& future : pending) {
       const CreateResult result = session.await(std::move(future));
@@ -687,7 +684,8 @@ class ZkEngine final : public core::Engine, public SessionListener {
       const auto blocker = blocker_of(children, created.own, nodes);
       if (!blocker) {
         bool suspended = false;
-        auto granted = grant(request, session, created, listed_at, session_lost, suspended);
+        auto granted = grant_node(request, session, created.path, created.czxid, listed_at,
+                                  session_lost, suspended);
         if (!suspended) return granted;
         // on_suspend=lose and the connection broke as the grant was made: a grant told
         // now would be lost at once. The node stays the session's; once the session is
@@ -782,16 +780,17 @@ class ZkEngine final : public core::Engine, public SessionListener {
 
   // nullopt with `session_lost` when the session expired; with `suspended` when it is
   // suspended and on_suspend=lose (the caller waits for it to connect again).
-  std::optional<Granted> grant(const AcquireRequest& request, ZkSession& session,
-                               const Created& created, Clock::time_point listed_at,
-                               bool& session_lost, bool& suspended) {
+  std::optional<Granted> grant_node(const AcquireRequest& request, ZkSession& session,
+                                    const std::string& path, std::int64_t czxid,
+                                    Clock::time_point listed_at, bool& session_lost,
+                                    bool& suspended) {
     // The lease is the session: a grant lasts min(ttl, session timeout) past the last
     // answer, so the core must renew it at a third of that, not of the ttl asked for.
     GrantRef ref{request.key,
                  request.mode,
-                 static_cast<std::uint64_t>(created.czxid),
+                 static_cast<std::uint64_t>(czxid),
                  std::min(request.options.ttl, session.timeout()),
-                 owner_of(session.id(), created.path),
+                 owner_of(session.id(), path),
                  request.permits};
     // The listing proved the session alive when it was sent: the server cannot expire it
     // (and free the node) earlier than a session timeout after that.
@@ -805,11 +804,11 @@ class ZkEngine final : public core::Engine, public SessionListener {
       suspended = true;
       return std::nullopt;
     }
-    held_[created.path] = Held{ref, session.id()};
+    held_[path] = Held{ref, session.id()};
     // The core declares a grant lost when this expiry passes unrenewed (renewals failed,
     // or the watchdog is off) and never releases it then, yet the session would keep its
     // node: the maintainer deletes the node once the expiry has passed.
-    expiring_[created.path] = expires;
+    expiring_[path] = expires;
     return Granted{std::move(ref), expires};
   }
 
@@ -827,7 +826,7 @@ class ZkEngine final : public core::Engine, public SessionListener {
   }
 
   void withdraw_later(std::int64_t session, const std::string& lock, const std::string& guid,
-                      const std::string& path, const std::string& keep = "") {
+                      const std::string& path, const std::string& keep) {
     {
       std::lock_guard guard(mu_);
       withdrawals_.push_back(
@@ -940,6 +939,8 @@ class ZkEngine final : public core::Engine, public SessionListener {
   const ZkConfig config_;
   const std::string client_id_;
   std::atomic<std::uint64_t> counter_{0};
+  // Started before the session, whose state changes it hears of; stopped first.
+  const std::shared_ptr<AsyncWaits> waits_;
   std::mutex open_mu_;       // one session opened at a time
   core::InFlight releases_;  // deletes sent by release_async, not yet answered
 

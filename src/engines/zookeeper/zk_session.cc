@@ -1,6 +1,8 @@
 #include "engines/zookeeper/zk_session.h"
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <utility>
 
 #include "warden/error.h"
@@ -9,17 +11,35 @@ namespace warden::engines::zookeeper {
 namespace {
 
 // Heap state of one asynchronous call: the C client hands `data` back to the completion,
-// which fulfils the promise and deletes it. On zookeeper_close every pending completion
-// is called (with ZCLOSING), so none leaks.
+// which calls `done` and deletes it. On zookeeper_close every pending completion is
+// called (with ZCLOSING), so none leaks and every `done` is called once.
 template <class T>
 struct Call {
-  std::promise<T> promise;
+  std::function<void(T)> done;
 };
 
 template <class T>
-std::pair<Call<T>*, std::future<T>> new_call() {
-  auto* call = new Call<T>;
-  return {call, call->promise.get_future()};
+void finish(const void* data, T result) {
+  auto* call = static_cast<Call<T>*>(const_cast<void*>(data));
+  call->done(std::move(result));
+  delete call;
+}
+
+// A call the client could not even issue: answered at once with the code it failed with.
+template <class T>
+void fail(Call<T>* call, int rc) {
+  T result{};
+  result.rc = rc;
+  call->done(std::move(result));
+  delete call;
+}
+
+// The future the blocking calls wait on, and the `done` that fulfils it.
+template <class T>
+std::pair<std::function<void(T)>, std::future<T>> promised() {
+  auto promise = std::make_shared<std::promise<T>>();
+  auto future = promise->get_future();
+  return {[promise](T value) { promise->set_value(std::move(value)); }, std::move(future)};
 }
 
 // A call answered by its result code alone (sync, set, delete): `issue` starts it with a
@@ -41,14 +61,6 @@ void answer(int rc, const void* call) {
   auto* promise = static_cast<std::promise<int>*>(const_cast<void*>(call));
   promise->set_value(rc);
   delete promise;
-}
-
-template <class T>
-void fail(Call<T>* call, int rc) {
-  T result{};
-  result.rc = rc;
-  call->promise.set_value(std::move(result));
-  delete call;
 }
 
 // Every call site passes a literal "what", e.g. "create /warden/g/n/x-…".
@@ -110,7 +122,8 @@ ZkSession::ZkSession(const ZkConfig& config, SessionListener* listener)
   }
   if (config_.user) {
     const std::string credentials = *config_.user + ':' + *config_.password;
-    auto [call, future] = new_call<ExistsResult>();
+    auto [done, future] = promised<ExistsResult>();
+    auto* call = new Call<ExistsResult>{std::move(done)};
     const int rc = zoo_add_auth(
         handle_, "digest", credentials.data(), static_cast<int>(credentials.size()),
         [](int result, const void* data) {
@@ -119,9 +132,8 @@ ZkSession::ZkSession(const ZkConfig& config, SessionListener* listener)
         call);
     int result = rc;
     if (rc == ZOK) {
-      result = future.wait_for(config_.op_timeout) == std::future_status::ready
-                   ? future.get().rc
-                   : ZOPERATIONTIMEOUT;
+      result = future.wait_for(config_.op_timeout) == std::future_status::ready ? future.get().rc
+                                                                                : ZOPERATIONTIMEOUT;
     } else {
       delete call;
     }
@@ -179,65 +191,75 @@ std::chrono::milliseconds ZkSession::timeout() const {
   return std::chrono::milliseconds(zoo_recv_timeout(handle_));
 }
 
-const ACL_vector* ZkSession::acl() const {
-  return config_.user ? &acl_ : &ZOO_OPEN_ACL_UNSAFE;
-}
+const ACL_vector* ZkSession::acl() const { return config_.user ? &acl_ : &ZOO_OPEN_ACL_UNSAFE; }
 
-std::future<CreateResult> ZkSession::create(const std::string& path, const std::string& value,
-                                            int mode) {
-  auto [call, future] = new_call<CreateResult>();
+void ZkSession::create(const std::string& path, const std::string& value, int mode,
+                       std::function<void(CreateResult)> done) {
+  auto* call = new Call<CreateResult>{std::move(done)};
   const int rc = zoo_acreate2(
       handle_, path.c_str(), value.data(), static_cast<int>(value.size()), acl(), mode,
       [](int result, const char* created, const Stat* stat, const void* data) {
-        auto* self = static_cast<Call<CreateResult>*>(const_cast<void*>(data));
         CreateResult out;
         out.rc = result;
         if (result == ZOK) {
           out.path = created != nullptr ? created : "";
           out.czxid = stat != nullptr ? stat->czxid : 0;
         }
-        self->promise.set_value(std::move(out));
-        delete self;
+        finish(data, std::move(out));
       },
       call);
   if (rc != ZOK) fail(call, rc);
+}
+
+std::future<CreateResult> ZkSession::create(const std::string& path, const std::string& value,
+                                            int mode) {
+  auto [done, future] = promised<CreateResult>();
+  create(path, value, mode, std::move(done));
   return std::move(future);
 }
 
-std::future<ChildrenResult> ZkSession::children(const std::string& path, bool watch) {
-  auto [call, future] = new_call<ChildrenResult>();
+void ZkSession::children(const std::string& path, bool watch,
+                         std::function<void(ChildrenResult)> done) {
+  auto* call = new Call<ChildrenResult>{std::move(done)};
   const int rc = zoo_aget_children(
       handle_, path.c_str(), watch ? 1 : 0,
       [](int result, const String_vector* strings, const void* data) {
-        auto* self = static_cast<Call<ChildrenResult>*>(const_cast<void*>(data));
         ChildrenResult out;
         out.rc = result;
         if (result == ZOK && strings != nullptr) {
           out.children.reserve(static_cast<std::size_t>(strings->count));
           for (int i = 0; i < strings->count; ++i) out.children.emplace_back(strings->data[i]);
         }
-        self->promise.set_value(std::move(out));
-        delete self;
+        finish(data, std::move(out));
       },
       call);
   if (rc != ZOK) fail(call, rc);
+}
+
+std::future<ChildrenResult> ZkSession::children(const std::string& path, bool watch) {
+  auto [done, future] = promised<ChildrenResult>();
+  children(path, watch, std::move(done));
   return std::move(future);
 }
 
-std::future<ExistsResult> ZkSession::exists(const std::string& path, bool watch) {
-  auto [call, future] = new_call<ExistsResult>();
+void ZkSession::exists(const std::string& path, bool watch,
+                       std::function<void(ExistsResult)> done) {
+  auto* call = new Call<ExistsResult>{std::move(done)};
   const int rc = zoo_aexists(
       handle_, path.c_str(), watch ? 1 : 0,
       [](int result, const Stat* stat, const void* data) {
-        auto* self = static_cast<Call<ExistsResult>*>(const_cast<void*>(data));
         ExistsResult out;
         out.rc = result;
         if (result == ZOK && stat != nullptr) out.czxid = stat->czxid;
-        self->promise.set_value(out);
-        delete self;
+        finish(data, out);
       },
       call);
   if (rc != ZOK) fail(call, rc);
+}
+
+std::future<ExistsResult> ZkSession::exists(const std::string& path, bool watch) {
+  auto [done, future] = promised<ExistsResult>();
+  exists(path, watch, std::move(done));
   return std::move(future);
 }
 
@@ -250,22 +272,22 @@ std::future<int> ZkSession::sync(const std::string& path) {
 }
 
 std::future<GetResult> ZkSession::get(const std::string& path) {
-  auto [call, future] = new_call<GetResult>();
+  auto [done, future] = promised<GetResult>();
+  auto* call = new Call<GetResult>{std::move(done)};
   const int rc = zoo_aget(
       handle_, path.c_str(), 0,
       [](int result, const char* value, int length, const Stat* stat, const void* data) {
-        auto* self = static_cast<Call<GetResult>*>(const_cast<void*>(data));
         GetResult out;
         out.rc = result;
         if (result == ZOK) {
-          if (value != nullptr && length > 0) out.data.assign(value, static_cast<std::size_t>(length));
+          if (value != nullptr && length > 0)
+            out.data.assign(value, static_cast<std::size_t>(length));
           if (stat != nullptr) {
             out.czxid = stat->czxid;
             out.version = stat->version;
           }
         }
-        self->promise.set_value(std::move(out));
-        delete self;
+        finish(data, std::move(out));
       },
       call);
   if (rc != ZOK) fail(call, rc);

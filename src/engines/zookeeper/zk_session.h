@@ -91,10 +91,16 @@ class ZkSession {
   // without.
   const ACL_vector* acl() const;
 
+  // Each call below that gives a future also comes with `done`, called once with the
+  // result on the C client's thread (ZCLOSING if the session closes first), or at once
+  // with the code it failed with if it could not be sent. `done` must not block.
   std::future<CreateResult> create(const std::string& path, const std::string& value, int mode);
+  void create(const std::string& path, const std::string& value, int mode,
+              std::function<void(CreateResult)> done);
   // With `watch`, the next change of `path`'s children (a child created or deleted)
   // reaches the listener as an event on `path`.
   std::future<ChildrenResult> children(const std::string& path, bool watch = false);
+  void children(const std::string& path, bool watch, std::function<void(ChildrenResult)> done);
   // Makes the connected server catch up with the leader (ZooKeeper's sync): a read sent
   // after it on this session sees every write committed before it, whoever made it.
   // Reads are otherwise only as fresh as the server this session happens to use.
@@ -102,9 +108,8 @@ class ZkSession {
   // With `watch`, a later change of `path` (deleted, created, changed) is reported once
   // to the listener's on_node_event.
   std::future<ExistsResult> exists(const std::string& path, bool watch);
+  void exists(const std::string& path, bool watch, std::function<void(ExistsResult)> done);
   std::future<int> remove(const std::string& path);
-  // The same delete, answered later: `done` gets its result code on the C client's
-  // thread (ZCLOSING if the session closes first), or at once if it cannot be sent.
   void remove(const std::string& path, std::function<void(int)> done);
   // The node's data and stat, without a watch.
   std::future<GetResult> get(const std::string& path);
@@ -133,6 +138,12 @@ class ZkSession {
 
 // Throws the warden::Error for a ZooKeeper return code (rc != ZOK) of `what`.
 [[noreturn]] void throw_zk_error(int rc, const std::string& what);
+
+// A call's code for a connection lost or not answering: the session may live on, and
+// what the call did is not known.
+inline bool is_connection_error(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONMOVED;
+}
 
 template <class T>
 T ZkSession::await(std::future<T> future) const {

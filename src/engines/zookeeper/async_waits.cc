@@ -1,0 +1,626 @@
+#include "engines/zookeeper/async_waits.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "engines/resp_client/backoff.h"
+#include "warden/error.h"
+
+namespace warden::engines::zookeeper {
+namespace {
+
+// How often a wait whose session is suspended looks whether it is back.
+constexpr auto kReconnectLook = std::chrono::milliseconds(100);
+// Rounds of creating the parents before a create: the server's container check may
+// remove an empty group node between its create and the lock node's, a few times at most.
+constexpr int kParentRounds = 5;
+
+std::exception_ptr zk_error(int rc, const std::string& what) {
+  try {
+    throw_zk_error(rc, what);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+}  // namespace
+
+struct AsyncWaits::Wait {
+  enum class Step {
+    creating,      // the create and the listing behind it are in flight
+    parents,       // the parents' creates are in flight
+    listing,       // a listing is in flight
+    watching,      // the watch on what is in the way (with a listing for a semaphore)
+    withdrawing,   // the delete of the node is in flight
+    parked,        // sleeping until woken, the next poll or the deadline
+    reconnecting,  // the session is suspended: looking every kReconnectLook
+  };
+
+  Wait(core::AcquireRequest r, LockNodes n, core::Engine::AcquireDone d, const RetryPolicy& retry)
+      : request(std::move(r)), nodes(std::move(n)), done(std::move(d)), poll(retry) {}
+
+  std::uint64_t id = 0;
+  core::AcquireRequest request;
+  LockNodes nodes;
+  core::Engine::AcquireDone done;
+  resp_client::Backoff poll;
+
+  std::shared_ptr<ZkSession> session;
+  std::string guid;
+  Step step = Step::creating;
+  std::uint64_t call = 0;            // the number of the latest call; older answers are dropped
+  Clock::time_point called_at;       // when it was sent
+  std::optional<CreateResult> made;  // the create's answer, until the listing's comes
+  int parents_left = 0;
+  int parents_rc = ZOK;
+  int parent_rounds = 0;
+
+  // The request node, once created.
+  std::string path;
+  std::optional<RequestNode> own;
+  std::int64_t czxid = 0;
+  Clock::time_point listed_at;
+  std::vector<std::string> children;  // the last listing (a semaphore's watch compares)
+  std::string watched;                // the path whose watch wakes this wait
+  bool woken = false;                 // news arrived while a call was in flight
+  bool ending = false;                // cancelled or ran out: withdraw, tell nothing
+  std::exception_ptr error;           // told once the withdraw is answered
+
+  std::optional<Clock::time_point> timer;
+  // Last: deregistered first when the wait is destroyed (core/wait_inbox.h).
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+};
+
+std::shared_ptr<AsyncWaits> AsyncWaits::start(Host& host, const ZkConfig& config,
+                                              std::string client_id) {
+  std::shared_ptr<AsyncWaits> waits(new AsyncWaits(host, config, std::move(client_id)));
+  // The thread holds the object: it may outlive the engine when stop() runs on it, and
+  // the C client's completions hold it until each is called.
+  std::thread thread([waits] { waits->run(); });
+  waits->inbox_.set_thread(thread.get_id());
+  thread.detach();
+  return waits;
+}
+
+AsyncWaits::AsyncWaits(Host& host, const ZkConfig& config, std::string client_id)
+    : host_(host), config_(config), client_id_(std::move(client_id)), inbox_("zk://") {}
+
+AsyncWaits::~AsyncWaits() = default;
+
+void AsyncWaits::acquire(core::AcquireRequest request, LockNodes nodes,
+                         core::Engine::AcquireDone done) {
+  inbox_.submit(
+      std::make_unique<Wait>(std::move(request), std::move(nodes), std::move(done), config_.retry));
+}
+
+void AsyncWaits::on_node_event(const std::string& path) {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = watchers_.find(path);
+    if (it == watchers_.end()) return;
+    ids.assign(it->second.begin(), it->second.end());
+  }
+  for (const std::uint64_t id : ids) inbox_.notify(id);
+}
+
+void AsyncWaits::on_state_change() {
+  state_changed_ = true;
+  inbox_.wake();
+}
+
+void AsyncWaits::stop() { inbox_.stop(); }
+
+void AsyncWaits::run() {
+  while (!inbox_.stopping()) turn();
+  timers_.clear();
+  {
+    std::lock_guard lock(mu_);
+    answers_.clear();
+    watchers_.clear();
+  }
+  inbox_.close(waits_);
+}
+
+void AsyncWaits::turn() {
+  auto taken = inbox_.take();
+  const auto now = Clock::now();
+  std::vector<Answer> answers;
+  {
+    std::lock_guard lock(mu_);
+    answers.swap(answers_);
+  }
+  std::vector<std::uint64_t> fresh;
+  for (auto& wait : taken.arrived) {
+    fresh.push_back(wait->id);
+    const std::uint64_t id = wait->id;
+    waits_.emplace(id, std::move(wait));
+  }
+  // Each step may tell a wait, and the last reference to the Client (the engine, and
+  // this object's host) may go with what it is told: nothing more once stopping.
+  for (const std::uint64_t id : taken.cancelled) {
+    if (const auto it = waits_.find(id); it != waits_.end()) cancelled(it, now);
+    if (inbox_.stopping()) return;
+  }
+  for (const std::uint64_t id : fresh) {
+    if (const auto it = waits_.find(id); it != waits_.end()) begin(*it->second, now);
+    if (inbox_.stopping()) return;
+  }
+  for (Answer& answer : answers) {
+    answered(std::move(answer), now);
+    if (inbox_.stopping()) return;
+  }
+  std::vector<std::uint64_t> woken_ids = std::move(taken.woken);
+  if (state_changed_.exchange(false)) {
+    for (const auto& [id, wait] : waits_) woken_ids.push_back(id);
+  }
+  for (const std::uint64_t id : woken_ids) {
+    if (const auto it = waits_.find(id); it != waits_.end()) woken(it, now);
+    if (inbox_.stopping()) return;
+  }
+  while (!timers_.empty() && timers_.begin()->first <= Clock::now()) {
+    fire(waits_.find(timers_.begin()->second), Clock::now());
+    if (inbox_.stopping()) return;
+  }
+  inbox_.sleep_until(timers_.empty() ? Clock::time_point::max() : timers_.begin()->first);
+}
+
+void AsyncWaits::begin(Wait& w, Clock::time_point now) {
+  if (w.done == nullptr) return;  // told already (cancelled before it began)
+  w.session = host_.live_session();
+  if (!w.session) {  // expired: the blocking acquire opens the next one
+    hand_back(waits_.find(w.id));
+    return;
+  }
+  w.guid = host_.next_guid();
+  send_create(w, now);
+}
+
+std::uint64_t AsyncWaits::next_call(Wait& w, Clock::time_point now) {
+  w.called_at = now;
+  // A call in flight is given op_timeout, as the blocking acquire's await does.
+  schedule(w, now + config_.op_timeout);
+  return ++w.call;
+}
+
+template <class T>
+std::function<void(T)> AsyncWaits::answer_to(const Wait& w) {
+  return [self = shared_from_this(), id = w.id, call = w.call](T result) {
+    {
+      std::lock_guard lock(self->mu_);
+      self->answers_.push_back(Answer{id, call, Result(std::move(result))});
+    }
+    self->inbox_.wake();
+  };
+}
+
+void AsyncWaits::send_create(Wait& w, Clock::time_point now) {
+  w.step = Wait::Step::creating;
+  w.made.reset();
+  next_call(w, now);
+  const auto& r = w.request;
+  // A session answers its calls in order: the listing sees the node, in one round trip.
+  w.session->create(w.nodes.request(r.mode, w.guid, r.permits, r.capacity),
+                    request_data(r.mode, client_id_, r.value), ZOO_EPHEMERAL_SEQUENTIAL,
+                    answer_to<CreateResult>(w));
+  w.session->children(w.nodes.lock, false, answer_to<ChildrenResult>(w));
+}
+
+void AsyncWaits::send_parents(Wait& w, Clock::time_point now) {
+  w.step = Wait::Step::parents;
+  next_call(w, now);
+  const auto parents = w.nodes.parents();
+  w.parents_left = static_cast<int>(parents.size());
+  w.parents_rc = ZOK;
+  for (const auto& [path, mode] : parents) {
+    w.session->create(path, "", mode, answer_to<CreateResult>(w));
+  }
+}
+
+void AsyncWaits::list(Wait& w, Clock::time_point now) {
+  unwatch(w);
+  w.step = Wait::Step::listing;
+  w.woken = false;
+  next_call(w, now);
+  w.session->children(w.nodes.lock, false, answer_to<ChildrenResult>(w));
+}
+
+void AsyncWaits::watch(Wait& w, const RequestNode& blocker, Clock::time_point now) {
+  // A semaphore's request watches the lock's children: any earlier request's going may
+  // make room. Registered before the watch is set, so that no event is missed.
+  const bool counts = w.own->capacity > 0;
+  const std::string path = counts ? w.nodes.lock : w.nodes.lock + '/' + blocker.name;
+  if (path != w.watched) {
+    unwatch(w);
+    w.watched = path;
+    std::lock_guard lock(mu_);
+    watchers_[path].insert(w.id);
+  }
+  w.step = Wait::Step::watching;
+  w.woken = false;
+  next_call(w, now);
+  if (counts) {
+    w.session->children(path, true, answer_to<ChildrenResult>(w));
+  } else {
+    w.session->exists(path, true, answer_to<ExistsResult>(w));
+  }
+}
+
+void AsyncWaits::withdraw(Wait& w, Clock::time_point now) {
+  unwatch(w);
+  w.step = Wait::Step::withdrawing;
+  next_call(w, now);
+  auto done = answer_to<int>(w);
+  w.session->remove(w.path, [done = std::move(done)](int rc) { done(rc); });
+}
+
+void AsyncWaits::park(Wait& w, Clock::time_point now) {
+  w.step = Wait::Step::parked;
+  schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
+}
+
+void AsyncWaits::reconnect(Wait& w, Clock::time_point now) {
+  unwatch(w);
+  w.step = Wait::Step::reconnecting;
+  schedule(w, std::min(w.request.deadline, now + kReconnectLook));
+}
+
+void AsyncWaits::answered(Answer answer, Clock::time_point now) {
+  const auto it = waits_.find(answer.id);
+  if (it == waits_.end() || it->second->call != answer.call) return;  // a stale answer
+  Wait& w = *it->second;
+  switch (w.step) {
+    case Wait::Step::creating:
+      if (auto* made = std::get_if<CreateResult>(&answer.result)) {
+        w.made = std::move(*made);
+      } else if (auto* listing = std::get_if<ChildrenResult>(&answer.result); listing && w.made) {
+        const CreateResult made_result = std::move(*w.made);
+        w.made.reset();
+        created(it, made_result, now);
+        if (made_result.rc != ZOK || inbox_.stopping()) return;
+        // Made: the listing behind it decides (or, if it failed alone, another one).
+        if (listing->rc == ZOK) {
+          decide(it, std::move(listing->children), now);
+        } else {
+          list(w, now);
+        }
+      }
+      return;
+    case Wait::Step::parents:
+      if (auto* made = std::get_if<CreateResult>(&answer.result)) parent_made(it, *made, now);
+      return;
+    case Wait::Step::listing:
+      if (auto* listing = std::get_if<ChildrenResult>(&answer.result)) {
+        listed(it, std::move(*listing), now);
+      }
+      return;
+    case Wait::Step::watching:
+      watched(it, answer.result, now);
+      return;
+    case Wait::Step::withdrawing:
+      if (const int* rc = std::get_if<int>(&answer.result)) removed(it, *rc);
+      return;
+    case Wait::Step::parked:
+    case Wait::Step::reconnecting:
+      return;
+  }
+}
+
+void AsyncWaits::created(Waits::iterator it, const CreateResult& result, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (result.rc == ZOK) {
+    w.path = result.path;
+    w.own = parse_request(result.path.substr(result.path.rfind('/') + 1), w.nodes.layout);
+    w.czxid = result.czxid;
+    w.listed_at = w.called_at;
+    return;  // the listing behind it decides
+  }
+  if (result.rc == ZNONODE) {  // no parents yet (or the server removed an empty one)
+    if (w.ending) {
+      tell(it, std::nullopt, nullptr);  // nothing was created
+    } else if (++w.parent_rounds > kParentRounds) {
+      fail(it, result.rc, "create under " + w.nodes.lock, now);
+    } else {
+      send_parents(w, now);
+    }
+    return;
+  }
+  if (is_connection_error(result.rc)) {
+    // The create may have happened with only its answer lost: the maintainer finds the
+    // node by its GUID; the blocking acquire makes the wait again if there is time.
+    host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, "");
+    if (w.ending || Clock::now() >= w.request.deadline) {
+      tell(it, std::nullopt, nullptr);
+    } else {
+      hand_back(it);
+    }
+    return;
+  }
+  if (result.rc == ZSESSIONEXPIRED && !w.ending) {
+    hand_back(it);  // nothing was created: a new session is the blocking acquire's to open
+    return;
+  }
+  tell(it, std::nullopt, w.ending ? nullptr : zk_error(result.rc, "create under " + w.nodes.lock));
+}
+
+void AsyncWaits::parent_made(Waits::iterator it, const CreateResult& result,
+                             Clock::time_point now) {
+  Wait& w = *it->second;
+  if (w.parents_rc == ZOK && result.rc != ZOK && result.rc != ZNODEEXISTS) w.parents_rc = result.rc;
+  if (--w.parents_left > 0) return;
+  const int rc = w.parents_rc;
+  if (w.ending) {
+    tell(it, std::nullopt, nullptr);  // nothing of the request was created
+  } else if (rc == ZOK || rc == ZNONODE) {
+    send_create(w, now);  // ZNONODE: an empty group removed meanwhile, made again
+  } else if (is_connection_error(rc) || rc == ZSESSIONEXPIRED) {
+    hand_back(it);
+  } else {
+    tell(it, std::nullopt, zk_error(rc, "create of " + w.nodes.lock + "'s parents"));
+  }
+}
+
+void AsyncWaits::listed(Waits::iterator it, ChildrenResult result, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (is_connection_error(result.rc) || result.rc == ZSESSIONEXPIRED) {
+    connection_failed(it, result.rc, now);
+    return;
+  }
+  if (result.rc != ZOK && result.rc != ZNONODE) {
+    fail(it, result.rc, "list of " + w.nodes.lock, now);
+    return;
+  }
+  w.listed_at = w.called_at;
+  decide(it, std::move(result.children), now);
+}
+
+void AsyncWaits::decide(Waits::iterator it, std::vector<std::string> children,
+                        Clock::time_point now) {
+  Wait& w = *it->second;
+  if (!w.own || std::find(children.begin(), children.end(), w.own->name) == children.end()) {
+    // The node went with its session: the blocking acquire queues again on a new one.
+    if (w.ending) {
+      tell(it, std::nullopt, nullptr);
+    } else {
+      hand_back(it);
+    }
+    return;
+  }
+  // This wait never makes a node twice (a lost create is handed back), so every node of
+  // its GUID is its own.
+  std::optional<RequestNode> blocker;
+  try {
+    blocker = blocker_of(children, *w.own, w.nodes);
+  } catch (const Error&) {
+    w.error = std::current_exception();  // a lock and a semaphore under one name
+    withdraw(w, now);
+    return;
+  }
+  if (w.ending || (blocker && now >= w.request.deadline)) {
+    w.ending = true;
+    withdraw(w, now);
+    return;
+  }
+  w.children = std::move(children);
+  if (!blocker) {
+    bool session_lost = false;
+    bool suspended = false;
+    auto granted =
+        host_.grant(w.request, *w.session, w.path, w.czxid, w.listed_at, session_lost, suspended);
+    if (granted) {
+      tell(it, std::move(granted), nullptr);
+    } else if (suspended) {
+      // on_suspend=lose and the connection broke as the grant was made: once connected
+      // again, a new listing proves the session alive and grants.
+      reconnect(w, now);
+    } else {
+      hand_back(it);  // session_lost
+    }
+    return;
+  }
+  watch(w, *blocker, now);
+}
+
+void AsyncWaits::watched(Waits::iterator it, const Result& result, Clock::time_point now) {
+  Wait& w = *it->second;
+  int rc = ZOK;
+  bool changed = false;
+  if (const auto* listing = std::get_if<ChildrenResult>(&result)) {
+    rc = listing->rc;
+    if (rc == ZOK && listing->children != w.children) {
+      w.listed_at = w.called_at;
+      decide(it, listing->children, now);
+      return;
+    }
+  } else if (const auto* seen = std::get_if<ExistsResult>(&result)) {
+    rc = seen->rc;
+    changed = rc == ZNONODE;  // what was in the way is gone already
+  } else {
+    return;
+  }
+  if (is_connection_error(rc) || rc == ZSESSIONEXPIRED) {
+    connection_failed(it, rc, now);
+    return;
+  }
+  if (rc != ZOK && rc != ZNONODE) {
+    fail(it, rc, "watch of " + w.watched, now);
+    return;
+  }
+  if (w.ending) {
+    withdraw(w, now);
+  } else if (changed || w.woken) {
+    list(w, now);
+  } else {
+    park(w, now);
+  }
+}
+
+void AsyncWaits::removed(Waits::iterator it, int rc) {
+  Wait& w = *it->second;
+  if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED) {
+    host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
+  }
+  tell(it, std::nullopt, w.error);
+}
+
+void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
+  Wait& w = *it->second;
+  schedule(w, std::nullopt);
+  switch (w.step) {
+    case Wait::Step::parked:
+      if (now >= w.request.deadline) {
+        w.ending = true;
+        withdraw(w, now);
+      } else {
+        list(w, now);
+      }
+      return;
+    case Wait::Step::reconnecting: {
+      const SessionState state = w.session->state();
+      if (state == SessionState::expired) {
+        if (w.ending || now >= w.request.deadline) {
+          tell(it, std::nullopt, nullptr);  // the node went with the session
+        } else {
+          hand_back(it);
+        }
+      } else if (w.ending || now >= w.request.deadline) {
+        // Its delete could not be sent now: the maintainer's, once ZooKeeper answers.
+        host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
+        tell(it, std::nullopt, nullptr);
+      } else if (state == SessionState::connected) {
+        list(w, now);
+      } else {
+        reconnect(w, now);
+      }
+      return;
+    }
+    case Wait::Step::creating:
+    case Wait::Step::parents:
+      // No answer within op_timeout (a frozen server), as the blocking acquire's await:
+      // a node of its GUID may yet be made, which the maintainer deletes.
+      ++w.call;
+      if (w.step == Wait::Step::creating) {
+        host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, "");
+      }
+      tell(it, std::nullopt,
+           w.ending ? nullptr : zk_error(ZOPERATIONTIMEOUT, "waiting for ZooKeeper"));
+      return;
+    case Wait::Step::listing:
+    case Wait::Step::watching:
+    case Wait::Step::withdrawing:
+      ++w.call;  // its answer, if it comes, is too late
+      connection_failed(it, ZOPERATIONTIMEOUT, now);
+      return;
+  }
+}
+
+void AsyncWaits::connection_failed(Waits::iterator it, int rc, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (w.step == Wait::Step::withdrawing || w.ending || now >= w.request.deadline) {
+    // Nothing more to wait for: the maintainer deletes the node once ZooKeeper answers
+    // (or the session's end does).
+    if (rc != ZSESSIONEXPIRED) host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
+    tell(it, std::nullopt, w.error);
+    return;
+  }
+  if (rc == ZSESSIONEXPIRED) {
+    hand_back(it);  // the node went with the session
+    return;
+  }
+  // Listed again once the session is connected (at once if it still says so: a frozen
+  // server's connection is not yet known to be lost), until the deadline.
+  reconnect(w, now);
+}
+
+void AsyncWaits::woken(Waits::iterator it, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (w.ending) return;
+  switch (w.step) {
+    case Wait::Step::parked:
+      list(w, now);
+      return;
+    case Wait::Step::reconnecting:
+      schedule(w, now);  // looks at the session's state on this turn
+      return;
+    case Wait::Step::watching:
+    case Wait::Step::listing:
+      w.woken = true;  // the answer under way may predate the news
+      return;
+    default:
+      return;
+  }
+}
+
+void AsyncWaits::cancelled(Waits::iterator it, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (w.done == nullptr || w.ending) return;
+  w.ending = true;
+  if (w.session == nullptr) {  // not begun: nothing was asked
+    tell(it, std::nullopt, nullptr);
+    return;
+  }
+  switch (w.step) {
+    case Wait::Step::parked:
+      withdraw(w, now);
+      return;
+    case Wait::Step::reconnecting:
+      schedule(w, now);  // withdraws on this turn
+      return;
+    default:
+      return;  // the answer in flight decides
+  }
+}
+
+void AsyncWaits::fail(Waits::iterator it, int rc, const std::string& what, Clock::time_point now) {
+  Wait& w = *it->second;
+  w.error = zk_error(rc, what);
+  if (w.own) {
+    withdraw(w, now);
+  } else {
+    tell(it, std::nullopt, w.error);
+  }
+}
+
+void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
+                      std::exception_ptr error) {
+  Wait& w = *it->second;
+  auto done = std::move(w.done);
+  schedule(w, std::nullopt);
+  unwatch(w);
+  std::unique_ptr<Wait> gone = std::move(it->second);
+  waits_.erase(it);
+  gone.reset();  // its stop callback ends before it is told
+  // The last reference to the Client may go with `done`: the engine, and stop(), with it.
+  done(std::move(granted), error);
+}
+
+void AsyncWaits::hand_back(Waits::iterator it) {
+  Wait& w = *it->second;
+  schedule(w, std::nullopt);
+  unwatch(w);
+  core::AcquireRequest request = std::move(w.request);
+  auto done = std::move(w.done);
+  std::unique_ptr<Wait> gone = std::move(it->second);
+  waits_.erase(it);
+  gone.reset();
+  host_.acquire_on_thread(std::move(request), std::move(done));
+}
+
+void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {
+  if (w.timer) timers_.erase({*w.timer, w.id});
+  w.timer = at;
+  if (at) timers_.emplace(*at, w.id);
+}
+
+void AsyncWaits::unwatch(Wait& w) {
+  if (w.watched.empty()) return;
+  std::lock_guard lock(mu_);
+  const auto it = watchers_.find(w.watched);
+  if (it != watchers_.end()) {
+    it->second.erase(w.id);
+    if (it->second.empty()) watchers_.erase(it);
+  }
+  w.watched.clear();
+}
+
+}  // namespace warden::engines::zookeeper
