@@ -15,6 +15,15 @@ constexpr auto kReconnectLook = std::chrono::milliseconds(100);
 // remove an empty group node between its create and the lock node's, a few times at most.
 constexpr int kParentRounds = 5;
 
+// The same for the same names in any order (ZooKeeper does not sort a listing); their
+// count is mixed in, so that a name leaving and another arriving rarely cancel out.
+std::uint64_t fingerprint(const std::vector<std::string>& children) {
+  std::uint64_t mixed = children.size();
+  for (const std::string& name : children)
+    mixed ^= std::hash<std::string>{}(name)*0x9e3779b97f4a7c15ULL;
+  return mixed;
+}
+
 std::exception_ptr zk_error(int rc, const std::string& what) {
   try {
     throw_zk_error(rc, what);
@@ -60,11 +69,13 @@ struct AsyncWaits::Wait {
   std::optional<RequestNode> own;
   std::int64_t czxid = 0;
   Clock::time_point listed_at;
-  std::vector<std::string> children;  // the last listing (a semaphore's watch compares)
-  std::string watched;                // the path whose watch wakes this wait
-  bool woken = false;                 // news arrived while a call was in flight
-  bool ending = false;                // cancelled or ran out: withdraw, tell nothing
-  std::exception_ptr error;           // told once the withdraw is answered
+  // The last listing's fingerprint, which a semaphore's watch compares: not the listing
+  // itself, which with thousands waiting would be most of a wait's memory.
+  std::uint64_t children = 0;
+  std::string watched;       // the path whose watch wakes this wait
+  bool woken = false;        // news arrived while a call was in flight
+  bool ending = false;       // cancelled or ran out: withdraw, tell nothing
+  std::exception_ptr error;  // told once the withdraw is answered
 
   std::optional<Clock::time_point> timer;
   // Last: deregistered first when the wait is destroyed (core/wait_inbox.h).
@@ -401,7 +412,7 @@ void AsyncWaits::decide(Waits::iterator it, std::vector<std::string> children,
     withdraw(w, now);
     return;
   }
-  w.children = std::move(children);
+  w.children = fingerprint(children);
   if (!blocker) {
     bool session_lost = false;
     bool suspended = false;
@@ -427,7 +438,7 @@ void AsyncWaits::watched(Waits::iterator it, const Result& result, Clock::time_p
   bool changed = false;
   if (const auto* listing = std::get_if<ChildrenResult>(&result)) {
     rc = listing->rc;
-    if (rc == ZOK && listing->children != w.children) {
+    if (rc == ZOK && fingerprint(listing->children) != w.children) {
       w.listed_at = w.called_at;
       decide(it, listing->children, now);
       return;
