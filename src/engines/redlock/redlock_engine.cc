@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/client_id.h"
+#include "engines/redlock/async_retries.h"
 #include "engines/redlock/lock_keys.h"
 #include "engines/redlock/masters.h"
 #include "engines/redlock/quorum.h"
@@ -88,6 +89,8 @@ class RedlockEngine final : public core::Engine {
         client_id_(core::random_client_id()),
         random_(std::random_device{}()) {}
 
+  ~RedlockEngine() override { retries_->stop(); }  // its attempts use this engine
+
   // PINGs every master: a quorum must answer; a refused password fails at once.
   void connect() {
     const auto legs = masters_.ping(config_.node_timeout);
@@ -125,32 +128,38 @@ class RedlockEngine final : public core::Engine {
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockKeys keys = config_.naming.of(request.key.group, request.key.name);
-    const bool waits = request.deadline > Clock::now();
-    int retries = 0;     // a try's attempts after the first
-    int collisions = 0;  // split votes in a row
+    Retrying retrying{request.deadline > Clock::now()};
     while (true) {
-      Attempt attempt = try_once(request, keys);
-      if (attempt.granted) return std::move(attempt.granted);
-      const bool unreachable = attempt.verdict == AcquireVerdict::unreachable;
-      collisions = attempt.verdict == AcquireVerdict::split ? collisions + 1 : 0;
-      // A try gives up at once on a lock a quorum holds, and after retry_count more
-      // attempts on split votes or unreachable masters. A wait rides all of that out
-      // until its deadline, as masters restart and come back.
-      if (!waits && (attempt.verdict == AcquireVerdict::held || retries++ >= config_.retry_count)) {
-        if (unreachable)
-          throw Error(Errc::unavailable, config_.label + " acquire: " + attempt.problem);
-        return std::nullopt;
-      }
-      const auto wake = Clock::now() + pause(collisions);
-      pause_until(waits ? std::min(wake, request.deadline) : wake, request.stop);
+      AsyncRetries::Step step = attempt_once(request, keys, retrying);
+      if (step.granted || !step.again) return std::move(step.granted);
+      pause_until(*step.again, request.stop);
       if (request.stop.stop_requested()) return std::nullopt;
-      if (waits && Clock::now() >= request.deadline) {
-        if (unreachable)
-          throw Error(Errc::unavailable, config_.label + " acquire: " + attempt.problem);
+      if (retrying.waits && Clock::now() >= request.deadline) {
+        if (step.at_deadline) std::rethrow_exception(step.at_deadline);
         return std::nullopt;
       }
     }
   }
+
+  // The same attempts on the Client's one retries thread (async_retries.h), without a
+  // thread per wait.
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    std::optional<LockKeys> keys;
+    try {
+      keys = config_.naming.of(request.key.group, request.key.name);
+    } catch (...) {
+      done(std::nullopt, std::current_exception());
+      return;
+    }
+    auto retrying = std::make_shared<Retrying>(Retrying{request.deadline > Clock::now()});
+    retries_->acquire(
+        std::move(request),
+        [this, keys = std::move(*keys), retrying](const AcquireRequest& asked) {
+          return attempt_once(asked, keys, *retrying);
+        },
+        std::move(done));
+  }
+  bool waits_without_threads() const override { return true; }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
     if (grants.empty()) return {};
@@ -337,6 +346,44 @@ class RedlockEngine final : public core::Engine {
 
   // One attempt: votes, then (with a quorum) the token, within the lease's validity.
   // A failed attempt leaves no key behind on any master that answered.
+  // A wait's count of what its attempts met.
+  struct Retrying {
+    bool waits = false;  // its deadline was ahead when it began
+    int retries = 0;     // a try's attempts after the first
+    int collisions = 0;  // split votes in a row
+  };
+
+  // One attempt of an acquire, and what it decided (AsyncRetries::Step): the grant, or
+  // when to attempt again, or the end. Throws Error(unavailable) for a try whose masters
+  // could not be reached.
+  AsyncRetries::Step attempt_once(const AcquireRequest& request, const LockKeys& keys,
+                                  Retrying& retrying) {
+    Attempt attempt = try_once(request, keys);
+    AsyncRetries::Step step;
+    if (attempt.granted) {
+      step.granted = std::move(attempt.granted);
+      return step;
+    }
+    const bool unreachable = attempt.verdict == AcquireVerdict::unreachable;
+    retrying.collisions = attempt.verdict == AcquireVerdict::split ? retrying.collisions + 1 : 0;
+    // A try gives up at once on a lock a quorum holds, and after retry_count more
+    // attempts on split votes or unreachable masters. A wait rides all of that out
+    // until its deadline, as masters restart and come back.
+    if (!retrying.waits &&
+        (attempt.verdict == AcquireVerdict::held || retrying.retries++ >= config_.retry_count)) {
+      if (unreachable)
+        throw Error(Errc::unavailable, config_.label + " acquire: " + attempt.problem);
+      return step;
+    }
+    const auto wake = Clock::now() + pause(retrying.collisions);
+    step.again = retrying.waits ? std::min(wake, request.deadline) : wake;
+    if (unreachable) {
+      step.at_deadline = std::make_exception_ptr(
+          Error(Errc::unavailable, config_.label + " acquire: " + attempt.problem));
+    }
+    return step;
+  }
+
   Attempt try_once(const AcquireRequest& request, const LockKeys& keys) {
     if (masters_.size() == 1) return try_alone(request, keys);
     const milliseconds ttl = request.options.ttl;
@@ -502,7 +549,8 @@ class RedlockEngine final : public core::Engine {
   const std::string client_id_;
   std::atomic<std::uint64_t> sequence_{0};
   std::mutex random_mu_;
-  std::mt19937_64 random_;  // guarded by random_mu_
+  std::mt19937_64 random_;                                               // guarded by random_mu_
+  const std::shared_ptr<AsyncRetries> retries_ = AsyncRetries::start();  // last
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <type_traits>
 
 #include "engines/resp_client/backoff.h"
 #include "warden/error.h"
@@ -280,6 +281,17 @@ void AsyncWaits::answered(Answer answer, Clock::time_point now) {
   const auto it = waits_.find(answer.id);
   if (it == waits_.end() || it->second->call != answer.call) return;  // a stale answer
   Wait& w = *it->second;
+  // A call on a session that has expired is refused by the C client (ZINVALIDSTATE)
+  // rather than answered ZSESSIONEXPIRED: the same news.
+  std::visit(
+      [](auto& result) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(result)>, int>) {
+          if (result == ZINVALIDSTATE) result = ZSESSIONEXPIRED;
+        } else {
+          if (result.rc == ZINVALIDSTATE) result.rc = ZSESSIONEXPIRED;
+        }
+      },
+      answer.result);
   switch (w.step) {
     case Wait::Step::creating:
       if (auto* made = std::get_if<CreateResult>(&answer.result)) {

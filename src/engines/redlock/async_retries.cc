@@ -1,0 +1,120 @@
+#include "engines/redlock/async_retries.h"
+
+#include <thread>
+
+namespace warden::engines::redlock {
+
+struct AsyncRetries::Wait {
+  Wait(core::AcquireRequest r, Attempt a, core::Engine::AcquireDone d)
+      : request(std::move(r)), attempt(std::move(a)), done(std::move(d)) {}
+
+  std::uint64_t id = 0;
+  core::AcquireRequest request;
+  Attempt attempt;
+  core::Engine::AcquireDone done;
+  bool waits = false;  // its deadline is ahead: it ends there, not after its retries
+  std::exception_ptr at_deadline;
+  std::optional<Clock::time_point> timer;
+  // Last: deregistered first when the wait is destroyed (core/wait_inbox.h).
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+};
+
+std::shared_ptr<AsyncRetries> AsyncRetries::start() {
+  std::shared_ptr<AsyncRetries> retries(new AsyncRetries);
+  // The thread holds the object: it may outlive the engine when stop() runs on it.
+  std::thread thread([retries] { retries->run(); });
+  retries->inbox_.set_thread(thread.get_id());
+  thread.detach();
+  return retries;
+}
+
+AsyncRetries::AsyncRetries() : inbox_("redlock://") {}
+
+AsyncRetries::~AsyncRetries() = default;
+
+void AsyncRetries::acquire(core::AcquireRequest request, Attempt attempt,
+                           core::Engine::AcquireDone done) {
+  inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(attempt), std::move(done)));
+}
+
+void AsyncRetries::stop() { inbox_.stop(); }
+
+void AsyncRetries::run() {
+  while (!inbox_.stopping()) turn();
+  timers_.clear();
+  deadlines_.clear();
+  inbox_.close(waits_);
+}
+
+void AsyncRetries::turn() {
+  auto taken = inbox_.take();
+  const auto now = Clock::now();
+  for (auto& wait : taken.arrived) {
+    Wait& w = *wait;
+    w.waits = w.request.deadline > now;
+    if (w.waits) deadlines_.emplace(w.request.deadline, w.id);
+    schedule(w, now);
+    const std::uint64_t id = w.id;
+    waits_.emplace(id, std::move(wait));
+  }
+  // What ended between two attempts is told before the next one: a cancel, a deadline.
+  // Each tell may take the last reference to the Client (the engine) with it: nothing
+  // more once stopping.
+  for (const std::uint64_t id : taken.cancelled) {
+    if (const auto it = waits_.find(id); it != waits_.end()) tell(it, std::nullopt, nullptr);
+    if (inbox_.stopping()) return;
+  }
+  while (!deadlines_.empty() && deadlines_.begin()->first <= Clock::now()) {
+    const auto it = waits_.find(deadlines_.begin()->second);
+    tell(it, std::nullopt, it->second->at_deadline);
+    if (inbox_.stopping()) return;
+  }
+  if (!timers_.empty() && timers_.begin()->first <= Clock::now()) {
+    attempt(waits_.find(timers_.begin()->second));
+    return;  // the next turn tells what ended meanwhile, then makes the next attempt
+  }
+  auto until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
+  if (!deadlines_.empty()) until = std::min(until, deadlines_.begin()->first);
+  inbox_.sleep_until(until);
+}
+
+void AsyncRetries::attempt(Waits::iterator it) {
+  Wait& w = *it->second;
+  schedule(w, std::nullopt);
+  Step step;
+  try {
+    step = w.attempt(w.request);
+  } catch (...) {
+    tell(it, std::nullopt, std::current_exception());
+    return;
+  }
+  if (step.granted) {
+    tell(it, std::move(step.granted), nullptr);
+  } else if (step.again && !w.request.stop.stop_requested()) {
+    w.at_deadline = step.at_deadline;
+    schedule(w, step.again);
+  } else {
+    tell(it, std::nullopt, nullptr);
+  }
+}
+
+void AsyncRetries::tell(Waits::iterator it, std::optional<core::Granted> granted,
+                        std::exception_ptr error) {
+  Wait& w = *it->second;
+  auto done = std::move(w.done);
+  schedule(w, std::nullopt);
+  if (w.waits) deadlines_.erase({w.request.deadline, w.id});
+  std::unique_ptr<Wait> gone = std::move(it->second);
+  waits_.erase(it);
+  gone.reset();  // its stop callback ends before it is told
+  // The last reference to the Client may go with `done`: the engine, and stop(), with it.
+  done(std::move(granted), error);
+}
+
+void AsyncRetries::schedule(Wait& w, std::optional<Clock::time_point> at) {
+  if (w.timer) timers_.erase({*w.timer, w.id});
+  w.timer = at;
+  if (at) timers_.emplace(*at, w.id);
+}
+
+}  // namespace warden::engines::redlock
