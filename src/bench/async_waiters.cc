@@ -26,7 +26,12 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr auto kRoundLimit = 10min;  // a round that takes longer is reported as failed
-const std::string kGroup = "bench-async";
+// A group per phase: a phase that lists its waiters lists only its own locks (on zk:// and
+// etcd:// a listing reads every lock of the group, and the other phases' stay until the
+// server removes them).
+const std::string kSpreadGroup = "bench-async-spread";
+const std::string kOneGroup = "bench-async-one";
+const std::string kCancelGroup = "bench-async-cancel";
 
 // A field of /proc/self/status ("Threads", "VmRSS"), as its number (VmRSS in kB).
 long long status_field(const std::string& name) {
@@ -69,10 +74,10 @@ class Tally {
 };
 
 // Waiters the backend lists in the group now; nullopt if the engine cannot list.
-std::optional<std::uint64_t> listed_waiters(const Client& client) {
+std::optional<std::uint64_t> listed_waiters(const Client& client, const std::string& group) {
   try {
     std::uint64_t sum = 0;
-    for (const auto& summary : client.list(kGroup)) sum += summary.waiters;
+    for (const auto& summary : client.list(group)) sum += summary.waiters;
     return sum;
   } catch (const Error& e) {
     if (e.code() == Errc::unsupported) return std::nullopt;
@@ -81,10 +86,10 @@ std::optional<std::uint64_t> listed_waiters(const Client& client) {
 }
 
 // Waits until the backend lists `n` waiters in the group; false if it cannot list.
-bool wait_queued(const Client& client, std::uint64_t n) {
+bool wait_queued(const Client& client, const std::string& group, std::uint64_t n) {
   const auto until = Clock::now() + kRoundLimit;
   while (true) {
-    const auto listed = listed_waiters(client);
+    const auto listed = listed_waiters(client, group);
     if (!listed) return false;
     if (*listed >= n) return true;
     if (Clock::now() >= until) {
@@ -103,11 +108,12 @@ void await_all(Tally& tally, std::uint64_t n, const std::string& round) {
 
 std::string name_of(std::uint64_t i) { return "w" + std::to_string(i); }
 
-std::vector<Lease> hold_each(Client& holder, std::uint64_t n, const std::string& prefix) {
+std::vector<Lease> hold_each(Client& holder, const std::string& group, std::uint64_t n,
+                             const std::string& prefix) {
   std::vector<Lease> held;
   held.reserve(n);
   for (std::uint64_t i = 0; i < n; ++i) {
-    held.push_back(holder.lock(kGroup, prefix + name_of(i)).acquire(Mode::exclusive, Wait::none()));
+    held.push_back(holder.lock(group, prefix + name_of(i)).acquire(Mode::exclusive, Wait::none()));
     if (!held.back()) throw std::runtime_error("the holder could not take " + prefix + name_of(i));
   }
   return held;
@@ -116,19 +122,19 @@ std::vector<Lease> hold_each(Client& holder, std::uint64_t n, const std::string&
 void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
   Client holder = Client::open(url);
   Client waiter = Client::open(url);
-  std::vector<Lease> held = hold_each(holder, n, "spread-");
+  std::vector<Lease> held = hold_each(holder, kSpreadGroup, n, "spread-");
   r.threads_before = status_field("Threads");
   r.rss_before_bytes = status_field("VmRSS") * 1024;
   Tally tally;
   const auto asked = Clock::now();
   for (std::uint64_t i = 0; i < n; ++i) {
-    waiter.lock(kGroup, "spread-" + name_of(i))
+    waiter.lock(kSpreadGroup, "spread-" + name_of(i))
         .acquire_async(Mode::exclusive, Wait::forever(),
                        [&tally](std::exception_ptr error, Lease lease) {
                          tally.told(lease.valid(), error != nullptr);
                        });
   }
-  r.listed = wait_queued(holder, n);
+  r.listed = wait_queued(holder, kSpreadGroup, n);
   r.queue_seconds = seconds_since(asked);
   r.threads_waiting = status_field("Threads");
   r.rss_waiting_bytes = status_field("VmRSS") * 1024;
@@ -146,13 +152,13 @@ void one_lock(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
   LockOptions options;
   r.fifo_asked = waiter.capabilities().fair;
   options.fairness = r.fifo_asked ? Fairness::fifo : Fairness::automatic;
-  Lease held = holder.lock(kGroup, "one", options).acquire(Mode::exclusive, Wait::none());
-  if (!held) throw std::runtime_error("the holder could not take bench-async/one");
+  Lease held = holder.lock(kOneGroup, "one", options).acquire(Mode::exclusive, Wait::none());
+  if (!held) throw std::runtime_error("the holder could not take bench-async-one/one");
   Tally tally;
   std::mutex mu;
   std::vector<std::uint64_t> order;
   order.reserve(n);
-  Lock lock = waiter.lock(kGroup, "one", options);
+  Lock lock = waiter.lock(kOneGroup, "one", options);
   for (std::uint64_t i = 0; i < n; ++i) {
     lock.acquire_async(Mode::exclusive, Wait::forever(),
                        [&, i](std::exception_ptr error, Lease lease) {
@@ -163,7 +169,7 @@ void one_lock(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
                          tally.told(lease.valid(), error != nullptr);
                        });  // the Lease goes as the callback returns: the next one's turn
     // FIFO order is the order the backend queued them in: each waits its turn to queue.
-    if (r.fifo_asked && r.listed) wait_queued(holder, i + 1);
+    if (r.fifo_asked && r.listed) wait_queued(holder, kOneGroup, i + 1);
   }
   const auto released = Clock::now();
   held.release();
@@ -179,25 +185,25 @@ void one_lock(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
 void cancel(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
   Client holder = Client::open(url);
   Client waiter = Client::open(url);
-  std::vector<Lease> held = hold_each(holder, n, "cancel-");
+  std::vector<Lease> held = hold_each(holder, kCancelGroup, n, "cancel-");
   Tally tally;
   std::vector<AcquireHandle> handles;
   handles.reserve(n);
   for (std::uint64_t i = 0; i < n; ++i) {
-    handles.push_back(waiter.lock(kGroup, "cancel-" + name_of(i))
+    handles.push_back(waiter.lock(kCancelGroup, "cancel-" + name_of(i))
                           .acquire_async(Mode::exclusive, Wait::forever(),
                                          [&tally](std::exception_ptr error, Lease lease) {
                                            tally.told(lease.valid(), error != nullptr);
                                          }));
   }
-  if (r.listed) wait_queued(holder, n);
+  if (r.listed) wait_queued(holder, kCancelGroup, n);
   const auto cancelled = Clock::now();
   for (const AcquireHandle& handle : handles) handle.cancel();
   await_all(tally, n, "cancel");
   r.cancel_seconds = seconds_since(cancelled);
   r.cancelled = tally.empty();
   r.failed += tally.failed();
-  if (r.listed) r.left_waiting = listed_waiters(holder).value_or(0);
+  if (r.listed) r.left_waiting = listed_waiters(holder, kCancelGroup).value_or(0);
   for (Lease& lease : held) lease.release();
 }
 

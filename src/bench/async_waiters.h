@@ -39,12 +39,13 @@ struct AsyncWaitersResult {
   bool fifo_asked = false;  // the engine has FIFO fairness, so order was asked for
   // cancel
   double cancel_seconds = 0;
-  std::uint64_t cancelled = 0;          // callbacks told "not granted"
-  std::uint64_t left_waiting = 0;       // waiters the backend lists after the cancel
+  std::uint64_t cancelled = 0;     // callbacks told "not granted"
+  std::uint64_t left_waiting = 0;  // waiters the backend lists after the cancel
 };
 
-// Runs the three rounds on `url` in group "bench-async". Throws warden::Error (engine
-// failures) or std::runtime_error (a round that did not finish within its bound).
+// Runs the three rounds on `url`, each in a group of its own ("bench-async-spread", -one, -cancel).
+// Throws warden::Error (engine failures) or std::runtime_error (a round that did not finish within
+// its bound).
 AsyncWaitersResult async_waiters(const std::string& url, std::uint64_t waiters);
 
 }  // namespace warden::bench
