@@ -43,9 +43,9 @@ struct AsyncWaitersResult {
   std::uint64_t left_waiting = 0;  // waiters the backend lists after the cancel
 };
 
-// Runs the three rounds on `url`, each in a group of its own ("bench-async-spread", -one, -cancel).
-// Throws warden::Error (engine failures) or std::runtime_error (a round that did not finish within
-// its bound).
+// Runs the three rounds on `url`, each in a group of its own ("bench-async-spread",
+// "bench-async-one", "bench-async-cancel"). Throws warden::Error (engine failures) or
+// std::runtime_error (a round that did not finish within its bound).
 AsyncWaitersResult async_waiters(const std::string& url, std::uint64_t waiters);
 
 }  // namespace warden::bench
