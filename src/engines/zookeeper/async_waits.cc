@@ -248,13 +248,17 @@ void AsyncWaits::watch(Wait& w, const RequestNode& blocker, Clock::time_point no
     std::lock_guard lock(mu_);
     watchers_[path].insert(w.id);
   }
+  send_watch(w, now);
+}
+
+void AsyncWaits::send_watch(Wait& w, Clock::time_point now) {
   w.step = Wait::Step::watching;
   w.woken = false;
   next_call(w, now);
-  if (counts) {
-    w.session->children(path, true, answer_to<ChildrenResult>(w));
+  if (w.own->capacity > 0) {
+    w.session->children(w.watched, true, answer_to<ChildrenResult>(w));
   } else {
-    w.session->exists(path, true, answer_to<ExistsResult>(w));
+    w.session->exists(w.watched, true, answer_to<ExistsResult>(w));
   }
 }
 
@@ -495,7 +499,11 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
         w.ending = true;
         withdraw(w, now);
       } else {
-        list(w, now);
+        // The poll, in case a watch event was lost: the node in the way is looked at
+        // (and watched) again, one call, and the lock listed only once it is gone. The
+        // nodes before a request are only ever deleted, never added, so while it is
+        // there it is still what is in the way; a lost session wakes the wait anyway.
+        send_watch(w, now);
       }
       return;
     case Wait::Step::reconnecting: {

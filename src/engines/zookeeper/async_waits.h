@@ -114,6 +114,9 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   void send_parents(Wait& w, Clock::time_point now);
   void list(Wait& w, Clock::time_point now);
   void watch(Wait& w, const RequestNode& blocker, Clock::time_point now);
+  // Sets the watch on what `w` watches again, reading it (an exists, or a semaphore's
+  // listing).
+  void send_watch(Wait& w, Clock::time_point now);
   void withdraw(Wait& w, Clock::time_point now);
   void park(Wait& w, Clock::time_point now);
   void reconnect(Wait& w, Clock::time_point now);
