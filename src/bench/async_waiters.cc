@@ -29,6 +29,9 @@ constexpr auto kRoundLimit = 10min;  // a round that takes longer is reported as
 // A group per phase: a phase that lists its waiters lists only its own locks (on zk:// and
 // etcd:// a listing reads every lock of the group, and the other phases' stay until the
 // server removes them).
+// How long waits an engine cannot list are given to be under way before they are read.
+constexpr auto kSettle = std::chrono::seconds(1);
+
 const std::string kSpreadGroup = "bench-async-spread";
 const std::string kOneGroup = "bench-async-one";
 const std::string kCancelGroup = "bench-async-cancel";
@@ -75,6 +78,8 @@ class Tally {
 
 // Waiters the backend lists in the group now; nullopt if the engine cannot list.
 std::optional<std::uint64_t> listed_waiters(const Client& client, const std::string& group) {
+  // An engine without a queue (redlock://: waiters poll) lists none: nothing to wait for.
+  if (!client.capabilities().fair) return std::nullopt;
   try {
     std::uint64_t sum = 0;
     for (const auto& summary : client.list(group)) sum += summary.waiters;
@@ -119,13 +124,15 @@ std::vector<Lease> hold_each(Client& holder, const std::string& group, std::uint
   return held;
 }
 
+// In each round the Tally is made before the Clients: a Client closed with waits in flight
+// (a round that throws) tells them, and the Tally must still be there.
 void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
+  Tally tally;
   Client holder = Client::open(url);
   Client waiter = Client::open(url);
   std::vector<Lease> held = hold_each(holder, kSpreadGroup, n, "spread-");
   r.threads_before = status_field("Threads");
   r.rss_before_bytes = status_field("VmRSS") * 1024;
-  Tally tally;
   const auto asked = Clock::now();
   for (std::uint64_t i = 0; i < n; ++i) {
     waiter.lock(kSpreadGroup, "spread-" + name_of(i))
@@ -135,6 +142,8 @@ void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
                        });
   }
   r.listed = wait_queued(holder, kSpreadGroup, n);
+  // Not listed: the waits are read once under way (each has been asked at least once).
+  if (!r.listed) std::this_thread::sleep_for(kSettle);
   r.queue_seconds = seconds_since(asked);
   r.threads_waiting = status_field("Threads");
   r.rss_waiting_bytes = status_field("VmRSS") * 1024;
@@ -147,6 +156,9 @@ void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
 }
 
 void one_lock(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
+  Tally tally;
+  std::mutex mu;
+  std::vector<std::uint64_t> order;
   Client holder = Client::open(url);
   Client waiter = Client::open(url);
   LockOptions options;
@@ -154,9 +166,6 @@ void one_lock(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
   options.fairness = r.fifo_asked ? Fairness::fifo : Fairness::automatic;
   Lease held = holder.lock(kOneGroup, "one", options).acquire(Mode::exclusive, Wait::none());
   if (!held) throw std::runtime_error("the holder could not take bench-async-one/one");
-  Tally tally;
-  std::mutex mu;
-  std::vector<std::uint64_t> order;
   order.reserve(n);
   Lock lock = waiter.lock(kOneGroup, "one", options);
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -183,10 +192,10 @@ void one_lock(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
 }
 
 void cancel(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
+  Tally tally;
   Client holder = Client::open(url);
   Client waiter = Client::open(url);
   std::vector<Lease> held = hold_each(holder, kCancelGroup, n, "cancel-");
-  Tally tally;
   std::vector<AcquireHandle> handles;
   handles.reserve(n);
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -196,7 +205,11 @@ void cancel(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
                                            tally.told(lease.valid(), error != nullptr);
                                          }));
   }
-  if (r.listed) wait_queued(holder, kCancelGroup, n);
+  if (r.listed) {
+    wait_queued(holder, kCancelGroup, n);
+  } else {
+    std::this_thread::sleep_for(kSettle);
+  }
   const auto cancelled = Clock::now();
   for (const AcquireHandle& handle : handles) handle.cancel();
   await_all(tally, n, "cancel");
