@@ -37,13 +37,14 @@ std::exception_ptr zk_error(int rc, const std::string& what) {
 
 struct AsyncWaits::Wait {
   enum class Step {
-    creating,      // the create and the listing behind it are in flight
-    parents,       // the parents' creates are in flight
-    listing,       // a listing is in flight
-    watching,      // the watch on what is in the way (with a listing for a semaphore)
-    withdrawing,   // the delete of the node is in flight
-    parked,        // sleeping until woken, the next poll or the deadline
-    reconnecting,  // the session is suspended: looking every kReconnectLook
+    creating,          // the create and the listing behind it are in flight
+    parents,           // the parents' creates are in flight
+    listing,           // a listing is in flight
+    watching,          // the watch on what is in the way (with a listing for a semaphore)
+    withdrawing,       // the delete of the node is in flight
+    parked,            // sleeping until woken, the next poll or the deadline
+    reconnecting,      // the session is suspended: looking every kReconnectLook
+    awaiting_session,  // the session expired: looking for the next every kReconnectLook
   };
 
   Wait(core::AcquireRequest r, LockNodes n, core::Engine::AcquireDone d, const RetryPolicy& retry)
@@ -165,6 +166,9 @@ void AsyncWaits::turn() {
   std::vector<std::uint64_t> woken_ids = std::move(taken.woken);
   if (state_changed_.exchange(false)) {
     for (const auto& [id, wait] : waits_) woken_ids.push_back(id);
+    // In the order asked: waits that queue again after their session expired keep their
+    // order among themselves.
+    std::sort(woken_ids.begin(), woken_ids.end());
   }
   for (const std::uint64_t id : woken_ids) {
     if (const auto it = waits_.find(id); it != waits_.end()) woken(it, now);
@@ -179,13 +183,34 @@ void AsyncWaits::turn() {
 
 void AsyncWaits::begin(Wait& w, Clock::time_point now) {
   if (w.done == nullptr) return;  // told already (cancelled before it began)
-  w.session = host_.live_session();
-  if (!w.session) {  // expired: the blocking acquire opens the next one
-    hand_back(waits_.find(w.id));
+  requeue(waits_.find(w.id), now);
+}
+
+void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (w.ending || now >= w.request.deadline) {
+    tell(it, std::nullopt, nullptr);  // nothing of it is left (or the maintainer's)
     return;
   }
-  w.guid = host_.next_guid();
-  send_create(w, now);
+  unwatch(w);
+  w.own.reset();
+  w.path.clear();
+  w.parent_rounds = 0;
+  w.session = host_.live_session();
+  if (!w.session) {
+    // Expired: one thread of the engine opens the next session (a blocking connect),
+    // and its "connected" wakes every wait that looks for it.
+    host_.open_session();
+    w.step = Wait::Step::awaiting_session;
+    schedule(w, std::min(w.request.deadline, now + kReconnectLook));
+    return;
+  }
+  w.guid = host_.next_guid();  // a fresh one: a node of the last may still be deleted
+  if (w.session->state() == SessionState::connected) {
+    send_create(w, now);
+  } else {
+    reconnect(w, now);  // creates once connected
+  }
 }
 
 std::uint64_t AsyncWaits::next_call(Wait& w, Clock::time_point now) {
@@ -329,6 +354,7 @@ void AsyncWaits::answered(Answer answer, Clock::time_point now) {
       return;
     case Wait::Step::parked:
     case Wait::Step::reconnecting:
+    case Wait::Step::awaiting_session:
       return;
   }
 }
@@ -353,18 +379,21 @@ void AsyncWaits::created(Waits::iterator it, const CreateResult& result, Clock::
     return;
   }
   if (is_connection_error(result.rc)) {
-    // The create may have happened with only its answer lost: the maintainer finds the
-    // node by its GUID; the blocking acquire makes the wait again if there is time.
+    // The create may have happened with only its answer lost: the maintainer finds such
+    // a node by its GUID and deletes it; the wait creates again under a fresh GUID once
+    // the session is connected (it may be behind that node until the maintainer's
+    // delete: the place in the queue of a create whose answer was lost is not kept).
     host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, "");
     if (w.ending || Clock::now() >= w.request.deadline) {
       tell(it, std::nullopt, nullptr);
     } else {
-      hand_back(it);
+      w.guid = host_.next_guid();
+      reconnect(w, now);
     }
     return;
   }
-  if (result.rc == ZSESSIONEXPIRED && !w.ending) {
-    hand_back(it);  // nothing was created: a new session is the blocking acquire's to open
+  if (result.rc == ZSESSIONEXPIRED) {
+    requeue(it, now);  // nothing was created: again on the next session
     return;
   }
   tell(it, std::nullopt, w.ending ? nullptr : zk_error(result.rc, "create under " + w.nodes.lock));
@@ -380,8 +409,10 @@ void AsyncWaits::parent_made(Waits::iterator it, const CreateResult& result,
     tell(it, std::nullopt, nullptr);  // nothing of the request was created
   } else if (rc == ZOK || rc == ZNONODE) {
     send_create(w, now);  // ZNONODE: an empty group removed meanwhile, made again
-  } else if (is_connection_error(rc) || rc == ZSESSIONEXPIRED) {
-    hand_back(it);
+  } else if (is_connection_error(rc)) {
+    reconnect(w, now);  // creates (the parents first) once connected
+  } else if (rc == ZSESSIONEXPIRED) {
+    requeue(it, now);
   } else {
     tell(it, std::nullopt, zk_error(rc, "create of " + w.nodes.lock + "'s parents"));
   }
@@ -405,16 +436,13 @@ void AsyncWaits::decide(Waits::iterator it, std::vector<std::string> children,
                         Clock::time_point now) {
   Wait& w = *it->second;
   if (!w.own || std::find(children.begin(), children.end(), w.own->name) == children.end()) {
-    // The node went with its session: the blocking acquire queues again on a new one.
-    if (w.ending) {
-      tell(it, std::nullopt, nullptr);
-    } else {
-      hand_back(it);
-    }
+    // The node went with its session (or was deleted under it): queued again, on the
+    // next session if this one is gone.
+    requeue(it, now);
     return;
   }
-  // This wait never makes a node twice (a lost create is handed back), so every node of
-  // its GUID is its own.
+  // This wait never makes two nodes of one GUID (a lost create is made again under a
+  // fresh one), so every node of its GUID is its own.
   std::optional<RequestNode> blocker;
   try {
     blocker = blocker_of(children, *w.own, w.nodes);
@@ -441,7 +469,7 @@ void AsyncWaits::decide(Waits::iterator it, std::vector<std::string> children,
       // again, a new listing proves the session alive and grants.
       reconnect(w, now);
     } else {
-      hand_back(it);  // session_lost
+      requeue(it, now);  // session_lost
     }
     return;
   }
@@ -509,17 +537,18 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
     case Wait::Step::reconnecting: {
       const SessionState state = w.session->state();
       if (state == SessionState::expired) {
-        if (w.ending || now >= w.request.deadline) {
-          tell(it, std::nullopt, nullptr);  // the node went with the session
-        } else {
-          hand_back(it);
-        }
+        requeue(it, now);  // the node went with the session
       } else if (w.ending || now >= w.request.deadline) {
-        // Its delete could not be sent now: the maintainer's, once ZooKeeper answers.
-        host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
+        // Its delete could not be sent now: the maintainer's, once ZooKeeper answers
+        // (a lost create's was queued by its GUID already).
+        if (w.own) host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
         tell(it, std::nullopt, nullptr);
       } else if (state == SessionState::connected) {
-        list(w, now);
+        if (w.own) {
+          list(w, now);
+        } else {
+          send_create(w, now);
+        }
       } else {
         reconnect(w, now);
       }
@@ -542,6 +571,9 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
       ++w.call;  // its answer, if it comes, is too late
       connection_failed(it, ZOPERATIONTIMEOUT, now);
       return;
+    case Wait::Step::awaiting_session:
+      requeue(it, now);
+      return;
   }
 }
 
@@ -555,7 +587,7 @@ void AsyncWaits::connection_failed(Waits::iterator it, int rc, Clock::time_point
     return;
   }
   if (rc == ZSESSIONEXPIRED) {
-    hand_back(it);  // the node went with the session
+    requeue(it, now);  // the node went with the session
     return;
   }
   // Listed again once the session is connected (at once if it still says so: a frozen
@@ -571,6 +603,7 @@ void AsyncWaits::woken(Waits::iterator it, Clock::time_point now) {
       list(w, now);
       return;
     case Wait::Step::reconnecting:
+    case Wait::Step::awaiting_session:
       schedule(w, now);  // looks at the session's state on this turn
       return;
     case Wait::Step::watching:
@@ -586,8 +619,8 @@ void AsyncWaits::cancelled(Waits::iterator it, Clock::time_point now) {
   Wait& w = *it->second;
   if (w.done == nullptr || w.ending) return;
   w.ending = true;
-  if (w.session == nullptr) {  // not begun: nothing was asked
-    tell(it, std::nullopt, nullptr);
+  if (w.session == nullptr || w.step == Wait::Step::awaiting_session) {
+    tell(it, std::nullopt, nullptr);  // nothing of it is on ZooKeeper
     return;
   }
   switch (w.step) {
@@ -623,18 +656,6 @@ void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
   gone.reset();  // its stop callback ends before it is told
   // The last reference to the Client may go with `done`: the engine, and stop(), with it.
   done(std::move(granted), error);
-}
-
-void AsyncWaits::hand_back(Waits::iterator it) {
-  Wait& w = *it->second;
-  schedule(w, std::nullopt);
-  unwatch(w);
-  core::AcquireRequest request = std::move(w.request);
-  auto done = std::move(w.done);
-  std::unique_ptr<Wait> gone = std::move(it->second);
-  waits_.erase(it);
-  gone.reset();
-  host_.acquire_on_thread(std::move(request), std::move(done));
 }
 
 void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {

@@ -13,10 +13,12 @@
 // frozen server) or refused for a lost connection makes a wait that has its node list
 // again once the session is connected, until its deadline; one that ran out or was
 // cancelled meanwhile leaves its node to the engine's maintainer, which deletes it once
-// ZooKeeper answers. A create whose answer was lost (the node may exist), or a node gone
-// with an expired session, is handed back to the engine: the blocking acquire, which
-// finds such a node by its GUID and opens a new session, takes over for the time left,
-// on a thread of its own (the seam's default), as every acquire did before.
+// ZooKeeper answers. Two things differ, both after a lost connection: a create whose
+// answer was lost (the node may exist) is not looked for by its GUID, as the blocking
+// acquire does, but left to the maintainer to delete and made again under a fresh GUID;
+// and a wait whose node went with an expired session queues again once the engine has
+// opened the next session (one thread of the engine's opens it for all: a connect
+// blocks). Neither takes a thread per wait.
 //
 // Outcomes are told on the thread and must not block it. stop() ends the thread; the
 // engine calls it first in its destructor.
@@ -64,9 +66,9 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
     // Leaves a request node (by `path`, or by its `guid` under `lock`) to the maintainer.
     virtual void withdraw_later(std::int64_t session, const std::string& lock,
                                 const std::string& guid, const std::string& path) = 0;
-    // The blocking acquire for the time left, on a thread of its own.
-    virtual void acquire_on_thread(core::AcquireRequest request,
-                                   core::Engine::AcquireDone done) = 0;
+    // Opens the next session on a thread of the engine's (once, however many ask),
+    // after the last expired; its "connected" reaches on_state_change().
+    virtual void open_session() = 0;
   };
 
   // Starts the thread.
@@ -76,8 +78,8 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   AsyncWaits(const AsyncWaits&) = delete;
   AsyncWaits& operator=(const AsyncWaits&) = delete;
 
-  // Engine::acquire_async's contract: `done` is called once, on the thread (or on the
-  // blocking acquire's thread, for a wait handed back). `nodes` is where the lock lives.
+  // Engine::acquire_async's contract: `done` is called once, on the thread. `nodes` is
+  // where the lock lives.
   void acquire(core::AcquireRequest request, LockNodes nodes, core::Engine::AcquireDone done);
 
   // From the C client's thread (the engine's SessionListener): a watched node changed;
@@ -139,7 +141,9 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   void tell(Waits::iterator it, std::optional<core::Granted> granted, std::exception_ptr error);
   // Ends `w` with the ZooKeeper error `rc` of `what`, after withdrawing its node if any.
   void fail(Waits::iterator it, int rc, const std::string& what, Clock::time_point now);
-  void hand_back(Waits::iterator it);
+  // Queues `w` again under a fresh GUID: on the session, or on the next one once the
+  // engine has opened it (its node went with an expired one).
+  void requeue(Waits::iterator it, Clock::time_point now);
   void schedule(Wait& w, std::optional<Clock::time_point> at);
   void unwatch(Wait& w);
 

@@ -64,8 +64,14 @@ class ZkEngine final : public core::Engine, public SessionListener, public Async
   }
 
   ~ZkEngine() override {
-    waits_->stop();     // it uses this engine until then
-    settle_releases();  // their completions use this engine
+    waits_->stop();  // it uses this engine until then
+    std::thread opener;
+    {
+      std::lock_guard lock(opener_mu_);
+      opener = std::move(opener_);
+    }
+    if (opener.joinable()) opener.join();  // a connect: op_timeout at most
+    settle_releases();                     // their completions use this engine
     maintainer_.request_stop();
     if (maintainer_.joinable()) maintainer_.join();
     std::shared_ptr<ZkSession> session;
@@ -343,8 +349,23 @@ class ZkEngine final : public core::Engine, public SessionListener, public Async
                       const std::string& path) override {
     withdraw_later(session, lock, guid, path, "");
   }
-  void acquire_on_thread(AcquireRequest request, AcquireDone done) override {
-    core::Engine::acquire_async(std::move(request), std::move(done));
+  void open_session() override {
+    std::lock_guard lock(opener_mu_);
+    if (opening_) return;
+    opening_ = true;
+    if (opener_.joinable()) opener_.join();  // the last one has ended: opening_ was false
+    opener_ = std::thread([this] {
+      try {
+        (void)current_session();
+      } catch (const Error&) {
+        // Nobody answered: the waits that look for a session ask again.
+      }
+      {
+        std::lock_guard done(opener_mu_);
+        opening_ = false;
+      }
+      waits_->on_state_change();
+    });
   }
 
   // Where the request's lock lives; refuses what the layout cannot hold. Throws
@@ -942,6 +963,9 @@ class ZkEngine final : public core::Engine, public SessionListener, public Async
   // Started before the session, whose state changes it hears of; stopped first.
   const std::shared_ptr<AsyncWaits> waits_;
   std::mutex open_mu_;       // one session opened at a time
+  std::mutex opener_mu_;     // for the waits (open_session)
+  bool opening_ = false;     // guarded by opener_mu_
+  std::thread opener_;       // guarded by opener_mu_
   core::InFlight releases_;  // deletes sent by release_async, not yet answered
 
   std::mutex mu_;

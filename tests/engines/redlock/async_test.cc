@@ -23,7 +23,9 @@ constexpr Clock::duration kLongDeadline = 60s;  // a wait that must not run out 
 // blocking acquire would take a thread per wait), and every one granted in turn as each
 // releases (redlock:// keeps no queue: in no particular order).
 TEST(RedlockAsync, ManyWaitsTakeNoThreadEachAndAreAllGrantedInTurn) {
+  GrantOrder order;  // before the Clients, whose waits it is told of
   constexpr int kWaits = 200;
+  AsyncOutcome first;  // before the Clients, whose waits tell it
   RedisMasters masters(3);
   const RedlockParams params;
   Client holder = Client::open(masters.uri(params.query()), redlock_options());
@@ -32,14 +34,12 @@ TEST(RedlockAsync, ManyWaitsTakeNoThreadEachAndAreAllGrantedInTurn) {
   ASSERT_TRUE(held);
   // One wait first, so that the threads a first wait starts (the Client's completion
   // thread) are counted before the rest.
-  AsyncOutcome first;
   Lock lock = client.lock("g", "x");
   AcquireHandle first_handle =
       lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), first.callback());
   std::this_thread::sleep_for(200ms);  // a few attempts refused
   const int threads_before = threads_now();
 
-  GrantOrder order;
   std::vector<AcquireHandle> handles;
   for (int i = 0; i < kWaits; ++i) {
     handles.push_back(
@@ -61,6 +61,8 @@ TEST(RedlockAsync, ManyWaitsTakeNoThreadEachAndAreAllGrantedInTurn) {
 // A wait cancelled between two attempts is told at once and leaves nothing; a try on a
 // held lock is told nothing after its one attempt.
 TEST(RedlockAsync, ACancelBetweenAttemptsAndATryOnAHeldLockLeaveNothing) {
+  AsyncOutcome tried;      // before the Clients, whose waits tell it
+  AsyncOutcome cancelled;  // before the Clients, whose waits tell it
   RedisMasters masters(3);
   const RedlockParams params;
   Client holder = Client::open(masters.uri(params.query()), redlock_options());
@@ -68,14 +70,12 @@ TEST(RedlockAsync, ACancelBetweenAttemptsAndATryOnAHeldLockLeaveNothing) {
   Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
   ASSERT_TRUE(held);
 
-  AsyncOutcome tried;
   AcquireHandle a =
       client.lock("g", "x").acquire_async(Mode::exclusive, Wait::none(), tried.callback());
   ASSERT_TRUE(tried.wait_for(kPatience));
   EXPECT_FALSE(tried.granted());
   EXPECT_EQ(tried.error(), nullptr);
 
-  AsyncOutcome cancelled;
   AcquireHandle b = client.lock("g", "x").acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline),
                                                         cancelled.callback());
   std::this_thread::sleep_for(300ms);  // several attempts refused
@@ -93,13 +93,13 @@ TEST(RedlockAsync, ACancelBetweenAttemptsAndATryOnAHeldLockLeaveNothing) {
 // attempt and a pause of it; a wait that started beside it on a free lock of a live
 // quorum is not held up by it.
 TEST(RedlockAsync, AFrozenMajorityEndsAWaitAtItsDeadlineWithUnavailable) {
+  AsyncOutcome timed;  // before the Clients, whose waits tell it
   RedisMasters masters(3);
   const RedlockParams params;
   Client client = Client::open(masters.uri(params.query()), redlock_options(2s));
   client.lock("g", "warm").acquire(Mode::exclusive, Wait::none()).release();
 
   for (int i : {0, 1}) masters.server(i).pause();
-  AsyncOutcome timed;
   const auto began = Clock::now();
   AcquireHandle a =
       client.lock("g", "x").acquire_async(Mode::exclusive, Wait::up_to(1s), timed.callback());
