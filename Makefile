@@ -113,14 +113,14 @@ check: deps asan
 	ctest --preset asan -L '^(unit|check)$$' -LE '^$$' -j $(CTEST_JOBS)
 
 # The libFuzzer targets (clang) are built here, in the asan build directory (they are not
-# part of its `all`, so the tests do not wait for them); each runs for a bounded 10 s
+# part of its `all`, so the tests do not wait for them); each runs for a bounded 5 s
 # (WARDEN_FUZZ_SECONDS) from its seed corpus (fuzz/corpus/<target>), two at a time. Their replays already ran
 # in asan-ctest. The targets: wardend's request parser and dispatcher; engine URIs and the
 # engines' config parsers; sequencers; wardend's state file, table snapshot and users
 # file; the torture history reader; the RESP clients' reading of replies (a server that
 # answers garbage).
 fuzz: asan
-	$(call say,fuzz: libFuzzer targets (built then run 10 s each))
+	$(call say,fuzz: libFuzzer targets (built then run 5 s each))
 	cmake --build --preset asan -j $(JOBS) --target warden_fuzzers
 	ctest --preset asan -L '^fuzz$$' -LE '^$$' --output-on-failure -j $(JOBS)
 
