@@ -1,13 +1,14 @@
 // Conformance: asynchronous acquires (warden/async.h, docs/async.md) on every engine —
 // the outcome told exactly once off the caller's thread, and a wait that runs out or is
 // cancelled leaving nothing behind, as a blocking one's.
+#include "warden/async.h"
+
 #include <atomic>
 #include <future>
 #include <thread>
 
 #include "conformance/conformance_suite.h"
 #include "support/async_outcome.h"
-#include "warden/async.h"
 
 namespace warden::conformance {
 namespace {
@@ -33,6 +34,28 @@ TEST_P(Conformance, AsyncAcquireIsToldOnceOffTheCallersThreadAndACancelAfterChan
   lease.release();
   EXPECT_TRUE(freed("x"));
   EXPECT_EQ(outcome.calls(), 1);
+}
+
+// An asynchronous try (Wait::none()) is granted a free lock and told "not granted" for a
+// held one, leaving nothing, as the blocking try.
+TEST_P(Conformance, AsyncTryIsGrantedAFreeLockAndNotAHeldOne) {
+  AsyncOutcome free_try, held_try;  // before the Clients, whose waits tell them
+  Client client = open_client();
+  Client other = open_client();
+  AcquireHandle first = client.lock(group(), "x", lock_options())
+                            .acquire_async(Mode::exclusive, Wait::none(), free_try.callback());
+  ASSERT_TRUE(free_try.wait_for(kPatience));
+  EXPECT_EQ(free_try.error(), nullptr);
+  ASSERT_TRUE(free_try.granted()) << "an asynchronous try of a free lock was not granted";
+  Lease lease = free_try.take();
+
+  AcquireHandle second = other.lock(group(), "x", lock_options())
+                             .acquire_async(Mode::exclusive, Wait::none(), held_try.callback());
+  ASSERT_TRUE(held_try.wait_for(kPatience));
+  EXPECT_EQ(held_try.error(), nullptr);
+  EXPECT_FALSE(held_try.granted()) << "an asynchronous try was granted a held lock";
+  lease.release();
+  EXPECT_TRUE(freed("x")) << "the try of the held lock left something behind";
 }
 
 // Three asynchronous waiters behind a holder: one runs out, one is cancelled, one is

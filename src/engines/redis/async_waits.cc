@@ -104,13 +104,13 @@ void AsyncWaits::turn() {
     woken(id, now);
     if (inbox_.stopping()) return;
   }
-  while (!timers_.empty() && timers_.begin()->first <= now) {
-    fire(*waits_.at(timers_.begin()->second), now);
+  while (const auto id = timers_.due(now)) {
+    fire(*waits_.at(*id), now);
     if (inbox_.stopping()) return;
   }
 
   if (conn_) conn_->flush(now + setup_.op_timeout);
-  auto until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
+  auto until = timers_.next();
   if (!on_wire_.empty()) until = std::min(until, on_wire_.front().at + setup_.op_timeout);
   if (!conn_) {
     inbox_.sleep_until(until);
@@ -183,8 +183,8 @@ void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
     throw why;
   }
   if (reply.error_code() == "NOSCRIPT") {  // a restart or SCRIPT FLUSH: sent in full
-    send(w, request.what == Sent::attempt ? w.plan.attempt : w.plan.withdraw(), request.what,
-         false, now);
+    send(w, request.what == Sent::attempt ? w.plan.attempt : w.plan.withdraw(), request.what, false,
+         now);
     return;
   }
   if (request.what == Sent::withdraw) {
@@ -325,14 +325,8 @@ void AsyncWaits::failed(Waits::iterator it, const Error& why) {
 
 void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
                       std::exception_ptr error) {
-  Wait& w = *it->second;
-  auto done = std::move(w.done);
-  schedule(w, std::nullopt);
-  std::unique_ptr<Wait> gone = std::move(it->second);
-  waits_.erase(it);
-  gone.reset();  // its watch and stop callback end before it is told
-  // The last reference to the Client may go with `done`: the engine, and stop(), with it.
-  done(std::move(granted), error);
+  schedule(*it->second, std::nullopt);
+  core::tell_and_forget(waits_, it, std::move(granted), error);  // its watch ends first
 }
 
 void AsyncWaits::fail_on_wire(const Error& why) {
@@ -347,9 +341,7 @@ void AsyncWaits::fail_on_wire(const Error& why) {
 }
 
 void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {
-  if (w.timer) timers_.erase({*w.timer, w.id});
-  w.timer = at;
-  if (at) timers_.emplace(*at, w.id);
+  timers_.set(w.timer, w.id, at);
 }
 
 }  // namespace warden::engines::redis

@@ -36,10 +36,11 @@
 
 #include "core/engine.h"
 #include "core/wait_inbox.h"
+#include "core/wait_timers.h"
+#include "engines/redis/subscriber.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/connector.h"
 #include "engines/resp_client/script.h"
-#include "engines/redis/subscriber.h"
 
 namespace warden::engines::redis {
 
@@ -48,7 +49,7 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   // What one acquire sends: made by the engine, which knows the lock's keys and names.
   // Kept once per wait, so what the attempt already carries is read from it.
   struct Plan {
-    resp_client::ScriptCall attempt;                     // acquire.lua for this request
+    resp_client::ScriptCall attempt;                       // acquire.lua for this request
     const resp_client::Script* withdraw_script = nullptr;  // withdraw.lua
     bool waits = false;  // not a try: the request's deadline is ahead
 
@@ -65,7 +66,7 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   struct Setup {
     std::shared_ptr<resp_client::Connector> connector;
     std::chrono::milliseconds op_timeout{};
-    RetryPolicy poll;            // between looks of a wait nothing woke
+    RetryPolicy poll;               // between looks of a wait nothing woke
     bool follows_failover = false;  // behind Sentinel: a failed wait asks again
     // Told each grant before its wait is (the engine's record for failovers).
     std::function<void(const core::GrantRef&)> granted;
@@ -131,7 +132,7 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   std::unique_ptr<resp_client::Connection> conn_;
   std::deque<OnWire> on_wire_;  // requests written, in order, not yet answered
   Waits waits_;
-  std::set<std::pair<Clock::time_point, std::uint64_t>> timers_;
+  core::WaitTimers timers_;
 };
 
 }  // namespace warden::engines::redis

@@ -15,6 +15,7 @@ struct AsyncRetries::Wait {
   bool waits = false;  // its deadline is ahead: it ends there, not after its retries
   std::exception_ptr at_deadline;
   std::optional<Clock::time_point> timer;
+  std::optional<Clock::time_point> deadline_timer;  // the deadline's, while it waits
   // Last: deregistered first when the wait is destroyed (core/wait_inbox.h).
   std::optional<std::stop_callback<std::function<void()>>> on_stop;
 };
@@ -52,7 +53,7 @@ void AsyncRetries::turn() {
   for (auto& wait : taken.arrived) {
     Wait& w = *wait;
     w.waits = w.request.deadline > now;
-    if (w.waits) deadlines_.emplace(w.request.deadline, w.id);
+    if (w.waits) deadlines_.set(w.deadline_timer, w.id, w.request.deadline);
     schedule(w, now);
     const std::uint64_t id = w.id;
     waits_.emplace(id, std::move(wait));
@@ -64,18 +65,16 @@ void AsyncRetries::turn() {
     if (const auto it = waits_.find(id); it != waits_.end()) tell(it, std::nullopt, nullptr);
     if (inbox_.stopping()) return;
   }
-  while (!deadlines_.empty() && deadlines_.begin()->first <= Clock::now()) {
-    const auto it = waits_.find(deadlines_.begin()->second);
+  while (const auto id = deadlines_.due(Clock::now())) {
+    const auto it = waits_.find(*id);
     tell(it, std::nullopt, it->second->at_deadline);
     if (inbox_.stopping()) return;
   }
-  if (!timers_.empty() && timers_.begin()->first <= Clock::now()) {
-    attempt(waits_.find(timers_.begin()->second));
+  if (const auto id = timers_.due(Clock::now())) {
+    attempt(waits_.find(*id));
     return;  // the next turn tells what ended meanwhile, then makes the next attempt
   }
-  auto until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
-  if (!deadlines_.empty()) until = std::min(until, deadlines_.begin()->first);
-  inbox_.sleep_until(until);
+  inbox_.sleep_until(std::min(timers_.next(), deadlines_.next()));
 }
 
 void AsyncRetries::attempt(Waits::iterator it) {
@@ -101,20 +100,13 @@ void AsyncRetries::attempt(Waits::iterator it) {
 void AsyncRetries::tell(Waits::iterator it, std::optional<core::Granted> granted,
                         std::exception_ptr error) {
   Wait& w = *it->second;
-  auto done = std::move(w.done);
   schedule(w, std::nullopt);
-  if (w.waits) deadlines_.erase({w.request.deadline, w.id});
-  std::unique_ptr<Wait> gone = std::move(it->second);
-  waits_.erase(it);
-  gone.reset();  // its stop callback ends before it is told
-  // The last reference to the Client may go with `done`: the engine, and stop(), with it.
-  done(std::move(granted), error);
+  deadlines_.set(w.deadline_timer, w.id, std::nullopt);
+  core::tell_and_forget(waits_, it, std::move(granted), error);
 }
 
 void AsyncRetries::schedule(Wait& w, std::optional<Clock::time_point> at) {
-  if (w.timer) timers_.erase({*w.timer, w.id});
-  w.timer = at;
-  if (at) timers_.emplace(*at, w.id);
+  timers_.set(w.timer, w.id, at);
 }
 
 }  // namespace warden::engines::redlock

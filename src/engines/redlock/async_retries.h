@@ -19,12 +19,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <unordered_map>
 #include <utility>
 
 #include "core/engine.h"
 #include "core/wait_inbox.h"
+#include "core/wait_timers.h"
 
 namespace warden::engines::redlock {
 
@@ -69,8 +69,8 @@ class AsyncRetries : public std::enable_shared_from_this<AsyncRetries> {
 
   // The thread's own.
   Waits waits_;
-  std::set<std::pair<Clock::time_point, std::uint64_t>> timers_;     // next attempts
-  std::set<std::pair<Clock::time_point, std::uint64_t>> deadlines_;  // of waits that wait
+  core::WaitTimers timers_;     // next attempts
+  core::WaitTimers deadlines_;  // of waits that wait
 };
 
 }  // namespace warden::engines::redlock

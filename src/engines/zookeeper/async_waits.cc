@@ -77,6 +77,8 @@ struct AsyncWaits::Wait {
   std::string watched;       // the path whose watch wakes this wait
   bool woken = false;        // news arrived while a call was in flight
   bool ending = false;       // cancelled or ran out: withdraw, tell nothing
+  bool asked = false;        // a create was sent (a try ends after its first)
+  Clock::time_point began;   // when it began
   std::exception_ptr error;  // told once the withdraw is answered
 
   std::optional<Clock::time_point> timer;
@@ -174,22 +176,37 @@ void AsyncWaits::turn() {
     if (const auto it = waits_.find(id); it != waits_.end()) woken(it, now);
     if (inbox_.stopping()) return;
   }
-  while (!timers_.empty() && timers_.begin()->first <= Clock::now()) {
-    fire(waits_.find(timers_.begin()->second), Clock::now());
+  while (const auto id = timers_.due(Clock::now())) {
+    fire(waits_.find(*id), Clock::now());
     if (inbox_.stopping()) return;
   }
-  inbox_.sleep_until(timers_.empty() ? Clock::time_point::max() : timers_.begin()->first);
+  inbox_.sleep_until(timers_.next());
 }
 
 void AsyncWaits::begin(Wait& w, Clock::time_point now) {
   if (w.done == nullptr) return;  // told already (cancelled before it began)
-  requeue(waits_.find(w.id), now);
+  requeue(waits_.find(w.id), now, /*first=*/true);
 }
 
-void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now) {
+void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now, bool first) {
   Wait& w = *it->second;
-  if (w.ending || now >= w.request.deadline) {
+  if (first) w.began = now;
+  // Once it has asked, a wait past its deadline (a try: at once) ends rather than ask
+  // again, as the blocking acquire's. Until it has asked it is given its deadline and at
+  // least op_timeout to find a session, as the blocking acquire's connect is.
+  if (!first && w.ending) {
     tell(it, std::nullopt, nullptr);  // nothing of it is left (or the maintainer's)
+    return;
+  }
+  if (!first && w.asked && now >= w.request.deadline) {
+    tell(it, std::nullopt, nullptr);
+    return;
+  }
+  if (!first && !w.asked && now >= std::max(w.request.deadline, w.began + config_.op_timeout)) {
+    tell(it, std::nullopt,
+         std::make_exception_ptr(Error(Errc::unavailable,
+                                       "zk://: no ZooKeeper session could "
+                                       "be opened within op_timeout")));
     return;
   }
   unwatch(w);
@@ -202,7 +219,7 @@ void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now) {
     // and its "connected" wakes every wait that looks for it.
     host_.open_session();
     w.step = Wait::Step::awaiting_session;
-    schedule(w, std::min(w.request.deadline, now + kReconnectLook));
+    schedule(w, now + kReconnectLook);
     return;
   }
   w.guid = host_.next_guid();  // a fresh one: a node of the last may still be deleted
@@ -233,6 +250,7 @@ std::function<void(T)> AsyncWaits::answer_to(const Wait& w) {
 
 void AsyncWaits::send_create(Wait& w, Clock::time_point now) {
   w.step = Wait::Step::creating;
+  w.asked = true;
   w.made.reset();
   next_call(w, now);
   const auto& r = w.request;
@@ -303,7 +321,9 @@ void AsyncWaits::park(Wait& w, Clock::time_point now) {
 void AsyncWaits::reconnect(Wait& w, Clock::time_point now) {
   unwatch(w);
   w.step = Wait::Step::reconnecting;
-  schedule(w, std::min(w.request.deadline, now + kReconnectLook));
+  const auto look = now + kReconnectLook;
+  // By the deadline, unless it has passed (a wait not yet asked looks on until its bound).
+  schedule(w, w.request.deadline > now ? std::min(w.request.deadline, look) : look);
 }
 
 void AsyncWaits::answered(Answer answer, Clock::time_point now) {
@@ -538,6 +558,16 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
       const SessionState state = w.session->state();
       if (state == SessionState::expired) {
         requeue(it, now);  // the node went with the session
+      } else if (!w.asked && !w.ending) {
+        // Not asked yet (its session was suspended when it began): given its deadline
+        // and at least op_timeout for the connection, as the blocking acquire's create.
+        if (state == SessionState::connected) {
+          send_create(w, now);
+        } else if (now >= std::max(w.request.deadline, w.began + config_.op_timeout)) {
+          tell(it, std::nullopt, zk_error(ZCONNECTIONLOSS, "create under " + w.nodes.lock));
+        } else {
+          reconnect(w, now);
+        }
       } else if (w.ending || now >= w.request.deadline) {
         // Its delete could not be sent now: the maintainer's, once ZooKeeper answers
         // (a lost create's was queued by its GUID already).
@@ -648,20 +678,13 @@ void AsyncWaits::fail(Waits::iterator it, int rc, const std::string& what, Clock
 void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
                       std::exception_ptr error) {
   Wait& w = *it->second;
-  auto done = std::move(w.done);
   schedule(w, std::nullopt);
   unwatch(w);
-  std::unique_ptr<Wait> gone = std::move(it->second);
-  waits_.erase(it);
-  gone.reset();  // its stop callback ends before it is told
-  // The last reference to the Client may go with `done`: the engine, and stop(), with it.
-  done(std::move(granted), error);
+  core::tell_and_forget(waits_, it, std::move(granted), error);
 }
 
 void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {
-  if (w.timer) timers_.erase({*w.timer, w.id});
-  w.timer = at;
-  if (at) timers_.emplace(*at, w.id);
+  timers_.set(w.timer, w.id, at);
 }
 
 void AsyncWaits::unwatch(Wait& w) {

@@ -40,6 +40,7 @@
 
 #include "core/engine.h"
 #include "core/wait_inbox.h"
+#include "core/wait_timers.h"
 #include "engines/zookeeper/lock_nodes.h"
 #include "engines/zookeeper/zk_config.h"
 #include "engines/zookeeper/zk_session.h"
@@ -143,7 +144,7 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   void fail(Waits::iterator it, int rc, const std::string& what, Clock::time_point now);
   // Queues `w` again under a fresh GUID: on the session, or on the next one once the
   // engine has opened it (its node went with an expired one).
-  void requeue(Waits::iterator it, Clock::time_point now);
+  void requeue(Waits::iterator it, Clock::time_point now, bool first = false);
   void schedule(Wait& w, std::optional<Clock::time_point> at);
   void unwatch(Wait& w);
 
@@ -160,7 +161,7 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
 
   // The thread's own.
   Waits waits_;
-  std::set<std::pair<Clock::time_point, std::uint64_t>> timers_;
+  core::WaitTimers timers_;
 };
 
 }  // namespace warden::engines::zookeeper
