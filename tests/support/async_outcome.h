@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <exception>
 #include <fstream>
@@ -117,6 +119,7 @@ class GrantOrder {
       std::lock_guard guard(mu_);
       EXPECT_EQ(error, nullptr);
       order_.push_back(i);
+      if (lease) tokens_.push_back(lease.token());
       if (lease) lease.release();  // the next in line is granted
     };
   }
@@ -133,10 +136,19 @@ class GrantOrder {
     }
     return true;
   }
+  // Whether the grants' tokens rose in the order told: granted in the queue's order,
+  // where the queue is ordered by token (etcd://'s create_revision), whatever order the
+  // waits were asked in.
+  bool tokens_rising() const {
+    std::lock_guard guard(mu_);
+    return std::is_sorted(tokens_.begin(), tokens_.end()) &&
+           std::adjacent_find(tokens_.begin(), tokens_.end()) == tokens_.end();
+  }
 
  private:
   mutable std::mutex mu_;
   std::vector<int> order_;
+  std::vector<std::uint64_t> tokens_;
 };
 
 // This process's thread count, as the kernel tells it.

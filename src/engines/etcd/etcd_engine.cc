@@ -3,20 +3,26 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "core/background_releases.h"
 #include "core/client_id.h"
 #include "core/stoppable_sleep.h"
+#include "engines/etcd/async_waits.h"
 #include "engines/etcd/etcd_config.h"
 #include "engines/etcd/etcd_rpc.h"
 #include "engines/etcd/key_watch.h"
 #include "engines/etcd/lock_keys.h"
 #include "engines/etcd/permit_queue.h"
 #include "engines/etcd/request_slots.h"
+#include "engines/etcd/request_txns.h"
 #include "engines/etcd/request_value.h"
 #include "engines/etcd/sessions.h"
 #include "engines/resp_client/backoff.h"
@@ -35,8 +41,6 @@ using etcdserverpb::TxnResponse;
 
 // etcd's default --max-txn-ops: a renewal round of more grants takes several Txns.
 constexpr std::size_t kMaxTxnOps = 128;
-// New sessions one acquire tries after its session turned out to be gone.
-constexpr int kSessionRetries = 3;
 
 // GrantRef::owner of an etcd grant: "LEASE KEY".
 std::string owner_of(std::int64_t lease, const std::string& key) {
@@ -78,48 +82,29 @@ Owner parse_owner(const std::string& owner, Layout layout) {
   return out;
 }
 
-// Adds a read of the nearest key in `scope` created before `revision` (0: the first
-// key of `scope`).
-void add_blocker_read(TxnRequest& request, const std::string& scope, std::int64_t revision,
-                      bool to_success = true) {
-  RangeRequest* range =
-      (to_success ? request.add_success() : request.add_failure())->mutable_request_range();
-  range->set_key(scope);
-  range->set_range_end(prefix_end(scope));
-  range->set_limit(1);
-  range->set_keys_only(true);
-  range->set_sort_target(RangeRequest::CREATE);
-  if (revision > 0) {
-    range->set_max_create_revision(revision - 1);
-    range->set_sort_order(RangeRequest::DESCEND);
-  } else {
-    range->set_sort_order(RangeRequest::ASCEND);
-  }
-}
-
-void add_key_read(TxnRequest& request, const std::string& key, bool to_success) {
-  RangeRequest* range =
-      (to_success ? request.add_success() : request.add_failure())->mutable_request_range();
-  range->set_key(key);
-  range->set_keys_only(true);
-}
-
-const etcdserverpb::RangeResponse& range_at(const TxnResponse& response, int index,
-                                            const char* what) {
-  if (index >= response.responses_size() || !response.responses(index).has_response_range()) {
-    throw Error(Errc::internal,
-                std::string("etcd answered a ") + what + " Txn without the range it was asked for");
-  }
-  return response.responses(index).response_range();
-}
-
-class EtcdEngine final : public core::Engine {
+class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
  public:
   explicit EtcdEngine(EtcdConfig config)
       : config_(std::move(config)),
         rpc_(std::make_shared<EtcdRpc>(config_)),
         sessions_(rpc_, config_, [this](const GrantRef& grant) { report_lost(grant); }),
-        client_id_(core::random_client_id()) {}
+        client_id_(core::random_client_id()) {
+    // The waits share the Client's session; layout=concurrency names each request's key
+    // after its lease, and the watchdog off gives each request a lease of its own: those
+    // wait on a thread each (the seam's default).
+    if (config_.layout == Layout::warden && config_.watchdog) {
+      waits_ = AsyncWaits::start(*this, *rpc_, config_, client_id_);
+      opener_ = std::jthread([this](std::stop_token stop) { open_sessions(std::move(stop)); });
+    }
+  }
+
+  ~EtcdEngine() override {
+    if (waits_) waits_->stop();  // it uses this engine until then
+    if (opener_.joinable()) {
+      opener_.request_stop();
+      opener_.join();  // a lease grant: op_timeout at most
+    }
+  }
 
   void ping() { rpc_->ping(); }
 
@@ -151,7 +136,6 @@ class EtcdEngine final : public core::Engine {
                   "concurrency.Mutex has no shared mode, semaphores or elections); use "
                   "layout=warden");
     }
-    const std::string& blockers = keys.blockers(request.mode);
     // Fixed here: recomputed after the deadline, "op_timeout from now" would give a
     // withdrawal that follows a call which ran to the bound another whole op_timeout.
     const Clock::time_point bound = bound_of(request);
@@ -181,9 +165,8 @@ class EtcdEngine final : public core::Engine {
       };
       Created created;
       try {
-        created = request.capacity > 0
-                      ? create_permits(key, keys, *session, request)
-                      : create(key, keys, blockers, *session, request.mode, request.value);
+        created = created_from(rpc_->txn(create_txn(request, keys, key, client_id_, session->lease)),
+                               request, keys, key);
       } catch (const Error& e) {
         withdraw(key);  // the create may have happened
         // "requested lease not found": the session expired before the keeper noticed.
@@ -198,13 +181,9 @@ class EtcdEngine final : public core::Engine {
       std::optional<Granted> granted;
       bool session_lost = false;
       try {
-        if (created.free) {
-          granted = grant(request, key, created.revision, *session, session_lost);
-        } else if (request.capacity > 0) {
-          granted = wait_permits(request, keys, key, created.revision, *session, session_lost);
-        } else {
-          granted = wait(request, keys, key, created.revision, *session, session_lost);
-        }
+        granted = created.free
+                      ? grant(request, key, created.revision, *session, session_lost)
+                      : wait(request, keys, key, created.revision, *session, session_lost);
       } catch (const Error&) {
         withdraw(key);
         throw;
@@ -229,6 +208,61 @@ class EtcdEngine final : public core::Engine {
                         request.key.joined());
       }
     }
+  }
+
+  // Waits on the engine's one waits thread (async_waits.h), without a thread each.
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    if (!waits_) {
+      core::Engine::acquire_async(std::move(request), std::move(done));
+      return;
+    }
+    LockKeys keys;
+    try {
+      keys = lock_keys(request.key.group, request.key.name);
+    } catch (...) {
+      done(std::nullopt, std::current_exception());
+      return;
+    }
+    waits_->acquire(std::move(request), std::move(keys), std::move(done));
+  }
+  bool waits_without_threads() const override { return waits_ != nullptr; }
+
+  // AsyncWaits::Host.
+  std::shared_ptr<const Session> join_session(std::chrono::milliseconds ttl) override {
+    return sessions_.join(ttl);
+  }
+  void open_session(std::chrono::milliseconds ttl) override {
+    {
+      std::lock_guard lock(opener_mu_);
+      if (!opening_.insert(ttl).second) return;  // asked for already
+    }
+    opener_wake_.notify_all();
+  }
+  std::string take_key(const AcquireRequest& request, const LockKeys& keys,
+                       std::uint32_t& slot) override {
+    slot = slots_.take(keys.lock);
+    const std::string id = client_id_ + '-' + std::to_string(slot);
+    return request.capacity > 0 ? keys.permits_request(id) : keys.request(request.mode, id);
+  }
+  std::optional<Granted> grant_key(const AcquireRequest& request, const std::string& key,
+                                   std::int64_t revision, const Session& session,
+                                   bool& session_lost) override {
+    auto granted = grant(request, key, revision, session, session_lost);
+    if (granted && !sessions_.granted(session, key, granted->grant, granted->expires)) {
+      session_lost = true;  // lost between the last read and now
+      return std::nullopt;
+    }
+    return granted;
+  }
+  void lose(std::int64_t lease) override { sessions_.lose(lease); }
+  void withdrawn(const std::shared_ptr<const Session>& session, const LockKeys& keys,
+                 const std::string& key, std::uint32_t slot, bool deleted) override {
+    if (!deleted) {
+      (void)sessions_.withdrawn(session, key, Clock::time_point::min());  // the keeper's now
+      return;
+    }
+    (void)sessions_.withdrawn(session, {});
+    slots_.give_back(keys.lock, slot);
   }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
@@ -402,60 +436,12 @@ class EtcdEngine final : public core::Engine {
     if (config_.layout == Layout::warden) slots_.give_back(owner.lock, owner.slot);
   }
 
-  struct Created {
-    std::int64_t revision = 0;  // the key's create_revision: the token if granted
-    bool free = false;          // nothing earlier blocks it: granted at once
-  };
-
-  // Creates `key` on the session's lease and, in the same Txn, reads the first key that
-  // could block it (or finds the key, if an earlier attempt whose reply was lost
-  // created it; the wait loop then looks for blockers). A semaphore's request already
-  // there refuses it (permit_queue.h): Error(invalid_argument), the caller withdraws.
-  // The key carries the candidate's `value` of an election from its first revision on, so
-  // no reader sees a leader without it.
-  //
-  // layout=concurrency writes what etcd's Mutex writes: an empty value, and no look for a
-  // semaphore (there are none in that layout; any key under the lock is a request).
-  Created create(const std::string& key, const LockKeys& keys, const std::string& blockers,
-                 const Session& session, Mode mode, std::string_view value) {
-    const bool warden_layout = keys.layout == Layout::warden;
-    TxnRequest request;
-    put_if_absent(request, key, warden_layout ? request_value(mode, client_id_, value) : "",
-                  session.lease);
-    add_blocker_read(request, blockers, 0);
-    if (warden_layout) add_blocker_read(request, keys.lock + "p/", 0);
-    add_key_read(request, key, false);
-    const TxnResponse response = rpc_->txn(request);
-    if (response.succeeded()) {
-      const std::int64_t revision = response.header().revision();
-      if (warden_layout && range_at(response, 2, "create").kvs_size() > 0) {
-        throw semaphore_mismatch(keys);
-      }
-      // The read sees the Txn's own put, or not (either way nothing older is first).
-      const auto& first = range_at(response, 1, "create");
-      const bool free = first.kvs_size() == 0 || first.kvs(0).create_revision() == revision;
-      return Created{revision, free};
-    }
-    const auto& own = range_at(response, 0, "create");
-    if (own.kvs_size() != 1) {
-      throw Error(Errc::internal, "etcd: the lock key " + key + " vanished inside a Txn");
-    }
-    return Created{own.kvs(0).create_revision(), false};
-  }
-
-  // The Txn's condition "`key` does not exist yet" and, if so, its put of `value` on
-  // `lease`: a request key is created once, whichever attempt's reply got lost.
-  static void put_if_absent(TxnRequest& txn, const std::string& key, std::string value,
-                            std::int64_t lease) {
-    auto* compare = txn.add_compare();
-    compare->set_key(key);
-    compare->set_target(etcdserverpb::Compare::CREATE);
-    compare->set_result(etcdserverpb::Compare::EQUAL);
-    compare->set_create_revision(0);
-    auto* put = txn.add_success()->mutable_request_put();
-    put->set_key(key);
-    put->set_value(std::move(value));
-    put->set_lease(lease);
+  // The latest an acquire's calls may end: op_timeout past its deadline (a try: past now,
+  // so take it once, when the acquire begins).
+  Clock::time_point bound_of(const AcquireRequest& request) const {
+    const auto from = std::max(request.deadline, Clock::now());
+    return from > Clock::time_point::max() - config_.op_timeout ? Clock::time_point::max()
+                                                                : from + config_.op_timeout;
   }
 
   // The Txn's condition "the grant's key is still the one created at `token`, on the
@@ -473,80 +459,6 @@ class EtcdEngine final : public core::Engine {
     lease->set_lease(owner.lease);
   }
 
-  static Error semaphore_mismatch(const LockKeys& keys) {
-    return Error(Errc::invalid_argument,
-                 "etcd: " + keys.lock + " is a semaphore of another number of permits, or not one");
-  }
-
-  // Adds a read of every request of the lock, values included, in create_revision order.
-  static void add_queue_read(TxnRequest& request, const LockKeys& keys, bool to_success) {
-    RangeRequest* range =
-        (to_success ? request.add_success() : request.add_failure())->mutable_request_range();
-    range->set_key(keys.lock);
-    range->set_range_end(prefix_end(keys.lock));
-    range->set_sort_target(RangeRequest::CREATE);
-    range->set_sort_order(RangeRequest::ASCEND);
-  }
-
-  static std::vector<QueuedRequest> queue_of(const etcdserverpb::RangeResponse& range,
-                                             const LockKeys& keys) {
-    std::vector<QueuedRequest> queue;
-    for (const auto& kv : range.kvs()) {
-      const std::string_view rest = std::string_view(kv.key()).substr(keys.lock.size());
-      if (auto r = parse_request(rest, kv.value(), kv.create_revision())) queue.push_back(*r);
-    }
-    return queue;
-  }
-
-  // A semaphore's request: creates `key` valued with its permits on the session's lease
-  // and reads the whole queue in the same Txn (or finds the key, created by an earlier
-  // attempt whose reply was lost), then judges it (permit_queue.h).
-  Created create_permits(const std::string& key, const LockKeys& keys, const Session& session,
-                         const AcquireRequest& request) {
-    TxnRequest txn;
-    put_if_absent(txn, key, permits_value(request.permits, request.capacity, client_id_),
-                  session.lease);
-    add_queue_read(txn, keys, true);
-    add_queue_read(txn, keys, false);
-    const TxnResponse response = rpc_->txn(txn);
-    const auto& range = range_at(response, response.succeeded() ? 1 : 0, "create");
-    std::int64_t revision = response.succeeded() ? response.header().revision() : 0;
-    if (!response.succeeded()) {
-      for (const auto& kv : range.kvs()) {
-        if (kv.key() == key) revision = kv.create_revision();
-      }
-      if (revision == 0) {
-        throw Error(Errc::internal, "etcd: the lock key " + key + " vanished inside a Txn");
-      }
-    }
-    switch (judge_permits(queue_of(range, keys), revision, request.permits, request.capacity)) {
-      case Verdict::mismatch:
-        throw semaphore_mismatch(keys);
-      case Verdict::holds:
-        return Created{revision, true};
-      case Verdict::waits:
-        break;
-    }
-    return Created{revision, false};
-  }
-
-  // Waits until the permits of every earlier request and this one's fit (permit_queue.h).
-  // Any deletion in the queue may be the one that makes room, so it watches the range.
-  std::optional<Granted> wait_permits(const AcquireRequest& request, const LockKeys& keys,
-                                      const std::string& key, std::int64_t revision,
-                                      const Session& session, bool& session_lost) {
-    return wait_until_first(
-        request, key, revision, session, session_lost,
-        [&](TxnRequest& look) { add_queue_read(look, keys, true); },
-        [&](const etcdserverpb::RangeResponse& queue) {
-          const auto verdict =
-              judge_permits(queue_of(queue, keys), revision, request.permits, request.capacity);
-          if (verdict == Verdict::mismatch) throw semaphore_mismatch(keys);
-          if (verdict == Verdict::holds) return Watch{};
-          return Watch{keys.lock, prefix_end(keys.lock)};
-        });
-  }
-
   std::optional<Granted> grant(const AcquireRequest& request, const std::string& key,
                                std::int64_t revision, const Session& session, bool& session_lost) {
     const auto expires = sessions_.expires(session.lease);
@@ -560,51 +472,19 @@ class EtcdEngine final : public core::Engine {
                    *expires};
   }
 
-  // Waits until no earlier request blocks `key`, watching the nearest blocker.
+  // Waits until no earlier request blocks `key` (a semaphore's: until its permits fit),
+  // watching the deletion the look names (request_txns.h): the grant, or nullopt for a
+  // timed-out or cancelled wait, or when the key vanished with its session
+  // (`session_lost`).
   std::optional<Granted> wait(const AcquireRequest& request, const LockKeys& keys,
                               const std::string& key, std::int64_t revision, const Session& session,
                               bool& session_lost) {
-    const std::string& scope = keys.blockers(request.mode);
-    return wait_until_first(
-        request, key, revision, session, session_lost,
-        [&](TxnRequest& look) { add_blocker_read(look, scope, revision); },
-        [](const etcdserverpb::RangeResponse& blocker) {
-          if (blocker.kvs_size() == 0) return Watch{};
-          return Watch{blocker.kvs(0).key(), {}};
-        });
-  }
-
-  // The latest an acquire's calls may end: op_timeout past its deadline (a try: past now,
-  // so take it once, when the acquire begins).
-  Clock::time_point bound_of(const AcquireRequest& request) const {
-    const auto from = std::max(request.deadline, Clock::now());
-    return from > Clock::time_point::max() - config_.op_timeout ? Clock::time_point::max()
-                                                                : from + config_.op_timeout;
-  }
-
-  // What a look at the queue decided: hold now (an empty key), or wait for a deletion of
-  // `key` (of the range [key, range_end) when range_end is set).
-  struct Watch {
-    std::string key;
-    std::string range_end;
-  };
-
-  // The wait both kinds of request share: the grant, or nullopt for a timed-out or
-  // cancelled wait, or when the key vanished with its session (`session_lost`). Each round
-  // is one linearizable read of our own key and of what `add_read` adds (etcd #11456: a
-  // wake-up alone proves nothing), which `decide` turns into a Watch.
-  std::optional<Granted> wait_until_first(
-      const AcquireRequest& request, const std::string& key, std::int64_t revision,
-      const Session& session, bool& session_lost, const std::function<void(TxnRequest&)>& add_read,
-      const std::function<Watch(const etcdserverpb::RangeResponse&)>& decide) {
     resp_client::Backoff poll(config_.retry);
     while (true) {
-      TxnRequest look;
-      add_key_read(look, key, true);
-      add_read(look);
       TxnResponse response;
       try {
-        response = rpc_->txn(look, nullptr, {}, EtcdRpc::Bound{bound_of(request), request.stop});
+        response = rpc_->txn(look_txn(request, keys, key, revision), nullptr, {},
+                             EtcdRpc::Bound{bound_of(request), request.stop});
       } catch (const Error& e) {
         // Cancelled, or no answer by the deadline (plus op_timeout): the wait ends as
         // what it is; the caller withdraws the key.
@@ -614,23 +494,47 @@ class EtcdEngine final : public core::Engine {
         // lives as long as its lease, so it looks again after a pause, as a zk:// waiter
         // waits for its session to come back. The next answer says whether the key
         // outlived the gap (if not, session_lost: it queues again).
-        if (e.code() != Errc::deadline_exceeded && e.code() != Errc::unavailable) throw;
+        if (!worth_looking_again(e)) throw;
         const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
         if (!core::sleep_until(until, request.stop)) return std::nullopt;
         continue;
       }
-      const auto& own = range_at(response, 0, "wait");
-      if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
+      const Look look = looked(response, request, keys, revision);
+      if (look.gone) {
         session_lost = true;
         return std::nullopt;
       }
-      const Watch watch = decide(range_at(response, 1, "wait"));
-      if (watch.key.empty()) return grant(request, key, revision, session, session_lost);
+      if (look.holds) return grant(request, key, revision, session, session_lost);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
       const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
-      rpc_->wait_for_delete(watch.key, response.header().revision() + 1, until, request.stop,
-                            watch.range_end);
+      rpc_->wait_for_delete(look.watch, look.revision + 1, until, request.stop, look.range_end);
       if (request.stop.stop_requested()) return std::nullopt;
+    }
+  }
+
+  // The waits' sessions, granted one TTL at a time on opener_ (a lease grant blocks).
+  void open_sessions(std::stop_token stop) {
+    std::unique_lock lock(opener_mu_);
+    while (!stop.stop_requested()) {
+      if (opening_.empty()) {
+        opener_wake_.wait(lock, stop, [&] { return !opening_.empty(); });
+        continue;
+      }
+      const auto ttl = *opening_.begin();
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        // Counted as waiting by begin(): not so, once the waits have joined it.
+        (void)sessions_.withdrawn(sessions_.begin(ttl), {});
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      // Before the waits hear: one that asks after this asks anew.
+      opening_.erase(ttl);
+      lock.unlock();
+      waits_->session_opened(ttl, error);
+      lock.lock();
     }
   }
 
@@ -639,7 +543,12 @@ class EtcdEngine final : public core::Engine {
   Sessions sessions_;
   const std::string client_id_;
   RequestSlots slots_;
-  core::BackgroundReleases background_{[this](const GrantRef& grant) { release(grant); }};  // last
+  core::BackgroundReleases background_{[this](const GrantRef& grant) { release(grant); }};
+  std::mutex opener_mu_;
+  std::condition_variable_any opener_wake_;
+  std::set<std::chrono::milliseconds> opening_;  // TTLs asked for; guarded by opener_mu_
+  std::shared_ptr<AsyncWaits> waits_;            // null: the seam's default (see above)
+  std::jthread opener_;                          // last: started after the rest exists
 };
 
 }  // namespace

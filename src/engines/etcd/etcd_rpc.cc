@@ -1,5 +1,6 @@
 #include "engines/etcd/etcd_rpc.h"
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -178,7 +179,6 @@ EtcdRpc::EtcdRpc(const EtcdConfig& config) : config_(config) {
   }
 }
 
-EtcdRpc::~EtcdRpc() = default;
 
 void EtcdRpc::move_on_from(std::size_t index) {
   // Only the first caller to see `index` fail moves on, so a burst of failures of one
@@ -211,87 +211,281 @@ grpc::Status EtcdRpc::authorize(Member& member, grpc::ClientContext& context,
   return grpc::Status::OK;
 }
 
-void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
-                            Sent* sent, const Bound& bound) {
-  // Passes over the members, each visited once per pass starting at the current one
-  // (other threads may move current_ meanwhile; a pass of our own still covers them all).
-  // A pass in which some member answered that the cluster has no leader just now is
-  // followed by another, after a pause, until `timeout` has passed since the call began:
-  // an election is under way. A pass in which no member could be reached ends the call,
-  // unless a member's connection broke under the call, or gRPC gave up connecting to it
-  // because it was slow to answer: then the next pass asks again, and waits (within the
-  // budget) for gRPC to connect anew, as etcd's own client does.
-  // The caller's bound cuts every attempt short, the first pass's too.
-  const auto give_up = std::min(Clock::now() + timeout, bound.until);
-  const auto out_of_bound = [&] {
-    return Error(Errc::deadline_exceeded,
-                 std::string(what) + ": " +
-                     (bound.stop.stop_requested() ? "cancelled" : "out of the caller's time"));
+// One call's way through the members, by the policy in etcd_rpc.h, one step at a time, so
+// that the blocking calls (with_failover) and the asynchronous ones (txn_async) share it.
+//
+// Passes over the members, each visited once per pass starting at the current one (other
+// threads may move current_ meanwhile; a pass of our own still covers them all). A pass in
+// which some member answered that the cluster has no leader just now is followed by
+// another, after a pause, until `timeout` has passed since the call began: an election is
+// under way. A pass in which no member could be reached ends the call, unless a member's
+// connection broke under the call, or gRPC gave up connecting to it because it was slow to
+// answer: then the next pass asks again, and waits (within the budget) for gRPC to connect
+// anew, as etcd's own client does. The caller's bound cuts every attempt short, the first
+// pass's too.
+class EtcdRpc::Failover {
+ public:
+  Failover(EtcdRpc& rpc, const char* what, std::chrono::milliseconds timeout, const Bound& bound)
+      : rpc_(rpc),
+        what_(what),
+        timeout_(timeout),
+        bound_(bound),
+        give_up_(std::min(Clock::now() + timeout, bound.until)),
+        pause_(rpc.config_.retry) {
+    start_pass();
+  }
+
+  // What to do next: ask `member` by `deadline`, or first pause for `pause`.
+  struct Step {
+    std::size_t member = 0;
+    Clock::time_point deadline;
+    bool wait_for_ready = false;
+    Clock::duration pause{};  // > 0: pause this long, then ask next() again
   };
-  resp_client::Backoff pause(config_.retry);
-  std::optional<Error> last;
-  // The members asked again after their connection broke; only they wait for a new one.
-  std::vector<char> reconnecting;
-  for (int pass = 0;; ++pass) {
-    bool electing = false;
-    std::vector<char> broke(members_.size(), 0);
-    const std::size_t first = current_.load(std::memory_order_relaxed);
-    for (std::size_t step = 0; step < members_.size(); ++step) {
-      const std::size_t index = (first + step) % members_.size();
-      Member& member = *members_[index];
-      // The first pass gives every member the whole timeout, so a frozen member costs one
-      // timeout before the next is asked; later passes end with the call's budget.
-      const auto attempt_timeout =
-          pass == 0 ? timeout : std::max(give_up - Clock::now(), Clock::duration::zero());
-      for (int auth_round = 0; auth_round < 2; ++auth_round) {
-        if (bound.stop.stop_requested() || Clock::now() >= bound.until) throw out_of_bound();
-        grpc::ClientContext context;
-        const auto started = Clock::now();
-        const auto deadline = std::min(started + attempt_timeout, bound.until);
-        context.set_deadline(to_system(deadline));
-        context.set_wait_for_ready(!reconnecting.empty() && reconnecting[index] != 0);
-        const std::stop_callback cancel(bound.stop, [&context] { context.TryCancel(); });
-        grpc::Status status = authorize(member, context, deadline);
-        if (status.ok()) status = body(member, context);
-        if (status.ok()) {
-          if (sent != nullptr) sent->at = started;
-          return;
+
+  // Throws the call's error once it has failed.
+  Step next() {
+    const std::size_t count = rpc_.members_.size();
+    if (step_ == count) {
+      // A connection can break again while it is made anew (a relay or NAT that dropped
+      // it closes the next one too, until it has settled): each pass after a break waits
+      // for a new connection, within the budget, a short pause apart after the first.
+      const bool any_broke = std::find(broke_.begin(), broke_.end(), 1) != broke_.end();
+      if (any_broke && Clock::now() < give_up_) {
+        Clock::duration wait{};
+        if (!reconnecting_.empty()) {
+          wait = std::min<Clock::duration>(
+              pause_.next_delay(), std::max(give_up_ - Clock::now(), Clock::duration::zero()));
         }
-        if (bound.stop.stop_requested() || Clock::now() >= bound.until) throw out_of_bound();
-        if (is_expired_token(status) && config_.user && auth_round == 0) {
-          std::lock_guard lock(member.mu);
-          member.token.reset();
-          continue;
-        }
-        if (!is_transient(status)) {
-          throw status_error(status, what, member.endpoint, config_.tls.enabled);
-        }
-        const bool waited_in_vain = !reconnecting.empty() && reconnecting[index] != 0 &&
-                                    status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-        // No new connection within the budget: the member is down, as the break said.
-        if (!waited_in_vain)
-          last = status_error(status, what, member.endpoint, config_.tls.enabled);
-        electing = electing || is_leaderless(status);
-        broke[index] = is_broken_connection(status) || is_slow_connect(status) ? 1 : 0;
-        move_on_from(index);
-        break;
+        reconnecting_ = std::move(broke_);
+        start_pass();
+        if (wait > Clock::duration::zero()) return Step{0, {}, false, wait};
+      } else {
+        const auto delay = pause_.next_delay();
+        if (!electing_ || Clock::now() + delay >= give_up_) throw *last_;
+        start_pass();
+        return Step{0, {}, false, delay};
       }
     }
-    // A connection can break again while it is made anew (a relay or NAT that dropped
-    // it closes the next one too, until it has settled): each pass after a break waits
-    // for a new connection, within the budget, a short pause apart after the first.
-    const bool any_broke = std::find(broke.begin(), broke.end(), 1) != broke.end();
-    if (any_broke && Clock::now() < give_up) {
-      if (!reconnecting.empty())
-        std::this_thread::sleep_for(std::min<Clock::duration>(
-            pause.next_delay(), std::max(give_up - Clock::now(), Clock::duration::zero())));
-      reconnecting = std::move(broke);
+    if (bound_.stop.stop_requested() || Clock::now() >= bound_.until) throw out_of_bound();
+    member_ = (first_ + step_) % count;
+    // The first pass gives every member the whole timeout, so a frozen member costs one
+    // timeout before the next is asked; later passes end with the call's budget.
+    const auto attempt_timeout =
+        pass_ == 0 ? Clock::duration(timeout_)
+                   : std::max(give_up_ - Clock::now(), Clock::duration::zero());
+    return Step{member_, std::min(Clock::now() + attempt_timeout, bound_.until),
+                !reconnecting_.empty() && reconnecting_[member_] != 0, {}};
+  }
+
+  // The attempt next() asked for ended with `status`: true if the call succeeded, false
+  // to ask next() again. Throws the call's error once it has failed.
+  bool settle(const grpc::Status& status) {
+    if (status.ok()) return true;
+    Member& member = *rpc_.members_[member_];
+    if (bound_.stop.stop_requested() || Clock::now() >= bound_.until) throw out_of_bound();
+    if (is_expired_token(status) && rpc_.config_.user && !reauthorized_) {
+      std::lock_guard lock(member.mu);
+      member.token.reset();
+      reauthorized_ = true;  // the same member once more
+      return false;
+    }
+    const bool tls = rpc_.config_.tls.enabled;
+    if (!is_transient(status)) throw status_error(status, what_, member.endpoint, tls);
+    const bool waited_in_vain = !reconnecting_.empty() && reconnecting_[member_] != 0 &&
+                                status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    // No new connection within the budget: the member is down, as the break said.
+    if (!waited_in_vain) last_ = status_error(status, what_, member.endpoint, tls);
+    electing_ = electing_ || is_leaderless(status);
+    broke_[member_] = is_broken_connection(status) || is_slow_connect(status) ? 1 : 0;
+    rpc_.move_on_from(member_);
+    ++step_;
+    reauthorized_ = false;
+    return false;
+  }
+
+  const Bound& bound() const { return bound_; }
+
+ private:
+  void start_pass() {
+    if (started_) ++pass_;
+    started_ = true;
+    step_ = 0;
+    electing_ = false;
+    broke_.assign(rpc_.members_.size(), 0);
+    first_ = rpc_.current_.load(std::memory_order_relaxed);
+  }
+
+  Error out_of_bound() const {
+    return Error(Errc::deadline_exceeded,
+                 std::string(what_) + ": " +
+                     (bound_.stop.stop_requested() ? "cancelled" : "out of the caller's time"));
+  }
+
+  EtcdRpc& rpc_;
+  const char* const what_;
+  const std::chrono::milliseconds timeout_;
+  const Bound bound_;
+  const Clock::time_point give_up_;
+  resp_client::Backoff pause_;
+  std::optional<Error> last_;
+  bool started_ = false;
+  int pass_ = 0;
+  std::size_t step_ = 0;
+  std::size_t first_ = 0;
+  std::size_t member_ = 0;
+  bool reauthorized_ = false;
+  bool electing_ = false;
+  std::vector<char> broke_;
+  // The members asked again after their connection broke; only they wait for a new one.
+  std::vector<char> reconnecting_;
+};
+
+void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout, const Body& body,
+                            Sent* sent, const Bound& bound) {
+  Failover failover(*this, what, timeout, bound);
+  while (true) {
+    const Failover::Step step = failover.next();
+    if (step.pause > Clock::duration::zero()) {
+      std::this_thread::sleep_for(step.pause);
       continue;
     }
-    const auto delay = pause.next_delay();
-    if (!electing || Clock::now() + delay >= give_up) throw *last;
-    std::this_thread::sleep_for(delay);
+    Member& member = *members_[step.member];
+    grpc::ClientContext context;
+    const auto started = Clock::now();
+    context.set_deadline(to_system(step.deadline));
+    context.set_wait_for_ready(step.wait_for_ready);
+    const std::stop_callback cancel(bound.stop, [&context] { context.TryCancel(); });
+    grpc::Status status = authorize(member, context, step.deadline);
+    if (status.ok()) status = body(member, context);
+    if (failover.settle(status)) {
+      if (sent != nullptr) sent->at = started;
+      return;
+    }
   }
+}
+
+// One txn_async call: its failover, its current attempt's context or pause, and its
+// answer. Its `context` and `alarm` are touched under the EtcdRpc's async_mu_.
+struct EtcdRpc::AsyncTxn {
+  AsyncTxn(EtcdRpc& rpc, etcdserverpb::TxnRequest r, Clock::time_point until, TxnDone d)
+      : failover(rpc, "txn", rpc.config_.op_timeout, Bound{until, {}}),
+        request(std::move(r)),
+        done(std::move(d)) {}
+
+  // The destructor's: ends the attempt or the pause under way.
+  void cancel() {
+    if (context) context->TryCancel();
+    if (pausing) alarm.Cancel();
+  }
+
+  Failover failover;
+  const etcdserverpb::TxnRequest request;
+  etcdserverpb::TxnResponse response;
+  std::unique_ptr<grpc::ClientContext> context;
+  grpc::Alarm alarm;
+  bool pausing = false;
+  TxnDone done;
+};
+
+EtcdRpc::~EtcdRpc() {
+  std::unique_lock lock(async_mu_);
+  closing_ = true;
+  for (const auto& call : in_flight_) call->cancel();
+  async_done_.wait(lock, [&] { return in_flight_.empty(); });
+}
+
+void EtcdRpc::txn_async(etcdserverpb::TxnRequest request, Clock::time_point until, TxnDone done) {
+  auto call = std::make_shared<AsyncTxn>(*this, std::move(request), until, std::move(done));
+  bool taken = false;
+  {
+    std::lock_guard lock(async_mu_);
+    if (!closing_) taken = in_flight_.insert(call).second;
+  }
+  if (!taken) {
+    call->done({}, std::make_exception_ptr(Error(Errc::unavailable, "the etcd:// client is closing")));
+    return;
+  }
+  step(call);
+}
+
+void EtcdRpc::step(const std::shared_ptr<AsyncTxn>& call) {
+  Failover::Step next;
+  try {
+    next = call->failover.next();
+  } catch (const Error&) {
+    finish(call, std::current_exception());
+    return;
+  }
+  std::unique_lock lock(async_mu_);
+  if (closing_) {
+    lock.unlock();
+    finish(call, std::make_exception_ptr(Error(Errc::unavailable, "the etcd:// client is closing")));
+    return;
+  }
+  if (next.pause > Clock::duration::zero()) {
+    call->pausing = true;
+    call->alarm.Set(to_system(Clock::now() + next.pause), [this, call](bool fired) {
+      {
+        std::lock_guard relock(async_mu_);
+        call->pausing = false;
+      }
+      if (fired) {
+        step(call);
+      } else {
+        finish(call, std::make_exception_ptr(Error(Errc::unavailable, "the etcd:// client is closing")));
+      }
+    });
+    return;
+  }
+  Member& member = *members_[next.member];
+  call->context = std::make_unique<grpc::ClientContext>();
+  call->context->set_deadline(to_system(next.deadline));
+  call->context->set_wait_for_ready(next.wait_for_ready);
+  lock.unlock();
+  // Blocks only to authenticate, once per member and token.
+  const grpc::Status status = authorize(member, *call->context, next.deadline);
+  if (!status.ok()) {
+    answered(call, status);
+    return;
+  }
+  call->response.Clear();
+  member.kv->async()->Txn(call->context.get(), &call->request, &call->response,
+                          [this, call](grpc::Status status) { answered(call, status); });
+}
+
+void EtcdRpc::answered(const std::shared_ptr<AsyncTxn>& call, const grpc::Status& status) {
+  bool succeeded = false;
+  try {
+    succeeded = call->failover.settle(status);
+  } catch (const Error&) {
+    finish(call, std::current_exception());
+    return;
+  }
+  if (succeeded) {
+    finish(call, nullptr);
+  } else {
+    step(call);
+  }
+}
+
+void EtcdRpc::finish(const std::shared_ptr<AsyncTxn>& call, std::exception_ptr error) {
+  auto done = std::move(call->done);
+  done(error ? etcdserverpb::TxnResponse() : std::move(call->response), error);
+  std::lock_guard lock(async_mu_);
+  in_flight_.erase(call);
+  if (in_flight_.empty()) async_done_.notify_all();
+}
+
+std::size_t EtcdRpc::open_watch(grpc::ClientContext& context, WatchReactor& reactor) {
+  const std::size_t index = current_member();
+  Member& member = *members_[index];
+  context.AddMetadata("hasleader", "true");
+  const grpc::Status status = authorize(member, context, Clock::now() + config_.op_timeout);
+  if (!status.ok()) throw status_error(status, "watch", member.endpoint, config_.tls.enabled);
+  member.watch->async()->Watch(&context, &reactor);
+  reactor.StartCall();
+  return index;
 }
 
 void EtcdRpc::ping() {

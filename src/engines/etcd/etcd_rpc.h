@@ -28,11 +28,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -45,6 +48,8 @@
 namespace grpc {
 class ClientContext;
 class Status;
+template <class Request, class Response>
+class ClientBidiReactor;
 }  // namespace grpc
 
 namespace warden::engines::etcd {
@@ -82,6 +87,14 @@ class EtcdRpc {
                                 std::chrono::milliseconds timeout = {}, const Bound& bound = {});
   etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request,
                                     const Bound& bound = {});
+  // txn() without blocking: the same attempts on the same members with the same failover
+  // (op_timeout each), on gRPC's asynchronous API, its pauses on gRPC's alarms. `done`
+  // is called once, on a gRPC thread, with the response or the Error txn() would throw;
+  // with Error(unavailable) when this object is destroyed first (its destructor cancels
+  // every such call and waits for their `done`). Only bound.until counts; `done` must not
+  // block.
+  using TxnDone = std::function<void(etcdserverpb::TxnResponse, std::exception_ptr)>;
+  void txn_async(etcdserverpb::TxnRequest request, Clock::time_point until, TxnDone done);
   // A new lease of `ttl_seconds`; the response's TTL may be more (the server's minimum).
   etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds, Sent* sent = nullptr);
   // Revokes a lease and deletes its keys; a lease that no longer exists counts as revoked.
@@ -114,11 +127,24 @@ class EtcdRpc {
                                               std::int64_t start_revision, Clock::time_point until,
                                               std::stop_token stop, bool& failed);
 
+  // Starts `reactor`'s Watch stream on the current member (a member cut off from the
+  // leader cancels its watches rather than keep them silent) and returns that member's
+  // index: watch_hub.h's stream. `context` must outlive the stream. Throws Error when
+  // the member's credentials are refused.
+  using WatchReactor =
+      grpc::ClientBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>;
+  std::size_t open_watch(grpc::ClientContext& context, WatchReactor& reactor);
+  // The member calls go to now, and the same after failed calls there (the next).
+  std::size_t current_member() const { return current_.load(std::memory_order_relaxed) % members_.size(); }
+  void move_on_from(std::size_t index);
+
   // "member 127.0.0.1:2379", for error messages.
   std::string describe_current() const;
 
  private:
   struct Member;
+  class Failover;
+  struct AsyncTxn;
   using Body = std::function<grpc::Status(Member& member, grpc::ClientContext& context)>;
 
   // Runs `body` on the current member with a deadline `timeout` away, moving on to the
@@ -128,7 +154,10 @@ class EtcdRpc {
                      Sent* sent = nullptr, const Bound& bound = {});
   // Adds the member's auth token to `context`, authenticating first if it has none.
   grpc::Status authorize(Member& member, grpc::ClientContext& context, Clock::time_point deadline);
-  void move_on_from(std::size_t index);
+  // The next attempt of an asynchronous call, or its end.
+  void step(const std::shared_ptr<AsyncTxn>& call);
+  void answered(const std::shared_ptr<AsyncTxn>& call, const grpc::Status& status);
+  void finish(const std::shared_ptr<AsyncTxn>& call, std::exception_ptr error);
   // One watch stream over [key, range_end) from `start_revision`, read until `done`
   // (given each response) says so, `until`, or `stop`. false if the stream failed
   // transiently (the next call goes to another member) or could not be opened.
@@ -141,6 +170,12 @@ class EtcdRpc {
   EtcdConfig config_;
   std::vector<std::unique_ptr<Member>> members_;
   std::atomic<std::size_t> current_{0};
+
+  // The asynchronous calls under way, which the destructor cancels and waits for.
+  std::mutex async_mu_;
+  std::condition_variable async_done_;
+  std::set<std::shared_ptr<AsyncTxn>> in_flight_;  // guarded by async_mu_
+  bool closing_ = false;                           // guarded by async_mu_
 };
 
 }  // namespace warden::engines::etcd

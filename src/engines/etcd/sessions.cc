@@ -109,6 +109,21 @@ std::shared_ptr<const Session> Sessions::begin(milliseconds ttl, const std::stri
   return session;
 }
 
+std::shared_ptr<const Session> Sessions::join(milliseconds ttl) {
+  if (!config_.watchdog) return nullptr;
+  std::lock_guard lock(mu_);
+  const auto shared = by_ttl_.find(ttl);
+  if (shared == by_ttl_.end()) return nullptr;
+  const auto found = entries_.find(shared->second);
+  // As begin(): one whose keep-alives failed past its expiry may be gone on the server.
+  if (found == entries_.end() || found->second.expires <= Clock::now()) {
+    by_ttl_.erase(shared);
+    return nullptr;
+  }
+  ++found->second.waiters;
+  return found->second.session;
+}
+
 bool Sessions::granted(const Session& session, const std::string& key, const core::GrantRef& grant,
                        Clock::time_point expires) {
   std::lock_guard lock(mu_);

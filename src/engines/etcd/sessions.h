@@ -77,6 +77,10 @@ class Sessions {
   // is false; kept alive while it holds if the watchdog is on).
   std::shared_ptr<const Session> begin(std::chrono::milliseconds ttl,
                                        const std::string& named_under = {});
+  // begin() without blocking, for a request of the shared session's (the watchdog on, no
+  // key named after the lease): the live session for `ttl`, counted as waiting; null when
+  // there is none (begin() grants one).
+  std::shared_ptr<const Session> join(std::chrono::milliseconds ttl);
   // The request on `session` was granted as `grant`, reported to the core with local
   // expiry `expires`. false if the session was lost meanwhile (the key is gone with it).
   bool granted(const Session& session, const std::string& key, const core::GrantRef& grant,

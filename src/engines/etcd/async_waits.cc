@@ -1,0 +1,450 @@
+#include "engines/etcd/async_waits.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "engines/etcd/request_txns.h"
+#include "engines/resp_client/backoff.h"
+#include "warden/error.h"
+
+namespace warden::engines::etcd {
+
+struct AsyncWaits::Wait {
+  enum class Step {
+    session,   // waiting for a session to be granted
+    creating,  // the create is in flight
+    looking,   // a look is in flight
+    watching,  // sleeping until the watch fires, the next poll or the deadline
+    pausing,   // a look went unanswered: sleeping until the next one
+  };
+
+  Wait(core::AcquireRequest r, LockKeys k, core::Engine::AcquireDone d, const RetryPolicy& retry)
+      : request(std::move(r)), keys(std::move(k)), done(std::move(d)), poll(retry) {}
+
+  std::uint64_t id = 0;
+  core::AcquireRequest request;
+  LockKeys keys;
+  core::Engine::AcquireDone done;
+  resp_client::Backoff poll;
+  Clock::time_point bound;  // the latest its looks may end: op_timeout past its deadline
+
+  Step step = Step::session;
+  std::shared_ptr<const Session> session;
+  std::string key;  // its request's key, while it may exist
+  std::uint32_t slot = 0;
+  std::int64_t revision = 0;  // the key's create_revision, once created
+  int attempt = 0;            // sessions lost so far
+  std::uint64_t call = 0;     // the number of the latest call; older answers are dropped
+  std::uint64_t watch = 0;    // the hub's watch while watching
+  bool in_flight = false;     // a create or a look is in flight
+  bool told = false;          // told already; forgotten once its call in flight answers
+
+  std::optional<Clock::time_point> timer;
+  // Last: deregistered first when the wait is destroyed (core/wait_inbox.h).
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+};
+
+std::shared_ptr<AsyncWaits> AsyncWaits::start(Host& host, EtcdRpc& rpc, const EtcdConfig& config,
+                                              std::string client_id) {
+  std::shared_ptr<AsyncWaits> waits(new AsyncWaits(host, rpc, config, std::move(client_id)));
+  // The thread holds the object: it may outlive the engine when stop() runs on it, and
+  // gRPC's completions hold it until each is called.
+  std::thread thread([waits] { waits->run(); });
+  waits->inbox_.set_thread(thread.get_id());
+  thread.detach();
+  return waits;
+}
+
+AsyncWaits::AsyncWaits(Host& host, EtcdRpc& rpc, const EtcdConfig& config,
+                       std::string client_id)
+    : host_(host),
+      rpc_(rpc),
+      config_(config),
+      client_id_(std::move(client_id)),
+      inbox_("etcd://"),
+      hub_(std::make_unique<WatchHub>(rpc)) {}
+
+AsyncWaits::~AsyncWaits() = default;
+
+void AsyncWaits::acquire(core::AcquireRequest request, LockKeys keys,
+                         core::Engine::AcquireDone done) {
+  inbox_.submit(
+      std::make_unique<Wait>(std::move(request), std::move(keys), std::move(done), config_.retry));
+}
+
+void AsyncWaits::session_opened(std::chrono::milliseconds ttl, std::exception_ptr error) {
+  {
+    std::lock_guard lock(mu_);
+    opened_.push_back(Opened{ttl, std::move(error)});
+  }
+  inbox_.wake();
+}
+
+void AsyncWaits::stop() {
+  inbox_.stop();
+  // The thread has ended, or this is the thread itself, which touches the hub no more:
+  // its stream ends now, while the engine's EtcdRpc it uses is still there.
+  hub_.reset();
+}
+
+void AsyncWaits::run() {
+  while (!inbox_.stopping()) turn();
+  timers_.clear();
+  {
+    std::lock_guard lock(mu_);
+    answers_.clear();
+    opened_.clear();
+  }
+  inbox_.close(waits_);
+}
+
+void AsyncWaits::turn() {
+  auto taken = inbox_.take();
+  const auto now = Clock::now();
+  std::vector<Answer> answers;
+  std::vector<Opened> opened_now;
+  {
+    std::lock_guard lock(mu_);
+    answers.swap(answers_);
+    opened_now.swap(opened_);
+  }
+  std::vector<std::uint64_t> fresh;
+  for (auto& wait : taken.arrived) {
+    fresh.push_back(wait->id);
+    const std::uint64_t id = wait->id;
+    waits_.emplace(id, std::move(wait));
+  }
+  // Each step may tell a wait, and the last reference to the Client (the engine, and
+  // this object's host) may go with what it is told: nothing more once stopping.
+  for (const std::uint64_t id : taken.cancelled) {
+    if (const auto it = waits_.find(id); it != waits_.end()) cancelled(it);
+    if (inbox_.stopping()) return;
+  }
+  for (const std::uint64_t id : fresh) {
+    if (const auto it = waits_.find(id); it != waits_.end() && !it->second->told) {
+      Wait& w = *it->second;
+      const auto from = std::max(w.request.deadline, now);
+      w.bound = from > Clock::time_point::max() - config_.op_timeout ? Clock::time_point::max()
+                                                                     : from + config_.op_timeout;
+      join(it, now);
+    }
+    if (inbox_.stopping()) return;
+  }
+  for (const Opened& o : opened_now) {
+    opened(o, now);
+    if (inbox_.stopping()) return;
+  }
+  for (Answer& answer : answers) {
+    answered(std::move(answer), now);
+    if (inbox_.stopping()) return;
+  }
+  for (const std::uint64_t id : taken.woken) {
+    if (const auto it = waits_.find(id); it != waits_.end()) woken(it);
+    if (inbox_.stopping()) return;
+  }
+  while (const auto id = timers_.due(Clock::now())) {
+    fire(waits_.find(*id), Clock::now());
+    if (inbox_.stopping()) return;
+  }
+  inbox_.sleep_until(timers_.next());
+}
+
+void AsyncWaits::join(Waits::iterator it, Clock::time_point now) {
+  Wait& w = *it->second;
+  w.step = Wait::Step::session;
+  w.session = host_.join_session(w.request.options.ttl);
+  if (!w.session) {
+    // Until its deadline (a try's: now) for the session, as long as it takes to grant.
+    schedule(w, w.request.deadline > now ? std::optional(w.request.deadline) : std::nullopt);
+    host_.open_session(w.request.options.ttl);
+    return;
+  }
+  w.key = host_.take_key(w.request, w.keys, w.slot);
+  send_create(w);
+}
+
+void AsyncWaits::send_create(Wait& w) {
+  w.step = Wait::Step::creating;
+  // Told at its deadline; its key is withdrawn once the create has answered (whether it
+  // made the key). A try (a deadline already past) asks once and waits for the answer.
+  schedule_deadline(w);
+  send(w.id, ++w.call, create_txn(w.request, w.keys, w.key, client_id_, w.session->lease),
+       Clock::time_point::max());
+}
+
+void AsyncWaits::look(Wait& w) {
+  w.step = Wait::Step::looking;
+  schedule_deadline(w);
+  send(w.id, ++w.call, look_txn(w.request, w.keys, w.key, w.revision), w.bound);
+}
+
+void AsyncWaits::send(std::uint64_t id, std::uint64_t call, etcdserverpb::TxnRequest txn,
+                      Clock::time_point until) {
+  if (call != 0) waits_.at(id)->in_flight = true;
+  std::weak_ptr<AsyncWaits> weak = weak_from_this();
+  rpc_.txn_async(std::move(txn), until,
+                 [weak, id, call](etcdserverpb::TxnResponse response, std::exception_ptr error) {
+                   const auto self = weak.lock();
+                   if (!self) return;
+                   {
+                     std::lock_guard lock(self->mu_);
+                     self->answers_.push_back(Answer{id, call, std::move(response), error});
+                   }
+                   self->inbox_.wake();
+                 });
+}
+
+void AsyncWaits::answered(Answer answer, Clock::time_point now) {
+  if (answer.call == 0) {
+    const auto found = withdrawals_.find(answer.id);
+    if (found == withdrawals_.end()) return;
+    const Withdrawal withdrawal = std::move(found->second);
+    withdrawals_.erase(found);
+    host_.withdrawn(withdrawal.session, withdrawal.keys, withdrawal.key, withdrawal.slot,
+                    answer.error == nullptr);
+    return;
+  }
+  const auto it = waits_.find(answer.id);
+  if (it == waits_.end() || it->second->call != answer.call) return;
+  Wait& w = *it->second;
+  w.in_flight = false;
+  if (w.told) {  // ran out or was cancelled meanwhile
+    end(it, std::nullopt, nullptr);
+    return;
+  }
+  if (w.step == Wait::Step::creating) {
+    created(it, answer, now);
+  } else {
+    seen(it, answer, now);
+  }
+}
+
+void AsyncWaits::created(Waits::iterator it, const Answer& answer, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (answer.error) {
+    // "requested lease not found": the session expired before the keeper noticed; it
+    // queues again on a new one, as the blocking acquire does.
+    try {
+      std::rethrow_exception(answer.error);
+    } catch (const Error& e) {
+      if (e.code() == Errc::lost && w.attempt < kSessionRetries) {
+        host_.lose(w.session->lease);
+        withdraw(w);  // the create may have happened
+        ++w.attempt;
+        join(it, now);
+        return;
+      }
+    } catch (...) {
+    }
+    end(it, std::nullopt, answer.error);
+    return;
+  }
+  Created made;
+  try {
+    made = created_from(answer.response, w.request, w.keys, w.key);
+  } catch (...) {
+    end(it, std::nullopt, std::current_exception());
+    return;
+  }
+  w.revision = made.revision;
+  if (made.free) {
+    try_grant(it, now);
+  } else if (now >= w.request.deadline) {  // a try on a busy lock
+    end(it, std::nullopt, nullptr);
+  } else {
+    look(w);
+  }
+}
+
+void AsyncWaits::seen(Waits::iterator it, const Answer& answer, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (answer.error) {
+    if (now >= w.request.deadline) {
+      end(it, std::nullopt, nullptr);
+      return;
+    }
+    // No answer within op_timeout on any member while the wait has time left: its place
+    // is its key, which lives as long as its lease; it looks again after a pause (the
+    // blocking wait's rule).
+    bool again = false;
+    try {
+      std::rethrow_exception(answer.error);
+    } catch (const Error& e) {
+      again = worth_looking_again(e);
+    } catch (...) {
+    }
+    if (!again) {
+      end(it, std::nullopt, answer.error);
+      return;
+    }
+    w.step = Wait::Step::pausing;
+    schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
+    return;
+  }
+  Look seen;
+  try {
+    seen = looked(answer.response, w.request, w.keys, w.revision);
+  } catch (...) {
+    end(it, std::nullopt, std::current_exception());
+    return;
+  }
+  if (seen.gone) {
+    session_lost(it, now);
+  } else if (seen.holds) {
+    try_grant(it, now);
+  } else if (now >= w.request.deadline) {
+    end(it, std::nullopt, nullptr);
+  } else {
+    w.step = Wait::Step::watching;
+    const std::uint64_t id = w.id;
+    std::weak_ptr<AsyncWaits> weak = weak_from_this();
+    w.watch = hub_->watch_delete(seen.watch, seen.range_end, seen.revision + 1, [weak, id] {
+      if (const auto self = weak.lock()) self->inbox_.notify(id);
+    });
+    schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
+  }
+}
+
+void AsyncWaits::try_grant(Waits::iterator it, Clock::time_point now) {
+  Wait& w = *it->second;
+  bool lost = false;
+  auto granted = host_.grant_key(w.request, w.key, w.revision, *w.session, lost);
+  if (!granted) {
+    session_lost(it, now);
+    return;
+  }
+  w.session.reset();  // the key is the grant's now
+  w.key.clear();
+  end(it, std::move(granted), nullptr);
+}
+
+void AsyncWaits::session_lost(Waits::iterator it, Clock::time_point now) {
+  Wait& w = *it->second;
+  host_.lose(w.session->lease);
+  withdraw(w);  // the key went with the lease, or may have
+  if (now >= w.request.deadline) {
+    end(it, std::nullopt, nullptr);
+  } else if (w.attempt >= kSessionRetries) {
+    end(it, std::nullopt,
+        std::make_exception_ptr(Error(Errc::unavailable,
+                                      "etcd: every session of this client was lost while "
+                                      "acquiring " +
+                                          w.request.key.joined())));
+  } else {
+    ++w.attempt;
+    join(it, now);
+  }
+}
+
+void AsyncWaits::opened(const Opened& opened, Clock::time_point now) {
+  // In the order asked.
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, wait] : waits_) {
+    if (wait->step == Wait::Step::session && !wait->told &&
+        wait->request.options.ttl == opened.ttl) {
+      ids.push_back(id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  for (const std::uint64_t id : ids) {
+    const auto it = waits_.find(id);
+    if (it == waits_.end()) continue;
+    if (opened.error) {
+      end(it, std::nullopt, opened.error);
+    } else {
+      join(it, now);
+    }
+    if (inbox_.stopping()) return;
+  }
+}
+
+void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
+  if (it == waits_.end()) return;
+  Wait& w = *it->second;
+  schedule(w, std::nullopt);
+  switch (w.step) {
+    case Wait::Step::session:
+    case Wait::Step::creating:
+    case Wait::Step::looking:
+      // Its deadline: told now; a call in flight is answered first.
+      end(it, std::nullopt, nullptr);
+      return;
+    case Wait::Step::watching:
+    case Wait::Step::pausing:
+      unwatch(w);
+      if (now >= w.request.deadline) {
+        end(it, std::nullopt, nullptr);
+      } else {
+        look(w);  // its poll, or its pause after a look unanswered
+      }
+      return;
+  }
+}
+
+void AsyncWaits::woken(Waits::iterator it) {
+  Wait& w = *it->second;
+  if (w.step != Wait::Step::watching || w.told) return;  // a late event of an older watch
+  w.watch = 0;  // fired: gone from the hub
+  look(w);
+}
+
+void AsyncWaits::cancelled(Waits::iterator it) {
+  if (it->second->told) return;
+  end(it, std::nullopt, nullptr);
+}
+
+void AsyncWaits::withdraw(Wait& w) {
+  if (!w.session) return;
+  const std::uint64_t id = ++next_withdrawal_;
+  withdrawals_.emplace(id, Withdrawal{std::move(w.session), w.keys, std::move(w.key), w.slot});
+  w.session.reset();
+  w.key.clear();
+  etcdserverpb::TxnRequest txn;
+  txn.add_success()->mutable_request_delete_range()->set_key(withdrawals_.at(id).key);
+  send(id, 0, std::move(txn), Clock::now() + config_.op_timeout);
+}
+
+void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
+                      std::exception_ptr error) {
+  Wait& w = *it->second;
+  w.told = true;
+  schedule(w, std::nullopt);
+  unwatch(w);
+  auto done = std::move(w.done);
+  done(std::move(granted), error);
+}
+
+void AsyncWaits::end(Waits::iterator it, std::optional<core::Granted> granted,
+                     std::exception_ptr error) {
+  Wait& w = *it->second;
+  if (w.in_flight) {  // its answer withdraws the key, then forgets it
+    if (!w.told) tell(it, std::move(granted), error);
+    return;
+  }
+  schedule(w, std::nullopt);
+  unwatch(w);
+  withdraw(w);
+  if (w.told) {
+    waits_.erase(it);
+    return;
+  }
+  core::tell_and_forget(waits_, it, std::move(granted), error);
+}
+
+void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {
+  timers_.set(w.timer, w.id, at);
+}
+
+void AsyncWaits::schedule_deadline(Wait& w) {
+  const bool ahead = w.request.deadline != Clock::time_point::max() && w.request.deadline > Clock::now();
+  schedule(w, ahead ? std::optional(w.request.deadline) : std::nullopt);
+}
+
+void AsyncWaits::unwatch(Wait& w) {
+  if (w.watch == 0) return;
+  hub_->unwatch(w.watch);
+  w.watch = 0;
+}
+
+}  // namespace warden::engines::etcd

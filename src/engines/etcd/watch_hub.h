@@ -1,0 +1,69 @@
+// engines/etcd/watch_hub.h — every asynchronous wait's watch of one etcd:// Client on one
+// Watch stream (async_waits.h), as etcd's own client multiplexes its watchers: a watch
+// costs a create request and an id on the stream, not a stream or a thread.
+//
+// A watch looks for the first deletion in [key, range_end) (or of `key` alone) from a
+// revision on, and fires once: at that deletion, or when the watch cannot say (its start
+// revision was compacted away, the member cancelled it, the stream ended); the waiter
+// looks again either way, as the blocking wait does after any wake-up. The server numbers
+// a stream's watches in the order their creates arrive, so each create waits in a queue
+// for its number.
+//
+// The stream is opened on the member calls go to (EtcdRpc::current_member), and moved
+// when that member changed: a new watch finds the stream on a member its calls left (down,
+// frozen, cut off, leaderless), so it ends that stream (firing its watches) and opens one
+// on the current member. A member that is cut off from the leader cancels the stream's
+// watches ("hasleader"); a connection gone silent ends by gRPC's keep-alive.
+//
+// Thread safety: every method may be called from any thread. `fired` is called on a gRPC
+// thread, outside the hub's lock, and must not block.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "engines/etcd/etcd_rpc.h"
+
+namespace warden::engines::etcd {
+
+class WatchHub {
+ public:
+  explicit WatchHub(EtcdRpc& rpc);
+  // Ends the stream and waits until gRPC is done with it; no `fired` after it returns.
+  ~WatchHub();
+  WatchHub(const WatchHub&) = delete;
+  WatchHub& operator=(const WatchHub&) = delete;
+
+  using Fired = std::function<void()>;
+  // Watches for the first deletion of `key` (with `range_end`: of any key in [key,
+  // range_end)) from `start_revision` on. Returns the watch's id. If the stream cannot
+  // be opened (the member refused the credentials) `fired` is called at once.
+  std::uint64_t watch_delete(const std::string& key, const std::string& range_end,
+                             std::int64_t start_revision, Fired fired);
+  // Ends the watch `id` if it has not fired. Its `fired` is not called after this returns,
+  // unless it was being called already: a late `fired` must be harmless.
+  void unwatch(std::uint64_t id);
+
+ private:
+  class Stream;
+  struct Entry {
+    Fired fired;
+    const Stream* stream = nullptr;  // the stream its create went to
+  };
+
+  EtcdRpc& rpc_;
+  // One lock for the hub and its streams.
+  std::mutex mu_;
+  std::condition_variable stream_ended_;
+  std::unordered_map<std::uint64_t, Entry> watches_;  // not fired yet, by id; guarded by mu_
+  std::shared_ptr<Stream> stream_;                    // the one new watches go to; guarded by mu_
+  int live_streams_ = 0;                              // started, not done; guarded by mu_
+  std::uint64_t next_id_ = 0;                         // guarded by mu_
+};
+
+}  // namespace warden::engines::etcd
