@@ -9,6 +9,20 @@
 #include "warden/error.h"
 
 namespace warden::engines::etcd {
+namespace {
+
+// The code of the warden::Error in `error`; nullopt for another kind.
+std::optional<Errc> code_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.code();
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
 
 struct AsyncWaits::Wait {
   enum class Step {
@@ -225,17 +239,12 @@ void AsyncWaits::created(Waits::iterator it, const Answer& answer, Clock::time_p
   if (answer.error) {
     // "requested lease not found": the session expired before the keeper noticed; it
     // queues again on a new one, as the blocking acquire does.
-    try {
-      std::rethrow_exception(answer.error);
-    } catch (const Error& e) {
-      if (e.code() == Errc::lost && w.attempt < kSessionRetries) {
-        host_.lose(w.session->lease);
-        withdraw(w);  // the create may have happened
-        ++w.attempt;
-        join(it, now);
-        return;
-      }
-    } catch (...) {
+    if (code_of(answer.error) == Errc::lost && w.attempt < kSessionRetries) {
+      host_.lose(w.session->lease);
+      withdraw(w);  // the create may have happened
+      ++w.attempt;
+      join(it, now);
+      return;
     }
     end(it, std::nullopt, answer.error);
     return;
@@ -267,14 +276,8 @@ void AsyncWaits::seen(Waits::iterator it, const Answer& answer, Clock::time_poin
     // No answer within op_timeout on any member while the wait has time left: its place
     // is its key, which lives as long as its lease; it looks again after a pause (the
     // blocking wait's rule).
-    bool again = false;
-    try {
-      std::rethrow_exception(answer.error);
-    } catch (const Error& e) {
-      again = worth_looking_again(e);
-    } catch (...) {
-    }
-    if (!again) {
+    const auto code = code_of(answer.error);
+    if (!code || !worth_looking_again(*code)) {
       end(it, std::nullopt, answer.error);
       return;
     }

@@ -494,7 +494,7 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
         // lives as long as its lease, so it looks again after a pause, as a zk:// waiter
         // waits for its session to come back. The next answer says whether the key
         // outlived the gap (if not, session_lost: it queues again).
-        if (!worth_looking_again(e)) throw;
+        if (!worth_looking_again(e.code())) throw;
         const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
         if (!core::sleep_until(until, request.stop)) return std::nullopt;
         continue;

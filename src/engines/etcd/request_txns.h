@@ -68,10 +68,11 @@ struct Look {
 Look looked(const etcdserverpb::TxnResponse& response, const core::AcquireRequest& request,
             const LockKeys& keys, std::int64_t revision);
 
-// Whether a look that failed with `e` is worth making again while its wait has time left:
-// no answer within op_timeout on any member (frozen, cut off, starved of CPU), not a refusal.
-inline bool worth_looking_again(const Error& e) {
-  return e.code() == Errc::deadline_exceeded || e.code() == Errc::unavailable;
+// Whether a look that failed with `code` is worth making again while its wait has time
+// left: no answer within op_timeout on any member (frozen, cut off, starved of CPU), not a
+// refusal.
+inline bool worth_looking_again(Errc code) {
+  return code == Errc::deadline_exceeded || code == Errc::unavailable;
 }
 
 // Adds a read of `key` alone (keys only) to the Txn's success or failure branch.
