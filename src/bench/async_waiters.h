@@ -41,6 +41,7 @@ struct AsyncWaitersResult {
   double cancel_seconds = 0;
   std::uint64_t cancelled = 0;     // callbacks told "not granted"
   std::uint64_t left_waiting = 0;  // waiters the backend lists after the cancel
+  double left_seconds = 0;         // from the cancel until it listed none (or gave up)
 };
 
 // Runs the three rounds on `url`, each in a group of its own ("bench-async-spread",

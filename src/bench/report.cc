@@ -302,8 +302,9 @@ std::string format_text(const std::string& url, const AsyncWaitersResult& r) {
   out += fmt::format("  {} waits on one lock: {} granted in {:.3f} s, {}\n", r.waiters,
                      r.one_lock_granted, r.one_lock_seconds, order);
   out += fmt::format(
-      "  {} waits cancelled together: all told in {:.3f} s, {} not granted, {} left waiting\n",
-      r.waiters, r.cancel_seconds, r.cancelled, r.left_waiting);
+      "  {} waits cancelled together: all told in {:.3f} s, {} not granted, {} left waiting "
+      "{:.3f} s after the cancel\n",
+      r.waiters, r.cancel_seconds, r.cancelled, r.left_waiting, r.left_seconds);
   if (r.failed > 0) out += fmt::format("  {} callbacks were told an error\n", r.failed);
   return out;
 }
@@ -327,6 +328,7 @@ std::string format_json(const std::string& url, const AsyncWaitersResult& r) {
          {"cancelled", r.cancelled},
          {"cancel_seconds", r.cancel_seconds},
          {"left_waiting", r.left_waiting},
+         {"left_seconds", r.left_seconds},
          {"failed", r.failed}};
   return j.dump() + "\n";
 }

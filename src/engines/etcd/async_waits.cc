@@ -11,6 +11,11 @@
 namespace warden::engines::etcd {
 namespace {
 
+// The most Txns one Client's waits have in flight at once; the rest wait their turn, in
+// the order sent. Enough to keep a cluster busy; it bounds what a burst of waits costs in
+// gRPC calls under way (each its context, buffers and HTTP/2 stream).
+constexpr int kCallsInFlight = 64;
+
 // The code of the warden::Error in `error`; nullopt for another kind.
 std::optional<Errc> code_of(const std::exception_ptr& error) {
   try {
@@ -29,6 +34,7 @@ struct AsyncWaits::Wait {
     session,   // waiting for a session to be granted
     creating,  // the create is in flight
     looking,   // a look is in flight
+    polling,   // a poll (request_txns.h, recheck) is in flight
     watching,  // sleeping until the watch fires, the next poll or the deadline
     pausing,   // a look went unanswered: sleeping until the next one
   };
@@ -51,6 +57,7 @@ struct AsyncWaits::Wait {
   int attempt = 0;            // sessions lost so far
   std::uint64_t call = 0;     // the number of the latest call; older answers are dropped
   std::uint64_t watch = 0;    // the hub's watch while watching
+  std::string watched;        // the one key it watches (empty: a semaphore's range)
   bool in_flight = false;     // a create or a look is in flight
   bool told = false;          // told already; forgotten once its call in flight answers
 
@@ -153,6 +160,8 @@ void AsyncWaits::turn() {
     answered(std::move(answer), now);
     if (inbox_.stopping()) return;
   }
+  pump();  // the calls that waited for those answered
+  if (inbox_.stopping()) return;
   for (const std::uint64_t id : taken.woken) {
     if (const auto it = waits_.find(id); it != waits_.end()) woken(it);
     if (inbox_.stopping()) return;
@@ -161,7 +170,11 @@ void AsyncWaits::turn() {
     fire(waits_.find(*id), Clock::now());
     if (inbox_.stopping()) return;
   }
-  inbox_.sleep_until(timers_.next());
+  if (Clock::now() >= next_probe_) {
+    hub_->probe(config_.op_timeout);
+    next_probe_ = Clock::now() + config_.op_timeout / 2;
+  }
+  inbox_.sleep_until(std::min(timers_.next(), next_probe_));
 }
 
 void AsyncWaits::join(Waits::iterator it, Clock::time_point now) {
@@ -193,23 +206,50 @@ void AsyncWaits::look(Wait& w) {
   send(w.id, ++w.call, look_txn(w.request, w.keys, w.key, w.revision), w.bound);
 }
 
+void AsyncWaits::poll(Wait& w) {
+  w.step = Wait::Step::polling;
+  schedule_deadline(w);
+  send(w.id, ++w.call, recheck_txn(w.key, w.watched), w.bound);
+}
+
 void AsyncWaits::send(std::uint64_t id, std::uint64_t call, etcdserverpb::TxnRequest txn,
                       Clock::time_point until) {
   if (call != 0) waits_.at(id)->in_flight = true;
-  std::weak_ptr<AsyncWaits> weak = weak_from_this();
-  rpc_.txn_async(std::move(txn), until,
-                 [weak, id, call](etcdserverpb::TxnResponse response, std::exception_ptr error) {
-                   const auto self = weak.lock();
-                   if (!self) return;
-                   {
-                     std::lock_guard lock(self->mu_);
-                     self->answers_.push_back(Answer{id, call, std::move(response), error});
-                   }
-                   self->inbox_.wake();
-                 });
+  outbox_.push_back(Outgoing{id, call, std::move(txn), until});
+  pump();
+}
+
+void AsyncWaits::pump() {
+  while (calls_in_flight_ < kCallsInFlight && !outbox_.empty()) {
+    Outgoing next = std::move(outbox_.front());
+    outbox_.pop_front();
+    if (next.call != 0) {
+      const auto it = waits_.find(next.id);
+      if (it == waits_.end() || it->second->call != next.call) continue;
+      if (it->second->told) {  // ended while its call waited here: not sent at all
+        it->second->in_flight = false;
+        end(it, std::nullopt, nullptr);
+        continue;
+      }
+    }
+    ++calls_in_flight_;
+    std::weak_ptr<AsyncWaits> weak = weak_from_this();
+    rpc_.txn_async(std::move(next.txn), next.until,
+                   [weak, id = next.id, call = next.call](etcdserverpb::TxnResponse response,
+                                                          std::exception_ptr error) {
+                     const auto self = weak.lock();
+                     if (!self) return;
+                     {
+                       std::lock_guard lock(self->mu_);
+                       self->answers_.push_back(Answer{id, call, std::move(response), error});
+                     }
+                     self->inbox_.wake();
+                   });
+  }
 }
 
 void AsyncWaits::answered(Answer answer, Clock::time_point now) {
+  --calls_in_flight_;
   if (answer.call == 0) {
     const auto found = withdrawals_.find(answer.id);
     if (found == withdrawals_.end()) return;
@@ -229,6 +269,8 @@ void AsyncWaits::answered(Answer answer, Clock::time_point now) {
   }
   if (w.step == Wait::Step::creating) {
     created(it, answer, now);
+  } else if (w.step == Wait::Step::polling) {
+    polled(it, answer, now);
   } else {
     seen(it, answer, now);
   }
@@ -266,23 +308,64 @@ void AsyncWaits::created(Waits::iterator it, const Answer& answer, Clock::time_p
   }
 }
 
+void AsyncWaits::unanswered(Waits::iterator it, const Answer& answer, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (now >= w.request.deadline) {
+    end(it, std::nullopt, nullptr);
+    return;
+  }
+  // No answer within op_timeout on any member while the wait has time left: its place
+  // is its key, which lives as long as its lease; it looks again after a pause (the
+  // blocking wait's rule).
+  const auto code = code_of(answer.error);
+  if (!code || !worth_looking_again(*code)) {
+    end(it, std::nullopt, answer.error);
+    return;
+  }
+  w.step = Wait::Step::pausing;
+  schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
+}
+
+void AsyncWaits::polled(Waits::iterator it, const Answer& answer, Clock::time_point now) {
+  Wait& w = *it->second;
+  if (answer.error) {
+    unanswered(it, answer, now);
+    return;
+  }
+  Recheck seen;
+  try {
+    seen = rechecked(answer.response, w.revision);
+  } catch (...) {
+    end(it, std::nullopt, std::current_exception());
+    return;
+  }
+  if (seen.gone) {
+    session_lost(it, now);
+  } else if (!seen.blocked) {
+    look(w);
+  } else if (now >= w.request.deadline) {
+    end(it, std::nullopt, nullptr);
+  } else {
+    watch(w, w.watched, {}, seen.revision, now);
+  }
+}
+
+void AsyncWaits::watch(Wait& w, const std::string& key, const std::string& range_end,
+                       std::int64_t revision, Clock::time_point now) {
+  w.step = Wait::Step::watching;
+  w.watched = range_end.empty() ? key : std::string();
+  const std::uint64_t id = w.id;
+  std::weak_ptr<AsyncWaits> weak = weak_from_this();
+  w.watch = hub_->watch_delete(key, range_end, revision + 1, [weak, id] {
+    if (const auto self = weak.lock()) self->inbox_.notify(id);
+  });
+  schedule(w, std::min(w.request.deadline, now + poll_delay(w)));
+}
+
 void AsyncWaits::seen(Waits::iterator it, const Answer& answer, Clock::time_point now) {
   Wait& w = *it->second;
   if (answer.error) {
-    if (now >= w.request.deadline) {
-      end(it, std::nullopt, nullptr);
-      return;
-    }
-    // No answer within op_timeout on any member while the wait has time left: its place
-    // is its key, which lives as long as its lease; it looks again after a pause (the
-    // blocking wait's rule).
-    const auto code = code_of(answer.error);
-    if (!code || !worth_looking_again(*code)) {
-      end(it, std::nullopt, answer.error);
-      return;
-    }
-    w.step = Wait::Step::pausing;
-    schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
+    unanswered(it, answer, now);
     return;
   }
   Look seen;
@@ -299,13 +382,7 @@ void AsyncWaits::seen(Waits::iterator it, const Answer& answer, Clock::time_poin
   } else if (now >= w.request.deadline) {
     end(it, std::nullopt, nullptr);
   } else {
-    w.step = Wait::Step::watching;
-    const std::uint64_t id = w.id;
-    std::weak_ptr<AsyncWaits> weak = weak_from_this();
-    w.watch = hub_->watch_delete(seen.watch, seen.range_end, seen.revision + 1, [weak, id] {
-      if (const auto self = weak.lock()) self->inbox_.notify(id);
-    });
-    schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
+    watch(w, seen.watch, seen.range_end, seen.revision, now);
   }
 }
 
@@ -370,6 +447,7 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
     case Wait::Step::session:
     case Wait::Step::creating:
     case Wait::Step::looking:
+    case Wait::Step::polling:
       // Its deadline: told now; a call in flight is answered first.
       end(it, std::nullopt, nullptr);
       return;
@@ -378,8 +456,10 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
       unwatch(w);
       if (now >= w.request.deadline) {
         end(it, std::nullopt, nullptr);
+      } else if (w.step == Wait::Step::watching && !w.watched.empty()) {
+        poll(w);  // whether the key it watches is still in its way
       } else {
-        look(w);  // its poll, or its pause after a look unanswered
+        look(w);  // a semaphore's poll, or the pause after a look unanswered
       }
       return;
   }
@@ -437,6 +517,13 @@ void AsyncWaits::end(Waits::iterator it, std::optional<core::Granted> granted,
 
 void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {
   timers_.set(w.timer, w.id, at);
+}
+
+// The stream's probe stands for the blocking wait's frequent polls (a stuck watch is a
+// stuck stream), so a watching wait polls at most every op_timeout: with thousands
+// waiting, their polls were most of etcd's work.
+Clock::duration AsyncWaits::poll_delay(Wait& w) const {
+  return std::max<Clock::duration>(w.poll.next_delay(), config_.op_timeout);
 }
 
 void AsyncWaits::schedule_deadline(Wait& w) {

@@ -5,8 +5,13 @@
 // (request_txns.h) sent on gRPC's asynchronous API with the same failover
 // (EtcdRpc::txn_async): its key is created on the Client's session, then a look reads its
 // key and what blocks it; a blocked wait watches that deletion on the Client's one watch
-// stream (watch_hub.h) and sleeps until the watch fires, its next poll (RetryPolicy
-// apart, as the blocking wait's), its deadline or its cancel, then looks again. A look
+// stream (watch_hub.h) and sleeps until the watch fires, its next poll, its deadline or
+// its cancel. A fired watch makes it look again; a poll reads only its key and the one it
+// watches (the look's blocker read sorts the whole queue in etcd) and looks again only
+// once that key is gone. Polls are op_timeout apart at least (the blocking wait's are
+// RetryPolicy apart): the thread probes the watch stream every op_timeout / 2, and a
+// stream whose member leaves a probe unanswered for op_timeout is ended, its watches
+// looking again on another member. A look
 // unanswered within op_timeout on every member is tried again after a pause while the wait
 // has time left; a key that went with its session queues again on a new one. Answers and
 // watch events come on gRPC's threads and are handed to this thread, which alone moves
@@ -26,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -123,9 +129,15 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   void join(Waits::iterator it, Clock::time_point now);
   void send_create(Wait& w);
   void look(Wait& w);
+  void poll(Wait& w);
+  void watch(Wait& w, const std::string& key, const std::string& range_end,
+             std::int64_t revision, Clock::time_point now);
   void answered(Answer answer, Clock::time_point now);
   void created(Waits::iterator it, const Answer& answer, Clock::time_point now);
   void seen(Waits::iterator it, const Answer& answer, Clock::time_point now);
+  void polled(Waits::iterator it, const Answer& answer, Clock::time_point now);
+  // A look or a poll failed: looks again after a pause while time is left.
+  void unanswered(Waits::iterator it, const Answer& answer, Clock::time_point now);
   void try_grant(Waits::iterator it, Clock::time_point now);
   void session_lost(Waits::iterator it, Clock::time_point now);
   void opened(const Opened& opened, Clock::time_point now);
@@ -133,9 +145,13 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   void woken(Waits::iterator it);
   void cancelled(Waits::iterator it);
 
-  // Sends the Txn for `id`'s call `call`; its answer reaches answered() on the thread.
+  // Sends the Txn for `id`'s call `call` (or queues it, kCallsInFlight being under way);
+  // its answer reaches answered() on the thread.
   void send(std::uint64_t id, std::uint64_t call, etcdserverpb::TxnRequest txn,
             Clock::time_point until);
+  // Sends what waits in outbox_ while fewer than kCallsInFlight are under way; a wait's
+  // call whose wait ended meanwhile is not sent (the wait ends).
+  void pump();
   // Deletes the wait's key, if it made one, and forgets the key (not the wait).
   void withdraw(Wait& w);
   // Tells the wait (once); it stays until its call in flight has answered.
@@ -143,6 +159,8 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   // Tells it, withdraws its key and forgets it, or leaves that to its call's answer.
   void end(Waits::iterator it, std::optional<core::Granted> granted, std::exception_ptr error);
   void schedule(Wait& w, std::optional<Clock::time_point> at);
+  // How long a watching wait sleeps before its next poll.
+  Clock::duration poll_delay(Wait& w) const;
   // Its deadline, while a call is in flight, if that is still ahead.
   void schedule_deadline(Wait& w);
   void unwatch(Wait& w);
@@ -161,8 +179,17 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   // The thread's own.
   Waits waits_;
   std::unordered_map<std::uint64_t, Withdrawal> withdrawals_;
+  struct Outgoing {
+    std::uint64_t id;
+    std::uint64_t call;
+    etcdserverpb::TxnRequest txn;
+    Clock::time_point until;
+  };
+  std::deque<Outgoing> outbox_;
+  int calls_in_flight_ = 0;
   std::uint64_t next_withdrawal_ = 0;
   core::WaitTimers timers_;
+  Clock::time_point next_probe_;  // of the watch stream (WatchHub::probe)
   std::unique_ptr<WatchHub> hub_;  // last: its events use the above
 };
 

@@ -444,9 +444,9 @@ void EtcdRpc::step(const std::shared_ptr<AsyncTxn>& call) {
   call->context->set_wait_for_ready(next.wait_for_ready);
   lock.unlock();
   // Blocks only to authenticate, once per member and token.
-  const grpc::Status status = authorize(member, *call->context, next.deadline);
-  if (!status.ok()) {
-    answered(call, status);
+  const grpc::Status authorized = authorize(member, *call->context, next.deadline);
+  if (!authorized.ok()) {
+    answered(call, authorized);
     return;
   }
   call->response.Clear();

@@ -191,4 +191,24 @@ Look looked(const TxnResponse& response, const core::AcquireRequest& request,
   return look;
 }
 
+TxnRequest recheck_txn(const std::string& key, const std::string& watched) {
+  TxnRequest txn;
+  add_key_read(txn, key, true);
+  add_key_read(txn, watched, true);
+  return txn;
+}
+
+Recheck rechecked(const TxnResponse& response, std::int64_t revision) {
+  Recheck out;
+  out.revision = response.header().revision();
+  const auto& own = range_at(response, 0, "poll");
+  if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
+    out.gone = true;
+    return out;
+  }
+  const auto& watched = range_at(response, 1, "poll");
+  out.blocked = watched.kvs_size() == 1 && watched.kvs(0).create_revision() < revision;
+  return out;
+}
+
 }  // namespace warden::engines::etcd

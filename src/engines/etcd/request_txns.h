@@ -68,6 +68,19 @@ struct Look {
 Look looked(const etcdserverpb::TxnResponse& response, const core::AcquireRequest& request,
             const LockKeys& keys, std::int64_t revision);
 
+// A waiting lock request's poll: its own key and the key it watches, both read once (not
+// the queue, which etcd reads whole to sort). While that key is there, created before the
+// request, it still blocks the request, and the watch goes on from the poll's revision;
+// otherwise a look says what is next.
+etcdserverpb::TxnRequest recheck_txn(const std::string& key, const std::string& watched);
+
+struct Recheck {
+  bool gone = false;     // the request's key is not there
+  bool blocked = false;  // the watched key is still there, created before the request
+  std::int64_t revision = 0;
+};
+Recheck rechecked(const etcdserverpb::TxnResponse& response, std::int64_t revision);
+
 // Whether a look that failed with `code` is worth making again while its wait has time
 // left: no answer within op_timeout on any member (frozen, cut off, starved of CPU), not a
 // refusal.

@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -27,10 +28,27 @@ class WatchHub::Stream final : public EtcdRpc::WatchReactor {
     StartRead(&response_);
   }
 
-  bool usable(std::size_t member) const { return !ended_ && member_ == member; }
+  bool usable(std::size_t member) const { return !ended_ && !ending_ && member_ == member; }
   // Ends the call; OnDone fires what it carried. With the lock held.
   void end() {
-    if (!ended_) context_.TryCancel();
+    if (ended_ || ending_) return;
+    ending_ = true;
+    context_.TryCancel();
+  }
+
+  // With the lock held: asks the server to answer on the stream (a progress request,
+  // answered whatever the watches see), unless an ask is unanswered already; ends the
+  // stream when one has been unanswered for `patience`. Nothing without watches.
+  void probe(Clock::duration patience, Clock::time_point now) {
+    if (ended_ || ending_ || (creates_.empty() && by_server_.empty())) return;
+    if (asked_) {
+      if (now - *asked_ >= patience) end();  // frozen, or its connection gone silent
+      return;
+    }
+    asked_ = now;
+    etcdserverpb::WatchRequest request;
+    request.mutable_progress_request();
+    send(std::move(request));
   }
 
   // With the lock held: asks the server for watch `id`.
@@ -62,6 +80,7 @@ class WatchHub::Stream final : public EtcdRpc::WatchReactor {
     std::vector<WatchHub::Fired> to_call;
     {
       std::lock_guard lock(hub_.mu_);
+      asked_.reset();  // the member answers on this stream
       handle(response_, to_call);
       StartRead(&response_);
     }
@@ -171,6 +190,8 @@ class WatchHub::Stream final : public EtcdRpc::WatchReactor {
   std::deque<std::uint64_t> creates_;               // awaiting their server number
   std::map<std::int64_t, std::uint64_t> by_server_;  // server number → id
   bool ended_ = false;
+  bool ending_ = false;                       // end() was called
+  std::optional<Clock::time_point> asked_;    // an unanswered probe's time
   std::shared_ptr<Stream> self_;  // held from start() to OnDone
 };
 
@@ -203,6 +224,11 @@ std::uint64_t WatchHub::watch_delete(const std::string& key, const std::string& 
   watches_.emplace(id, Entry{std::move(fired), stream_.get()});
   stream_->create(id, key, range_end, start_revision);
   return id;
+}
+
+void WatchHub::probe(Clock::duration patience) {
+  std::lock_guard lock(mu_);
+  if (stream_) stream_->probe(patience, Clock::now());
 }
 
 void WatchHub::unwatch(std::uint64_t id) {

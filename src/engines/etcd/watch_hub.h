@@ -13,7 +13,10 @@
 // when that member changed: a new watch finds the stream on a member its calls left (down,
 // frozen, cut off, leaderless), so it ends that stream (firing its watches) and opens one
 // on the current member. A member that is cut off from the leader cancels the stream's
-// watches ("hasleader"); a connection gone silent ends by gRPC's keep-alive.
+// watches ("hasleader"). A frozen member, or a connection gone silent, says nothing: the
+// owner probes the stream now and then (probe(): a progress request, which the member
+// answers on the stream), and a probe unanswered for its patience ends the stream, so
+// its watches look again elsewhere, one probe per Client rather than a poll per watch.
 //
 // Thread safety: every method may be called from any thread. `fired` is called on a gRPC
 // thread, outside the hub's lock, and must not block.
@@ -45,6 +48,9 @@ class WatchHub {
   // be opened (the member refused the credentials) `fired` is called at once.
   std::uint64_t watch_delete(const std::string& key, const std::string& range_end,
                              std::int64_t start_revision, Fired fired);
+  // Asks the stream's member for an answer if it carries watches; ends the stream (firing
+  // its watches) if an earlier ask has gone unanswered for `patience`.
+  void probe(Clock::duration patience);
   // Ends the watch `id` if it has not fired. Its `fired` is not called after this returns,
   // unless it was being called already: a late `fired` must be harmless.
   void unwatch(std::uint64_t id);
