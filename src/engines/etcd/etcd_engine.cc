@@ -484,16 +484,21 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
   // Waits until no earlier request blocks `key` (a semaphore's: until its permits fit),
   // watching the deletion the look names (request_txns.h): the grant, or nullopt for a
   // timed-out or cancelled wait, or when the key vanished with its session
-  // (`session_lost`).
+  // (`session_lost`). A watch that ends without that deletion (its poll) is followed by a
+  // poll of the one key it watched, not a look at the whole queue, as the asynchronous
+  // waits do.
   std::optional<Granted> wait(const AcquireRequest& request, const LockKeys& keys,
                               const std::string& key, std::int64_t revision, const Session& session,
                               bool& session_lost) {
     resp_client::Backoff poll(config_.retry);
+    std::string watched;     // the one key the last look named (empty: a semaphore's range)
+    bool polling = false;    // the last watch ended without its deletion
     while (true) {
       TxnResponse response;
       try {
-        response = rpc_->txn(look_txn(request, keys, key, revision), nullptr, {},
-                             EtcdRpc::Bound{bound_of(request), request.stop});
+        response = rpc_->txn(polling ? recheck_txn(key, watched)
+                                     : look_txn(request, keys, key, revision),
+                             nullptr, {}, EtcdRpc::Bound{bound_of(request), request.stop});
       } catch (const Error& e) {
         // Cancelled, or no answer by the deadline (plus op_timeout): the wait ends as
         // what it is; the caller withdraws the key.
@@ -508,16 +513,36 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
         if (!core::sleep_until(until, request.stop)) return std::nullopt;
         continue;
       }
-      const Look look = looked(response, request, keys, revision);
-      if (look.gone) {
-        session_lost = true;
-        return std::nullopt;
+      std::string range_end;
+      std::int64_t seen_at = 0;
+      if (polling) {
+        const Recheck seen = rechecked(response, revision);
+        if (seen.gone) {
+          session_lost = true;
+          return std::nullopt;
+        }
+        if (!seen.blocked) {  // gone from the way: look at the queue
+          polling = false;
+          continue;
+        }
+        seen_at = seen.revision;
+      } else {
+        const Look look = looked(response, request, keys, revision);
+        if (look.gone) {
+          session_lost = true;
+          return std::nullopt;
+        }
+        if (look.holds) return grant(request, key, revision, session, session_lost);
+        watched = look.watch;
+        range_end = look.range_end;
+        seen_at = look.revision;
       }
-      if (look.holds) return grant(request, key, revision, session, session_lost);
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) return std::nullopt;
       const auto until = std::min(request.deadline, Clock::now() + poll.next_delay());
-      rpc_->wait_for_delete(look.watch, look.revision + 1, until, request.stop, look.range_end);
+      const auto end =
+          rpc_->wait_for_delete(watched, seen_at + 1, until, request.stop, range_end);
       if (request.stop.stop_requested()) return std::nullopt;
+      polling = end != EtcdRpc::WatchEnd::deleted && range_end.empty();
     }
   }
 
