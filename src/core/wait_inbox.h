@@ -59,8 +59,14 @@ class WaitInbox {
   WaitInbox(const WaitInbox&) = delete;
   WaitInbox& operator=(const WaitInbox&) = delete;
 
-  // The thread that takes from this inbox (before any wait is submitted).
-  void set_thread(std::thread::id id) { thread_ = id; }
+  // Starts the thread that takes from this inbox, running `body`, detached: `body` holds
+  // its owner, which may so outlive the engine when stop() runs on the thread itself.
+  // Before any wait is submitted.
+  void start(std::function<void()> body) {
+    std::thread thread(std::move(body));
+    thread_ = thread.get_id();
+    thread.detach();
+  }
 
   // From any thread: numbers `wait`, hooks its cancellation up, and queues it for the
   // thread; once stop() was called, tells it Error(unavailable) here instead.
@@ -139,6 +145,21 @@ class WaitInbox {
     taken.woken.swap(woken_);
     return taken;
   }
+  // Moves the waits that arrived into `waits` (the thread's map of ids to owned waits) and
+  // returns their ids in the order they were submitted.
+  template <class Waits>
+  static std::vector<std::uint64_t> admit(Taken& taken, Waits& waits) {
+    std::vector<std::uint64_t> ids;
+    ids.reserve(taken.arrived.size());
+    for (auto& wait : taken.arrived) {
+      const std::uint64_t id = wait->id;
+      ids.push_back(id);
+      waits.emplace(id, std::move(wait));
+    }
+    taken.arrived.clear();
+    return ids;
+  }
+
   // Readable when there is something to take: the thread polls it with its connection.
   int wake_fd() const { return wake_fd_; }
   // Sleeps until `until` or something to take, for a thread without a connection.

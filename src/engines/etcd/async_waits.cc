@@ -71,9 +71,7 @@ std::shared_ptr<AsyncWaits> AsyncWaits::start(Host& host, EtcdRpc& rpc, const Et
   std::shared_ptr<AsyncWaits> waits(new AsyncWaits(host, rpc, config, std::move(client_id)));
   // The thread holds the object: it may outlive the engine when stop() runs on it, and
   // gRPC's completions hold it until each is called.
-  std::thread thread([waits] { waits->run(); });
-  waits->inbox_.set_thread(thread.get_id());
-  thread.detach();
+  waits->inbox_.start([waits] { waits->run(); });
   return waits;
 }
 
@@ -130,12 +128,7 @@ void AsyncWaits::turn() {
     answers.swap(answers_);
     opened_now.swap(opened_);
   }
-  std::vector<std::uint64_t> fresh;
-  for (auto& wait : taken.arrived) {
-    fresh.push_back(wait->id);
-    const std::uint64_t id = wait->id;
-    waits_.emplace(id, std::move(wait));
-  }
+  const std::vector<std::uint64_t> fresh = core::WaitInbox<Wait>::admit(taken, waits_);
   // Each step may tell a wait, and the last reference to the Client (the engine, and
   // this object's host) may go with what it is told: nothing more once stopping.
   for (const std::uint64_t id : taken.cancelled) {

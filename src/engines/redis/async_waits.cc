@@ -44,9 +44,7 @@ struct AsyncWaits::Wait {
 std::shared_ptr<AsyncWaits> AsyncWaits::start(Setup setup) {
   std::shared_ptr<AsyncWaits> waits(new AsyncWaits(std::move(setup)));
   // The thread holds the object: it may outlive the engine when stop() runs on it.
-  std::thread thread([waits] { waits->run(); });
-  waits->inbox_.set_thread(thread.get_id());
-  thread.detach();
+  waits->inbox_.start([waits] { waits->run(); });
   return waits;
 }
 
@@ -84,13 +82,7 @@ void AsyncWaits::run() {
 void AsyncWaits::turn() {
   auto taken = inbox_.take();
   auto now = Clock::now();
-  std::vector<std::uint64_t> fresh;
-  fresh.reserve(taken.arrived.size());
-  for (auto& wait : taken.arrived) {
-    fresh.push_back(wait->id);
-    const std::uint64_t id = wait->id;
-    waits_.emplace(id, std::move(wait));
-  }
+  const std::vector<std::uint64_t> fresh = core::WaitInbox<Wait>::admit(taken, waits_);
   // Cancellations first: a wait cancelled before it was asked is told without a request.
   for (const std::uint64_t id : taken.cancelled) {
     stopped(id, now);

@@ -23,9 +23,7 @@ struct AsyncRetries::Wait {
 std::shared_ptr<AsyncRetries> AsyncRetries::start() {
   std::shared_ptr<AsyncRetries> retries(new AsyncRetries);
   // The thread holds the object: it may outlive the engine when stop() runs on it.
-  std::thread thread([retries] { retries->run(); });
-  retries->inbox_.set_thread(thread.get_id());
-  thread.detach();
+  retries->inbox_.start([retries] { retries->run(); });
   return retries;
 }
 

@@ -50,9 +50,7 @@ std::shared_ptr<WaitChannel> WaitChannel::start(std::shared_ptr<resp_client::Con
   std::shared_ptr<WaitChannel> channel(
       new WaitChannel(std::move(connector), op_timeout, retry, std::move(give_back)));
   // The thread holds the channel: it may outlive the engine when stop() runs on it.
-  std::thread thread([channel] { channel->run(); });
-  channel->inbox_.set_thread(thread.get_id());
-  thread.detach();
+  channel->inbox_.start([channel] { channel->run(); });
   return channel;
 }
 
