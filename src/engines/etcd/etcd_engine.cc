@@ -14,7 +14,6 @@
 
 #include "core/background_releases.h"
 #include "core/client_id.h"
-#include "core/in_flight.h"
 #include "core/stoppable_sleep.h"
 #include "engines/etcd/async_waits.h"
 #include "engines/etcd/etcd_config.h"
@@ -101,7 +100,6 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
 
   ~EtcdEngine() override {
     if (waits_) waits_->stop();  // it uses this engine until then
-    releases_.wait_idle();       // their answers use it too
     if (opener_.joinable()) {
       opener_.request_stop();
       opener_.join();  // a lease grant: op_timeout at most
@@ -367,10 +365,6 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
   // session lease, instead of taking a lease of its own because the key's name is still
   // in use.
   void release_async(const GrantRef& grant, ReleaseDone done) override {
-    if (waits_) {
-      release_without_waiting(grant, std::move(done));
-      return;
-    }
     if (config_.layout == Layout::concurrency) {
       try {
         const Owner owner = parse_owner(grant.owner, config_.layout);
@@ -381,10 +375,7 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
     }
     background_.post(grant, std::move(done));
   }
-  void settle_releases() override {
-    background_.settle();
-    releases_.wait_idle();
-  }
+  void settle_releases() override { background_.settle(); }
 
   bool check(const Sequencer& sequencer) override {
     const LockKeys keys = lock_keys(sequencer.group, sequencer.name);
@@ -546,47 +537,6 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
     }
   }
 
-  // release() around a Txn sent without blocking (EtcdRpc::txn_async), for the engine
-  // whose waits share the Client's session (no own lease to revoke after the delete, which
-  // would block): the same checks, the same guarded delete, the same bookkeeping once it is
-  // answered, on a gRPC thread.
-  void release_without_waiting(const GrantRef& grant, ReleaseDone done) {
-    Owner owner;
-    try {
-      owner = parse_owner(grant.owner, config_.layout);
-    } catch (...) {
-      done(std::current_exception());
-      return;
-    }
-    // Only a grant this Client made, on a session it still has (see release()).
-    if (!own_key(owner)) {
-      done(nullptr);
-      return;
-    }
-    if (!sessions_.expires(owner.lease)) {
-      sessions_.released(owner.lease, owner.key);
-      give_back(owner);
-      done(nullptr);
-      return;
-    }
-    TxnRequest request;
-    add_owner_guard(request, owner, grant.token);
-    request.add_success()->mutable_request_delete_range()->set_key(owner.key);
-    sessions_.releasing(owner.lease, owner.key);
-    releases_.begin();
-    rpc_->txn_async(std::move(request), Clock::time_point::max(),
-                    [this, owner, done = std::move(done)](TxnResponse, std::exception_ptr error) {
-                      if (error) {
-                        sessions_.release_failed(owner.lease, owner.key);
-                      } else {
-                        sessions_.released(owner.lease, owner.key);
-                        give_back(owner);
-                      }
-                      done(error);
-                      releases_.end();
-                    });
-  }
-
   // The waits' sessions, granted one TTL at a time on opener_ (a lease grant blocks).
   void open_sessions(std::stop_token stop) {
     std::unique_lock lock(opener_mu_);
@@ -619,7 +569,6 @@ class EtcdEngine final : public core::Engine, public AsyncWaits::Host {
   const std::string client_id_;
   RequestSlots slots_;
   core::BackgroundReleases background_{[this](const GrantRef& grant) { release(grant); }};
-  core::InFlight releases_;  // deletes sent by release_without_waiting, not yet answered
   std::mutex opener_mu_;
   std::condition_variable_any opener_wake_;
   std::set<std::chrono::milliseconds> opening_;  // TTLs asked for; guarded by opener_mu_
