@@ -337,14 +337,22 @@ void ClientState::release_async(const std::shared_ptr<ClientState>& self,
                                 Lease::ReleaseCallback done, Executor executor) {
   // `self` rides along until the answer is told. A callback that throws has its
   // exception dropped; an executor that refuses the work has it run on the spot.
+  //
+  // `self` may be the Client's last reference (its handles dropped while the release was
+  // under way). It goes with the work and is let go where the work runs, never on the
+  // engine's thread that tells the release: closing the engine there would wait for that
+  // very thread. The told `tell` (kept by the engine until it forgets it) holds no
+  // reference, and each copy of the work shares the one `keep`, emptied as the work runs.
   auto tell = [self, done = std::move(done),
                executor = executor ? std::move(executor) : completion_executor()](
-                  std::exception_ptr error) {
-    auto work = [done, error] {
+                  std::exception_ptr error) mutable {
+    auto keep = std::make_shared<std::shared_ptr<ClientState>>(std::move(self));
+    auto work = [done, error, keep] {
       try {
         done(error);
       } catch (...) {
       }
+      keep->reset();
     };
     try {
       executor(work);
