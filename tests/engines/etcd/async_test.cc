@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -177,6 +178,23 @@ TEST(EtcdAsync, WaitsWhoseSessionWasRevokedQueueAgainOnANewOne) {
       << order.told() << " of " << kWaits << " told";
   EXPECT_TRUE(order.tokens_rising()) << "granted out of the queue's order";
   EXPECT_TRUE(no_warden_keys(cluster, kPatience)) << describe(warden_keys(cluster));
+}
+
+// The member killed before the Client has a session: the engine's one session thread's
+// lease grant fails, and every wait that asked for that session is told its error (as the
+// blocking acquire's grant throws), once, rather than waiting on; the Client then closes.
+TEST(EtcdAsync, WaitsWhoseSessionCannotBeGrantedAreToldTheError) {
+  AsyncOutcome first, second;  // before the Clients, whose waits tell them
+  EtcdCluster cluster;
+  std::optional<Client> client = Client::open(cluster.uri(), with_ttl(5s, 1s));
+  cluster.kill9(0);
+  AcquireHandle a = client->lock("g", "x").acquire_async(
+      Mode::exclusive, Wait::up_to(kLongDeadline), first.callback());
+  AcquireHandle b = client->lock("g", "y").acquire_async(
+      Mode::exclusive, Wait::up_to(kLongDeadline), second.callback());
+  EXPECT_TRUE(first.told_error(Errc::unavailable, kPatience));
+  EXPECT_TRUE(second.told_error(Errc::unavailable, kPatience));
+  client.reset();  // closes: nothing waits on the dead member past its bound
 }
 
 }  // namespace
