@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <future>
-#include <memory>
 #include <thread>
 
 #include "conformance/conformance_suite.h"
@@ -125,36 +124,6 @@ TEST_P(Conformance, AClientDroppedWithWaitsInFlightStillTellsEachWaitOnce) {
   EXPECT_TRUE(freed("x"));
   EXPECT_EQ(granted.calls(), 1);
   EXPECT_EQ(cancelled.calls(), 1);
-}
-
-// The Client's last handle dropped while a release sent with release_async is under way:
-// the release keeps what it needs of the Client until it is told, is told once, and the
-// Client then closes on a thread of its own choosing, not on one of its engine's (where
-// closing the engine would wait for that very thread). The lock is free afterwards.
-TEST_P(Conformance, AClientDroppedWithAnAsyncReleaseInFlightTellsItOnce) {
-  struct Told {
-    std::promise<std::exception_ptr> error;
-    std::atomic<int> calls{0};
-  };
-  // Several rounds: the drop must come while the release is under way, and how long that
-  // is depends on the engine.
-  for (int round = 0; round < 5; ++round) {
-    auto told = std::make_shared<Told>();
-    auto told_future = told->error.get_future();
-    {
-      Client client = open_client();
-      Lease lease =
-          client.lock(group(), "x", lock_options()).acquire(Mode::exclusive, Wait::none());
-      ASSERT_TRUE(lease);
-      lease.release_async([told](std::exception_ptr e) {
-        if (++told->calls == 1) told->error.set_value(e);
-      });
-    }  // the Client's last handle: the release under way holds the rest
-    ASSERT_EQ(told_future.wait_for(kPatience), std::future_status::ready) << "round " << round;
-    EXPECT_EQ(told_future.get(), nullptr);
-    EXPECT_TRUE(freed("x")) << "round " << round;
-    EXPECT_EQ(told->calls.load(), 1);
-  }
 }
 
 // Lease::release_async: a count that is not the hold's last is told at once and leaves the
