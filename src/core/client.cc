@@ -343,7 +343,9 @@ void ClientState::release_async(const std::shared_ptr<ClientState>& self,
   // engine's thread that tells the release: closing the engine there would wait for that
   // very thread. The told `tell` (kept by the engine until it forgets it) holds no
   // reference, and each copy of the work shares the one `keep`, emptied as the work runs.
-  auto tell = [self, done = std::move(done),
+  // `self = self`, not `self`: a plain capture of the const reference would be a const
+  // member, which std::move copies instead of emptying.
+  auto tell = [self = self, done = std::move(done),
                executor = executor ? std::move(executor) : completion_executor()](
                   std::exception_ptr error) mutable {
     auto keep = std::make_shared<std::shared_ptr<ClientState>>(std::move(self));

@@ -1,5 +1,8 @@
-// core/in_flight.h — counts an engine's calls sent and not yet answered (releases sent
-// without waiting, Engine::release_async), so that settle_releases() can wait for them.
+// core/in_flight.h — counts what an engine has under way and must see ended before it
+// closes: calls sent and not yet answered (releases sent without waiting,
+// Engine::release_async, so that settle_releases() can wait for them), or objects a
+// client library's thread still holds (etcd://'s gRPC calls, which must be gone before
+// the channels they hold are).
 #pragma once
 
 #include <condition_variable>
@@ -14,10 +17,10 @@ class InFlight {
     ++count_;
   }
   void end() {
-    {
-      std::lock_guard lock(mu_);
-      --count_;
-    }
+    // Notified under the lock: a waiter that finds the count at zero may destroy this
+    // at once, and must not find notify_all still to come.
+    std::lock_guard lock(mu_);
+    --count_;
     idle_.notify_all();
   }
   // Blocks until every call begun has ended. Callers rely on the backend's client
@@ -26,6 +29,19 @@ class InFlight {
     std::unique_lock lock(mu_);
     idle_.wait(lock, [&] { return count_ == 0; });
   }
+
+  // One count, from its construction to its destruction: a member declared first in an
+  // object is destroyed last, so the count ends once the rest of the object is gone.
+  class Token {
+   public:
+    explicit Token(InFlight& counter) : counter_(counter) { counter_.begin(); }
+    ~Token() { counter_.end(); }
+    Token(const Token&) = delete;
+    Token& operator=(const Token&) = delete;
+
+   private:
+    InFlight& counter_;
+  };
 
  private:
   std::mutex mu_;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include "conformance/conformance_suite.h"
@@ -124,6 +125,70 @@ TEST_P(Conformance, AClientDroppedWithWaitsInFlightStillTellsEachWaitOnce) {
   EXPECT_TRUE(freed("x"));
   EXPECT_EQ(granted.calls(), 1);
   EXPECT_EQ(cancelled.calls(), 1);
+}
+
+// The Client's last handle dropped with one wait in flight, which then ends without a
+// grant (cancelled, or run out): the wait held the last of the Client, which closes once
+// the wait's end is told, on whichever thread let go of it last. It is told once, and
+// nothing is left behind. (etcd:// once closed its gRPC channels there while a call of
+// theirs was still held on gRPC's thread: gRPC freed its callback queue twice.)
+TEST_P(Conformance, AClientDroppedWithItsOnlyWaitEndingUngrantedClosesOnce) {
+  Client holder = open_client();
+  Lease held = holder.lock(group(), "x", lock_options()).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  // Several rounds: the wait's end races the engine's thread letting go of it.
+  for (int round = 0; round < 6; ++round) {
+    const bool cancel = round % 2 == 0;
+    AsyncOutcome ended;
+    AcquireHandle handle;
+    {
+      Client waiter = open_client();
+      handle = waiter.lock(group(), "x", lock_options())
+                   .acquire_async(Mode::exclusive,
+                                  cancel ? Wait::forever() : Wait::up_to(500ms),
+                                  ended.callback());
+      // A wait to cancel is cancelled once queued; one that runs out may be over already.
+      if (cancel) ASSERT_TRUE(queue_reaches("x", 1)) << "round " << round;
+    }  // the wait holds the rest of the Client
+    if (cancel) handle.cancel();
+    ASSERT_TRUE(ended.wait_for(kPatience)) << "round " << round;
+    EXPECT_EQ(ended.error(), nullptr) << "round " << round;
+    EXPECT_FALSE(ended.granted()) << "round " << round;
+    ASSERT_TRUE(queue_reaches("x", 0)) << "round " << round << ": the wait left its request";
+    EXPECT_EQ(ended.calls(), 1);
+  }
+  held.release();
+  EXPECT_TRUE(freed("x"));
+}
+
+// The Client's last handle dropped while a release sent with release_async is under way:
+// the release keeps what it needs of the Client until it is told, is told once, and the
+// Client then closes on a thread of its own choosing, not on one of its engine's (where
+// closing the engine would wait for that very thread). The lock is free afterwards.
+TEST_P(Conformance, AClientDroppedWithAnAsyncReleaseInFlightTellsItOnce) {
+  struct Told {
+    std::promise<std::exception_ptr> error;
+    std::atomic<int> calls{0};
+  };
+  // Several rounds: the drop must come while the release is under way, and how long that
+  // is depends on the engine.
+  for (int round = 0; round < 5; ++round) {
+    auto told = std::make_shared<Told>();
+    auto told_future = told->error.get_future();
+    {
+      Client client = open_client();
+      Lease lease =
+          client.lock(group(), "x", lock_options()).acquire(Mode::exclusive, Wait::none());
+      ASSERT_TRUE(lease);
+      lease.release_async([told](std::exception_ptr e) {
+        if (++told->calls == 1) told->error.set_value(e);
+      });
+    }  // the Client's last handle: the release under way holds the rest
+    ASSERT_EQ(told_future.wait_for(kPatience), std::future_status::ready) << "round " << round;
+    EXPECT_EQ(told_future.get(), nullptr);
+    EXPECT_TRUE(freed("x")) << "round " << round;
+    EXPECT_EQ(told->calls.load(), 1);
+  }
 }
 
 // Lease::release_async: a count that is not the hold's last is told at once and leaves the

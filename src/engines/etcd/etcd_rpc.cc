@@ -369,7 +369,8 @@ void EtcdRpc::with_failover(const char* what, std::chrono::milliseconds timeout,
 // answer. Its `context` and `alarm` are touched under the EtcdRpc's async_mu_.
 struct EtcdRpc::AsyncTxn {
   AsyncTxn(EtcdRpc& rpc, etcdserverpb::TxnRequest r, Clock::time_point until, TxnDone d)
-      : failover(rpc, "txn", rpc.config_.op_timeout, Bound{until, {}}),
+      : alive(rpc.calls_alive_),
+        failover(rpc, "txn", rpc.config_.op_timeout, Bound{until, {}}),
         request(std::move(r)),
         done(std::move(d)) {}
 
@@ -379,6 +380,8 @@ struct EtcdRpc::AsyncTxn {
     if (pausing) alarm.Cancel();
   }
 
+  // First, so destroyed last: counted until its context (and channel) are gone.
+  core::InFlight::Token alive;
   Failover failover;
   const etcdserverpb::TxnRequest request;
   etcdserverpb::TxnResponse response;
@@ -393,6 +396,8 @@ EtcdRpc::~EtcdRpc() {
   closing_ = true;
   for (const auto& call : in_flight_) call->cancel();
   async_done_.wait(lock, [&] { return in_flight_.empty(); });
+  lock.unlock();
+  calls_alive_.wait_idle();
 }
 
 void EtcdRpc::txn_async(etcdserverpb::TxnRequest request, Clock::time_point until, TxnDone done) {

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "core/in_flight.h"
 #include "engines/etcd/etcd_config.h"
 #include "etcdserverpb/rpc.pb.h"
 #include "warden/types.h"
@@ -176,6 +177,11 @@ class EtcdRpc {
   std::condition_variable async_done_;
   std::set<std::shared_ptr<AsyncTxn>> in_flight_;  // guarded by async_mu_
   bool closing_ = false;                           // guarded by async_mu_
+  // Every AsyncTxn not yet destroyed. One answered may still be held by the gRPC thread
+  // that ran its callback; its ClientContext holds the member's channel, and gRPC must not
+  // see the last channel go on its own callback thread (it frees its callback queue
+  // there twice), so the destructor waits for these too.
+  core::InFlight calls_alive_;
 };
 
 }  // namespace warden::engines::etcd

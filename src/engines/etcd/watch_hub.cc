@@ -17,7 +17,7 @@ namespace warden::engines::etcd {
 // its state is guarded by the hub's lock.
 class WatchHub::Stream final : public EtcdRpc::WatchReactor {
  public:
-  explicit Stream(WatchHub& hub) : hub_(hub) {}
+  explicit Stream(WatchHub& hub) : alive_(hub.streams_alive_), hub_(hub) {}
 
   // Starts the call on the current member; throws Error as EtcdRpc::open_watch. Called
   // with the lock held.
@@ -180,6 +180,8 @@ class WatchHub::Stream final : public EtcdRpc::WatchReactor {
     fire(id, to_call);
   }
 
+  // First, so destroyed last: counted until its context (and channel) are gone.
+  core::InFlight::Token alive_;
   WatchHub& hub_;
   grpc::ClientContext context_;
   std::size_t member_ = 0;
@@ -202,6 +204,10 @@ WatchHub::~WatchHub() {
   watches_.clear();  // nothing is told any more
   if (stream_) stream_->end();
   stream_ended_.wait(lock, [&] { return live_streams_ == 0; });
+  stream_.reset();
+  lock.unlock();
+  // A stream is let go on the gRPC thread that ran its OnDone: wait until it is gone.
+  streams_alive_.wait_idle();
 }
 
 std::uint64_t WatchHub::watch_delete(const std::string& key, const std::string& range_end,

@@ -30,6 +30,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/in_flight.h"
 #include "engines/etcd/etcd_rpc.h"
 
 namespace warden::engines::etcd {
@@ -69,6 +70,10 @@ class WatchHub {
   std::unordered_map<std::uint64_t, Entry> watches_;  // not fired yet, by id; guarded by mu_
   std::shared_ptr<Stream> stream_;                    // the one new watches go to; guarded by mu_
   int live_streams_ = 0;                              // started, not done; guarded by mu_
+  // Streams not yet destroyed. Each holds its member's channel (its ClientContext), and
+  // gRPC must not see the last channel go on its own callback thread (it frees its
+  // callback queue there twice): the destructor waits for these too.
+  core::InFlight streams_alive_;
   std::uint64_t next_id_ = 0;                         // guarded by mu_
 };
 
