@@ -1,5 +1,7 @@
 #include "bench/async_waiters.h"
 
+#include <malloc.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -50,6 +52,13 @@ long long status_field(const std::string& name) {
     }
   }
   return -1;
+}
+
+// The bytes malloc has handed out and not had back, in every arena: what the waits hold,
+// without what a freed allocation leaves resident (the listings that count the queue).
+long long heap_in_use() {
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<long long>(info.uordblks + info.hblkhd);
 }
 
 // Counts callbacks; wakes a waiter when `expected` have been told.
@@ -135,6 +144,7 @@ void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
   std::vector<Lease> held = hold_each(holder, kSpreadGroup, n, "spread-");
   r.threads_before = status_field("Threads");
   r.rss_before_bytes = status_field("VmRSS") * 1024;
+  r.heap_before_bytes = heap_in_use();
   const auto asked = Clock::now();
   for (std::uint64_t i = 0; i < n; ++i) {
     waiter.lock(kSpreadGroup, "spread-" + name_of(i))
@@ -149,6 +159,7 @@ void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
   r.queue_seconds = seconds_since(asked);
   r.threads_waiting = status_field("Threads");
   r.rss_waiting_bytes = status_field("VmRSS") * 1024;
+  r.heap_waiting_bytes = heap_in_use();
   const auto released = Clock::now();
   for (Lease& lease : held) lease.release();
   await_all(tally, n, "spread");

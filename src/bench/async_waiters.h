@@ -28,6 +28,8 @@ struct AsyncWaitersResult {
   long threads_waiting = 0;
   long long rss_before_bytes = 0;
   long long rss_waiting_bytes = 0;
+  long long heap_before_bytes = 0;   // malloc's bytes in use (mallinfo2)
+  long long heap_waiting_bytes = 0;
   double queue_seconds = 0;  // asked → all shown queued
   double grant_seconds = 0;  // holder released → every callback granted
   std::uint64_t granted = 0;

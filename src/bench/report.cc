@@ -296,6 +296,10 @@ std::string format_text(const std::string& url, const AsyncWaitersResult& r) {
                      r.threads_before, r.threads_waiting, r.threads_waiting - r.threads_before);
   out += fmt::format("  resident memory: {:+.0f} bytes per waiting acquire (this process)\n",
                      per_wait(r.rss_waiting_bytes - r.rss_before_bytes));
+  out += fmt::format(
+      "  heap in use: {:+.0f} bytes per waiting acquire (malloc's, without what freed "
+      "allocations leave resident)\n",
+      per_wait(r.heap_waiting_bytes - r.heap_before_bytes));
   const char* order = !r.fifo_asked      ? "no FIFO fairness on this engine"
                       : r.one_lock_fifo ? "in the order asked (FIFO)"
                                         : "NOT in the order asked";
@@ -318,6 +322,9 @@ std::string format_json(const std::string& url, const AsyncWaitersResult& r) {
          {"threads_waiting", r.threads_waiting},
          {"rss_per_wait_bytes",
           static_cast<double>(r.rss_waiting_bytes - r.rss_before_bytes) / static_cast<double>(r.waiters)},
+         {"heap_per_wait_bytes",
+          static_cast<double>(r.heap_waiting_bytes - r.heap_before_bytes) /
+              static_cast<double>(r.waiters)},
          {"queue_seconds", r.queue_seconds},
          {"granted", r.granted},
          {"grant_seconds", r.grant_seconds},
