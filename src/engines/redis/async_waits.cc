@@ -22,6 +22,12 @@ struct AsyncWaits::Wait {
         poll(poll_policy),
         subscriber(std::move(s)) {}
 
+  // Rendered at each send, not kept (acquire_plan.h).
+  resp_client::ScriptCall attempt_call() const {
+    return plan.attempt(request, LockKeys::of(request.key));
+  }
+  resp_client::ScriptCall withdraw_call() const { return plan.withdraw(LockKeys::of(request.key)); }
+
   std::uint64_t id = 0;
   core::AcquireRequest request;
   Plan plan;
@@ -128,13 +134,13 @@ void AsyncWaits::attempt(Wait& w, Clock::time_point now) {
   schedule(w, std::nullopt);
   w.woken = false;
   w.asked = true;
-  send(w, w.plan.attempt, Sent::attempt, true, now);
+  send(w, w.attempt_call(), Sent::attempt, true, now);
 }
 
 void AsyncWaits::withdraw(Wait& w, Clock::time_point now) {
   schedule(w, std::nullopt);
   w.withdrawing = true;
-  send(w, w.plan.withdraw(), Sent::withdraw, true, now);
+  send(w, w.withdraw_call(), Sent::withdraw, true, now);
 }
 
 bool AsyncWaits::send(Wait& w, const resp_client::ScriptCall& call, Sent what, bool by_sha,
@@ -175,7 +181,7 @@ void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
     throw why;
   }
   if (reply.error_code() == "NOSCRIPT") {  // a restart or SCRIPT FLUSH: sent in full
-    send(w, request.what == Sent::attempt ? w.plan.attempt : w.plan.withdraw(), request.what, false,
+    send(w, request.what == Sent::attempt ? w.attempt_call() : w.withdraw_call(), request.what, false,
          now);
     return;
   }
@@ -198,11 +204,11 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
     // queued the wait before it failed: withdrawn, unconfirmed; then the wait goes on or
     // ends as after a failed request (failed(): behind Sentinel a transient one asks
     // again within the wait, as the blocking acquire does).
-    send(w, w.plan.withdraw(), Sent::forget, true, now);
+    send(w, w.withdraw_call(), Sent::forget, true, now);
     failed(it, e);
     return;
   } catch (...) {
-    send(w, w.plan.withdraw(), Sent::forget, true, now);
+    send(w, w.withdraw_call(), Sent::forget, true, now);
     tell(it, std::nullopt, std::current_exception());
     return;
   }
@@ -212,7 +218,7 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
       return;
     }
     core::GrantRef grant{w.request.key,         w.request.mode, attempt.token,
-                         w.request.options.ttl, w.plan.owner(), w.request.permits};
+                         w.request.options.ttl, w.plan.owner, w.request.permits};
     if (setup_.granted && !inbox_.stopping()) setup_.granted(grant);
     const auto expires = sent + w.request.options.ttl;
     tell(it, core::Granted{std::move(grant), expires}, nullptr);
@@ -237,7 +243,7 @@ void AsyncWaits::sleep(Wait& w, Clock::time_point now, std::int64_t retry_ms) {
     // subscription makes up for a message published before it took effect.
     const std::uint64_t id = w.id;
     try {
-      w.watch = w.subscriber->watch(w.plan.channel(), w.plan.entry(),
+      w.watch = w.subscriber->watch(LockKeys::of(w.request.key).channel, w.plan.entry,
                                     [this, id](bool) { inbox_.notify(id); });
     } catch (const Error&) {
       // No subscriber to be had (descriptor limit): polling alone.

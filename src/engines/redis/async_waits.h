@@ -37,6 +37,7 @@
 #include "core/engine.h"
 #include "core/wait_inbox.h"
 #include "core/wait_timers.h"
+#include "engines/redis/acquire_plan.h"
 #include "engines/redis/subscriber.h"
 #include "engines/resp_client/connection.h"
 #include "engines/resp_client/connector.h"
@@ -46,23 +47,7 @@ namespace warden::engines::redis {
 
 class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
  public:
-  // What one acquire sends: made by the engine, which knows the lock's keys and names.
-  // Kept once per wait, so what the attempt already carries is read from it.
-  struct Plan {
-    resp_client::ScriptCall attempt;                       // acquire.lua for this request
-    const resp_client::Script* withdraw_script = nullptr;  // withdraw.lua
-    bool waits = false;  // not a try: the request's deadline is ahead
-
-    // acquire.lua's arguments (lua/acquire.lua): where its wake-ups are published, the
-    // name those messages give it, and the grant's owner secret.
-    const std::string& channel() const { return attempt.args.at(0); }
-    const std::string& entry() const { return attempt.args.at(1); }
-    const std::string& owner() const { return attempt.args.at(7); }
-    // withdraw.lua takes the lock's keys, the channel and the entry.
-    resp_client::ScriptCall withdraw() const {
-      return {withdraw_script, attempt.keys, {channel(), entry()}};
-    }
-  };
+  using Plan = AcquirePlan;
   struct Setup {
     std::shared_ptr<resp_client::Connector> connector;
     std::chrono::milliseconds op_timeout{};

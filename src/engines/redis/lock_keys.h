@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/engine.h"
 
@@ -24,6 +25,8 @@ struct LockKeys {
   // :k:ENTRY, the list a release pushes to when it admits the queued `entry`
   // (wait_lines.h). lua/lock.lua's wake_list names it the same way.
   std::string wake_list(const std::string& entry) const;
+  // The keys every lock script takes, in their order (lua/lock_base.lua).
+  std::vector<std::string> all() const { return {holders, info, queue, waiters, pending}; }
 
   static LockKeys of(const core::LockKey& key);
   static LockKeys of(const std::string& group, const std::string& name);

@@ -17,6 +17,7 @@
 
 #include "core/client_id.h"
 #include "core/stoppable_sleep.h"
+#include "engines/redis/acquire_plan.h"
 #include "engines/redis/async_waits.h"
 #include "engines/redis/lock_keys.h"
 #include "engines/redis/redis_config.h"
@@ -50,10 +51,6 @@ using resp_client::Reply;
 // Grants per renew.lua call: a watchdog round holding more sends several calls, all in
 // one pipelined round trip, so no single script runs long enough to stall Redis.
 constexpr std::size_t kRenewChunk = 256;
-
-std::vector<std::string> all_keys(const LockKeys& keys) {
-  return {keys.holders, keys.info, keys.queue, keys.waiters, keys.pending};
-}
 
 // The slot of a lock's keys (all of them share it: lock_keys.h).
 std::uint16_t slot_of(const LockKeys& keys) { return resp_client::key_slot(keys.holders); }
@@ -198,11 +195,11 @@ class RedisEngine final : public core::Engine {
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
     const LockKeys keys = LockKeys::of(request.key);
-    const AsyncWaits::Plan plan = plan_of(request, keys);
-    const std::string& owner = plan.owner();
-    const std::string& entry = plan.entry();
+    const AcquirePlan plan = plan_of(request);
+    const std::string& owner = plan.owner;
+    const std::string& entry = plan.entry;
     const bool waits = plan.waits;
-    const ScriptCall& call = plan.attempt;
+    const ScriptCall call = plan.attempt(request, keys);
 
     std::unique_ptr<Subscriber::Watch> watch;
     Endpoint watched_node;
@@ -340,7 +337,7 @@ class RedisEngine final : public core::Engine {
       Engine::acquire_async(std::move(request), std::move(done));
       return;
     }
-    AsyncWaits::Plan plan = plan_of(request, LockKeys::of(request.key));
+    AcquirePlan plan = plan_of(request);
     async_waits().acquire(std::move(request), std::move(plan), subscriber_of(Endpoint{}),
                           std::move(done));
   }
@@ -400,7 +397,7 @@ class RedisEngine final : public core::Engine {
     const auto result =
         run_scripts(runner(),
                     {ScriptCall{&k_release_script,
-                                all_keys(keys),
+                                keys.all(),
                                 {keys.channel, std::to_string(grant.token), grant.owner}}},
                     wait_command());
     // 0 ("was not held") is a release too: release is idempotent.
@@ -420,7 +417,7 @@ class RedisEngine final : public core::Engine {
     const LockKeys keys = LockKeys::of(grant.key);
     post_release(pipeline(),
                  ScriptCall{&k_release_script,
-                            all_keys(keys),
+                            keys.all(),
                             {keys.channel, std::to_string(grant.token), grant.owner}},
                  grant.owner, std::make_shared<ReleaseDone>(std::move(done)), true);
   }
@@ -538,28 +535,12 @@ class RedisEngine final : public core::Engine {
 
   // What an acquire of `request` sends (both paths): its attempt, its withdraw, and the
   // names its wake-ups and grant carry.
-  AsyncWaits::Plan plan_of(const AcquireRequest& request, const LockKeys& keys) {
-    AsyncWaits::Plan plan;
+  AcquirePlan plan_of(const AcquireRequest& request) {
     // A grant its client may cache is marked for the scripts (lua/lock_base.lua, caches).
-    std::string owner =
-        client_id_ + '-' + std::to_string(++sequence_) + (request.options.cache ? "*" : "");
-    // "x:LIVE:OWNER", "s:LIVE:OWNER", or a semaphore's "sPERMITS:LIVE:OWNER".
-    std::string entry = std::string(request.mode == Mode::exclusive ? "x" : "s") +
-                        (request.capacity > 0 ? std::to_string(request.permits) : std::string()) +
-                        ':' + std::to_string(config_.waiter_ttl.count()) + ':' + owner;
-    plan.waits = request.deadline > Clock::now();
-    // The order AsyncWaits::Plan reads the channel, entry and owner back in.
-    plan.attempt = ScriptCall{
-        &k_acquire_script,
-        all_keys(keys),
-        {keys.channel, std::move(entry), request.mode == Mode::exclusive ? "x" : "s",
-         std::to_string(request.options.ttl.count()),
-         std::to_string(request.options.lock_delay.count()),
-         request.options.fairness == Fairness::fifo ? "1" : "0", plan.waits ? "1" : "0",
-         std::move(owner), std::to_string(request.capacity), std::to_string(request.permits),
-         request.value}};
-    plan.withdraw_script = &k_withdraw_script;
-    return plan;
+    return AcquirePlan::of(
+        request,
+        client_id_ + '-' + std::to_string(++sequence_) + (request.options.cache ? "*" : ""),
+        config_.waiter_ttl);
   }
 
   AsyncWaits& async_waits() {
@@ -718,7 +699,7 @@ class RedisEngine final : public core::Engine {
   void release_quietly(const LockKeys& keys, std::uint64_t token, const std::string& owner) {
     try {
       run_scripts(runner(), {ScriptCall{&k_release_script,
-                                        all_keys(keys),
+                                        keys.all(),
                                         {keys.channel, std::to_string(token), owner}}});
     } catch (const Error&) {
     }
@@ -773,7 +754,7 @@ class RedisEngine final : public core::Engine {
   void withdraw(const LockKeys& keys, const std::string& entry) {
     try {
       run_scripts(runner(),
-                  {ScriptCall{&k_withdraw_script, all_keys(keys), {keys.channel, entry}}});
+                  {ScriptCall{&k_withdraw_script, keys.all(), {keys.channel, entry}}});
     } catch (const Error&) {
     }
   }

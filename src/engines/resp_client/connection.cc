@@ -20,6 +20,8 @@ namespace {
 
 // As much as hiredis' own redisBufferRead takes per read.
 constexpr std::size_t kReadChunk = 16 * 1024;
+// The most an emptied send buffer keeps of what it grew to.
+constexpr std::size_t kKeptOutCapacity = 64 * 1024;
 
 timeval to_timeval(std::chrono::milliseconds d) {
   timeval tv{};
@@ -194,6 +196,10 @@ void Connection::flush(Clock::time_point deadline) {
     }
   }
   out_.clear();
+  // A burst (thousands of waits asked at once) grows the buffer to megabytes; kept, that
+  // would stay with the connection for its life (docs/performance.md, *Heap in use per
+  // wait*). Rounds of ordinary size keep theirs and allocate nothing.
+  if (out_.capacity() > kKeptOutCapacity) std::string().swap(out_);
 }
 
 bool Connection::read_some(short& want) {
