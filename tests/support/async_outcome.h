@@ -136,6 +136,15 @@ class GrantOrder {
     }
     return true;
   }
+  // "told 0 1 3 2 …; tokens 41 42 44 43 …", for a failure's message.
+  std::string describe() const {
+    std::lock_guard guard(mu_);
+    std::string out = "told";
+    for (const int i : order_) out += " " + std::to_string(i);
+    out += "; tokens";
+    for (const auto token : tokens_) out += " " + std::to_string(token);
+    return out;
+  }
   // Whether the grants' tokens rose in the order told: granted in the queue's order,
   // where the queue is ordered by token (etcd://'s create_revision), whatever order the
   // waits were asked in.

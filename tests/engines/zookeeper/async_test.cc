@@ -222,7 +222,8 @@ TEST(ZkAsync, WaitsWhoseSessionExpiredQueueAgainOnANewOneWithoutAThreadEach) {
   EXPECT_TRUE(first.told_granted(kPatience)) << "the first wait whose session expired";
   ASSERT_TRUE(eventually([&] { return order.told() == kWaits; }, kPatience))
       << order.told() << " of " << kWaits << " told";
-  EXPECT_TRUE(order.in_order(kWaits)) << "queued again out of the order asked";
+  EXPECT_TRUE(order.in_order(kWaits)) << "queued again out of the order asked: "
+                                       << order.describe();
   EXPECT_TRUE(no_requests(zk, "g", "x", kPatience)) << describe(lock_children(zk, "g", "x"));
 }
 
