@@ -127,6 +127,7 @@ void AsyncWaits::stop() { inbox_.stop(); }
 void AsyncWaits::run() {
   while (!inbox_.stopping()) turn();
   timers_.clear();
+  awaiting_.clear();
   {
     std::lock_guard lock(mu_);
     answers_.clear();
@@ -183,6 +184,7 @@ void AsyncWaits::begin(Wait& w, Clock::time_point now) {
 
 void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now, bool first) {
   Wait& w = *it->second;
+  const bool was_awaiting = awaiting_.erase(w.id) > 0;
   if (first) w.began = now;
   // Once it has asked, a wait past its deadline (a try: at once) ends rather than ask
   // again, as the blocking acquire's. Until it has asked it is given its deadline and at
@@ -212,7 +214,18 @@ void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now, bool first) 
     // and its "connected" wakes every wait that looks for it.
     host_.open_session();
     w.step = Wait::Step::awaiting_session;
+    awaiting_.insert(w.id);
     schedule(w, now + kReconnectLook);
+    return;
+  }
+  if (!was_awaiting && !awaiting_.empty()) {
+    // Waits asked before this one still look for the session it found (each learns of
+    // an expiry from its own call, some before the next session was live): they queue
+    // first, and this one in its turn.
+    w.session = nullptr;
+    w.step = Wait::Step::awaiting_session;
+    awaiting_.insert(w.id);
+    resume_awaiting(now);
     return;
   }
   w.guid = host_.next_guid();  // a fresh one: a node of the last may still be deleted
@@ -220,6 +233,19 @@ void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now, bool first) 
     send_create(w, now);
   } else {
     reconnect(w, now);  // creates once connected
+  }
+}
+
+void AsyncWaits::resume_awaiting(Clock::time_point now) {
+  while (!awaiting_.empty()) {
+    const std::uint64_t id = *awaiting_.begin();
+    const auto it = waits_.find(id);
+    if (it == waits_.end()) {
+      awaiting_.erase(awaiting_.begin());
+      continue;
+    }
+    requeue(it, now);
+    if (inbox_.stopping() || awaiting_.contains(id)) return;  // no session after all
   }
 }
 
@@ -595,7 +621,12 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
       connection_failed(it, ZOPERATIONTIMEOUT, now);
       return;
     case Wait::Step::awaiting_session:
-      requeue(it, now);
+      // With a session, every wait that awaits one queues in the order asked.
+      if (host_.live_session()) {
+        resume_awaiting(now);
+      } else {
+        requeue(it, now);
+      }
       return;
   }
 }
@@ -673,6 +704,7 @@ void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
   Wait& w = *it->second;
   schedule(w, std::nullopt);
   unwatch(w);
+  awaiting_.erase(w.id);
   core::tell_and_forget(waits_, it, std::move(granted), error);
 }
 

@@ -144,7 +144,10 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   void fail(Waits::iterator it, int rc, const std::string& what, Clock::time_point now);
   // Queues `w` again under a fresh GUID: on the session, or on the next one once the
   // engine has opened it (its node went with an expired one).
+  // Waits asked before it that await the next session go first (resume_awaiting).
   void requeue(Waits::iterator it, Clock::time_point now, bool first = false);
+  // Queues again every wait awaiting a session, in the order asked, while one is live.
+  void resume_awaiting(Clock::time_point now);
   void schedule(Wait& w, std::optional<Clock::time_point> at);
   void unwatch(Wait& w);
 
@@ -162,6 +165,7 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   // The thread's own.
   Waits waits_;
   core::WaitTimers timers_;
+  std::set<std::uint64_t> awaiting_;  // waits in Step::awaiting_session, in the order asked
 };
 
 }  // namespace warden::engines::zookeeper
