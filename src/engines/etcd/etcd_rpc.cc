@@ -395,8 +395,8 @@ EtcdRpc::~EtcdRpc() {
   std::unique_lock lock(async_mu_);
   closing_ = true;
   for (const auto& call : in_flight_) call->cancel();
-  async_done_.wait(lock, [&] { return in_flight_.empty(); });
   lock.unlock();
+  // Answered and destroyed: a call's callback may still hold it after finish().
   calls_alive_.wait_idle();
 }
 
@@ -479,7 +479,6 @@ void EtcdRpc::finish(const std::shared_ptr<AsyncTxn>& call, std::exception_ptr e
   done(error ? etcdserverpb::TxnResponse() : std::move(call->response), error);
   std::lock_guard lock(async_mu_);
   in_flight_.erase(call);
-  if (in_flight_.empty()) async_done_.notify_all();
 }
 
 std::size_t EtcdRpc::open_watch(grpc::ClientContext& context, WatchReactor& reactor) {

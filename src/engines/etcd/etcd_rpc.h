@@ -28,7 +28,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -174,13 +173,12 @@ class EtcdRpc {
 
   // The asynchronous calls under way, which the destructor cancels and waits for.
   std::mutex async_mu_;
-  std::condition_variable async_done_;
   std::set<std::shared_ptr<AsyncTxn>> in_flight_;  // guarded by async_mu_
   bool closing_ = false;                           // guarded by async_mu_
-  // Every AsyncTxn not yet destroyed. One answered may still be held by the gRPC thread
-  // that ran its callback; its ClientContext holds the member's channel, and gRPC must not
-  // see the last channel go on its own callback thread (it frees its callback queue
-  // there twice), so the destructor waits for these too.
+  // Every AsyncTxn not yet destroyed, which the destructor waits for (in_flight_ is
+  // what it cancels). One answered may still be held by the gRPC thread that ran its
+  // callback; its ClientContext holds the member's channel, and gRPC must not see the
+  // last channel go on its own callback thread (it frees its callback queue there twice).
   core::InFlight calls_alive_;
 };
 

@@ -24,7 +24,6 @@ class WatchHub::Stream final : public EtcdRpc::WatchReactor {
   void start(std::shared_ptr<Stream> self) {
     member_ = hub_.rpc_.open_watch(context_, *this);
     self_ = std::move(self);
-    ++hub_.live_streams_;
     StartRead(&response_);
   }
 
@@ -98,8 +97,10 @@ class WatchHub::Stream final : public EtcdRpc::WatchReactor {
   }
 
   void OnDone(const grpc::Status& status) override {
-    std::vector<WatchHub::Fired> to_call;
+    // Destroyed last, after what it carried was called: the stream goes with it, and
+    // the hub's destructor may return once it has (WatchHub::streams_alive_).
     std::shared_ptr<Stream> self;
+    std::vector<WatchHub::Fired> to_call;
     {
       std::lock_guard lock(hub_.mu_);
       ended_ = true;
@@ -121,10 +122,6 @@ class WatchHub::Stream final : public EtcdRpc::WatchReactor {
       self = std::move(self_);
     }
     for (auto& fired : to_call) fired();
-    // Last: the hub's destructor may return once this is counted.
-    std::lock_guard lock(hub_.mu_);
-    --hub_.live_streams_;
-    hub_.stream_ended_.notify_all();
   }
 
  private:
@@ -202,11 +199,11 @@ WatchHub::WatchHub(EtcdRpc& rpc) : rpc_(rpc) {}
 WatchHub::~WatchHub() {
   std::unique_lock lock(mu_);
   watches_.clear();  // nothing is told any more
-  if (stream_) stream_->end();
-  stream_ended_.wait(lock, [&] { return live_streams_ == 0; });
+  if (stream_) stream_->end();  // every other stream was ended when it was replaced
   stream_.reset();
   lock.unlock();
-  // A stream is let go on the gRPC thread that ran its OnDone: wait until it is gone.
+  // Each stream holds itself until gRPC's OnDone, and is let go on the thread that ran
+  // it: wait until every one is gone.
   streams_alive_.wait_idle();
 }
 

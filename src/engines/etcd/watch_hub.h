@@ -22,7 +22,6 @@
 // thread, outside the hub's lock, and must not block.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -66,13 +65,11 @@ class WatchHub {
   EtcdRpc& rpc_;
   // One lock for the hub and its streams.
   std::mutex mu_;
-  std::condition_variable stream_ended_;
   std::unordered_map<std::uint64_t, Entry> watches_;  // not fired yet, by id; guarded by mu_
   std::shared_ptr<Stream> stream_;                    // the one new watches go to; guarded by mu_
-  int live_streams_ = 0;                              // started, not done; guarded by mu_
-  // Streams not yet destroyed. Each holds its member's channel (its ClientContext), and
-  // gRPC must not see the last channel go on its own callback thread (it frees its
-  // callback queue there twice): the destructor waits for these too.
+  // Streams not yet destroyed, which the destructor waits for. Each holds its member's
+  // channel (its ClientContext), and gRPC must not see the last channel go on its own
+  // callback thread (it frees its callback queue there twice).
   core::InFlight streams_alive_;
   std::uint64_t next_id_ = 0;                         // guarded by mu_
 };
