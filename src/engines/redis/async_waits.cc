@@ -14,8 +14,8 @@ namespace warden::engines::redis {
 using resp_client::Reply;
 
 struct AsyncWaits::Wait {
-  Wait(core::AcquireRequest r, Plan p, std::shared_ptr<Subscriber> s, core::Engine::AcquireDone d,
-       const RetryPolicy& poll_policy)
+  Wait(core::AcquireRequest r, AcquirePlan p, std::shared_ptr<Subscriber> s,
+       core::Engine::AcquireDone d, const RetryPolicy& poll_policy)
       : request(std::move(r)),
         plan(std::move(p)),
         done(std::move(d)),
@@ -30,7 +30,7 @@ struct AsyncWaits::Wait {
 
   std::uint64_t id = 0;
   core::AcquireRequest request;
-  Plan plan;
+  AcquirePlan plan;
   core::Engine::AcquireDone done;
   resp_client::Backoff poll;    // between looks nothing woke
   bool asked = false;           // an attempt was sent: there may be an entry to withdraw
@@ -58,7 +58,7 @@ AsyncWaits::AsyncWaits(Setup setup) : setup_(std::move(setup)), inbox_("redis://
 
 AsyncWaits::~AsyncWaits() = default;
 
-void AsyncWaits::acquire(core::AcquireRequest request, Plan plan,
+void AsyncWaits::acquire(core::AcquireRequest request, AcquirePlan plan,
                          std::shared_ptr<Subscriber> subscriber, core::Engine::AcquireDone done) {
   inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(plan), std::move(subscriber),
                                        std::move(done), setup_.poll));
@@ -181,8 +181,8 @@ void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
     throw why;
   }
   if (reply.error_code() == "NOSCRIPT") {  // a restart or SCRIPT FLUSH: sent in full
-    send(w, request.what == Sent::attempt ? w.attempt_call() : w.withdraw_call(), request.what, false,
-         now);
+    send(w, request.what == Sent::attempt ? w.attempt_call() : w.withdraw_call(), request.what,
+         false, now);
     return;
   }
   if (request.what == Sent::withdraw) {
@@ -218,7 +218,7 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
       return;
     }
     core::GrantRef grant{w.request.key,         w.request.mode, attempt.token,
-                         w.request.options.ttl, w.plan.owner, w.request.permits};
+                         w.request.options.ttl, w.plan.owner,   w.request.permits};
     if (setup_.granted && !inbox_.stopping()) setup_.granted(grant);
     const auto expires = sent + w.request.options.ttl;
     tell(it, core::Granted{std::move(grant), expires}, nullptr);

@@ -47,7 +47,6 @@ namespace warden::engines::redis {
 
 class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
  public:
-  using Plan = AcquirePlan;
   struct Setup {
     std::shared_ptr<resp_client::Connector> connector;
     std::chrono::milliseconds op_timeout{};
@@ -65,8 +64,8 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
 
   // Engine::acquire_async's contract: `done` is called once, on the thread. The wait
   // watches its lock on `subscriber`, which it keeps alive while it does.
-  void acquire(core::AcquireRequest request, Plan plan, std::shared_ptr<Subscriber> subscriber,
-               core::Engine::AcquireDone done);
+  void acquire(core::AcquireRequest request, AcquirePlan plan,
+               std::shared_ptr<Subscriber> subscriber, core::Engine::AcquireDone done);
 
   // Ends the thread; waits for it unless called on it. Waits still pending are told
   // Error(unavailable); nothing is called after stop() returns.

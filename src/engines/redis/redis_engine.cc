@@ -227,15 +227,15 @@ class RedisEngine final : public core::Engine {
         // never with another round: Redis is in trouble (frozen, cut off, slow to shake
         // hands), a withdraw would cost up to op_timeout more, and the waiter's entry
         // lapses by its own TTL (waiter_ttl) as a vanished waiter's does.
-        if (transient && (request.stop.stop_requested() ||
-                          (waits && Clock::now() >= request.deadline))) {
+        if (transient &&
+            (request.stop.stop_requested() || (waits && Clock::now() >= request.deadline))) {
           return std::nullopt;
         }
         // Redis did not answer in time: it would not answer a withdraw either, and every
         // further round would cost op_timeout more.
         const bool silent = e.code() == Errc::deadline_exceeded;
         // The script may have run (and granted, or queued us) with only its reply lost.
-        if (!silent) withdraw(keys, entry);
+        if (!silent) withdraw(plan.withdraw(keys));
         if (blocked) {
           // The waiter's own line failed (closed by Redis, say): not used again. The
           // waiter asks again at once on the shared pipeline, at the queue's tail, and
@@ -256,7 +256,7 @@ class RedisEngine final : public core::Engine {
       // Stopped while blocked: the attempt behind the wait ran anyway, and whatever it did
       // (a grant too) is taken back.
       if (blocked && request.stop.stop_requested()) {
-        withdraw(keys, entry);
+        withdraw(plan.withdraw(keys));
         return std::nullopt;
       }
       if (attempt.granted && acknowledged && *acknowledged < config_.min_replicas) {
@@ -285,7 +285,7 @@ class RedisEngine final : public core::Engine {
       }
       if (!waits) return std::nullopt;
       if (blocked && Clock::now() >= request.deadline) {
-        withdraw(keys, entry);
+        withdraw(plan.withdraw(keys));
         return std::nullopt;
       }
       const auto now = Clock::now();
@@ -323,7 +323,7 @@ class RedisEngine final : public core::Engine {
         pause_before_retry(request, until - Clock::now());
       }
       if (request.stop.stop_requested() || Clock::now() >= request.deadline) {
-        withdraw(keys, entry);
+        withdraw(plan.withdraw(keys));
         return std::nullopt;
       }
     }
@@ -751,10 +751,9 @@ class RedisEngine final : public core::Engine {
   // Takes a waiter's entry (and a grant made for it) off the lock. If Redis cannot be
   // reached, the entry lapses by its liveness and a grant by its ttl, since nobody
   // refreshes or renews them.
-  void withdraw(const LockKeys& keys, const std::string& entry) {
+  void withdraw(const ScriptCall& call) {
     try {
-      run_scripts(runner(),
-                  {ScriptCall{&k_withdraw_script, keys.all(), {keys.channel, entry}}});
+      run_scripts(runner(), {call});
     } catch (const Error&) {
     }
   }
