@@ -12,7 +12,7 @@ namespace {
   throw Error(Errc::invalid_argument,
               "postgres:// URI: " + why +
                   " (expected postgres://[USER[:PASSWORD]@]HOST[:PORT][/DATABASE]"
-                  "[?schema=NAME&pool=N&tls=1&ca=FILE&cert=FILE&key=FILE])");
+                  "[?schema=NAME&pool=N&wait_sessions=N&tls=1&ca=FILE&cert=FILE&key=FILE])");
 }
 
 // A plain identifier, so it never needs quoting rules of its own in messages and docs.
@@ -51,6 +51,10 @@ PgConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
       const auto pool = core::parse_int_in_range(value, 0, 1000);
       if (!pool) invalid("pool '" + value + "' is not a number in 0..1000");
       config.pool = static_cast<std::size_t>(*pool);
+    } else if (key == "wait_sessions") {
+      const auto sessions = core::parse_int_in_range(value, 1, 10'000);
+      if (!sessions) invalid("wait_sessions '" + value + "' is not a number in 1..10000");
+      config.wait_sessions = static_cast<std::size_t>(*sessions);
     } else {
       invalid("unknown parameter '" + key + "'");
     }

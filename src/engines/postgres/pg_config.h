@@ -2,7 +2,7 @@
 // talking to a PostgreSQL server.
 //
 //   postgres://[USER[:PASSWORD]@]HOST[:PORT][/DATABASE][?schema=NAME&pool=N
-//              &tls=1&ca=FILE&cert=FILE&key=FILE&insecure=1]
+//              &wait_sessions=N&tls=1&ca=FILE&cert=FILE&key=FILE&insecure=1]
 //   (postgresql:// is the same)
 //
 //   USER, PASSWORD  the role to log in as; without them libpq's defaults apply
@@ -15,6 +15,9 @@
 //   pool            idle connections kept for later acquires, 0..1000, default 8. Every
 //                   held grant and every waiting acquire has a connection of its own;
 //                   this bounds only the ones kept while unused
+//   wait_sessions   asynchronous acquires holding a session at once, 1..10000, default
+//                   64 (pg_waits.h): the others queue in the client, in the order asked,
+//                   until one ends. Blocking acquires are not counted
 //   tls, ca, cert, key, insecure
 //                   read by core::parse_tls_options and handed to libpq: tls=1 is
 //                   sslmode=verify-full (sslrootcert=ca), insecure=1 sslmode=require,
@@ -38,6 +41,7 @@ namespace warden::engines::postgres {
 inline constexpr std::uint16_t kDefaultPort = 5432;
 inline constexpr const char* kDefaultSchema = "warden";
 inline constexpr std::size_t kDefaultPool = 8;
+inline constexpr std::size_t kDefaultWaitSessions = 64;
 
 struct PgConfig {
   std::string host;
@@ -47,6 +51,7 @@ struct PgConfig {
   std::optional<std::string> database;
   std::string schema = kDefaultSchema;
   std::size_t pool = kDefaultPool;
+  std::size_t wait_sessions = kDefaultWaitSessions;
   core::TlsOptions tls;
   std::chrono::milliseconds op_timeout{5'000};
   bool watchdog = true;

@@ -14,8 +14,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// How often a cancel is sent again while the query it meant still runs.
-constexpr milliseconds kCancelRepeat{100};
 // Longest poll() slice, so a stop request is seen soon.
 constexpr milliseconds kSlice{20};
 constexpr unsigned kByteaOid = 17;
@@ -45,6 +43,17 @@ std::string trimmed(const char* text) {
   std::string out = text ? text : "";
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
+}
+
+// Of a statement's results, the one that answers it: the last, or the first error (a
+// script's earlier statements). Frees the other.
+void keep_result(PGresult*& kept, PGresult* result) {
+  if (kept != nullptr && PQresultStatus(kept) == PGRES_FATAL_ERROR) {
+    PQclear(result);
+    return;
+  }
+  if (kept != nullptr) PQclear(kept);
+  kept = result;
 }
 
 }  // namespace
@@ -80,17 +89,28 @@ std::int64_t Reply::integer(int row, int column) const {
   return out;
 }
 
-std::unique_ptr<PgConnection> PgConnection::open(const PgConfig& config) {
-  const auto pairs = config.conninfo();
+namespace {
+
+// libpq's keyword and value arrays for `config`, pointing into `pairs`.
+struct ConnectParams {
+  explicit ConnectParams(const PgConfig& config) : pairs(config.conninfo()) {
+    for (const auto& [key, value] : pairs) {
+      keys.push_back(key.c_str());
+      values.push_back(value.c_str());
+    }
+    keys.push_back(nullptr);
+    values.push_back(nullptr);
+  }
+  std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<const char*> keys;
   std::vector<const char*> values;
-  for (const auto& [key, value] : pairs) {
-    keys.push_back(key.c_str());
-    values.push_back(value.c_str());
-  }
-  keys.push_back(nullptr);
-  values.push_back(nullptr);
-  PGconn* conn = PQconnectdbParams(keys.data(), values.data(), 0);
+};
+
+}  // namespace
+
+std::unique_ptr<PgConnection> PgConnection::open(const PgConfig& config) {
+  const ConnectParams params(config);
+  PGconn* conn = PQconnectdbParams(params.keys.data(), params.values.data(), 0);
   if (conn == nullptr)
     throw Error(Errc::resource_exhausted, "libpq could not allocate a connection");
   if (PQstatus(conn) != CONNECTION_OK) {
@@ -103,11 +123,50 @@ std::unique_ptr<PgConnection> PgConnection::open(const PgConfig& config) {
   return std::unique_ptr<PgConnection>(new PgConnection(conn));
 }
 
+std::unique_ptr<PgConnection> PgConnection::start(const PgConfig& config) {
+  const ConnectParams params(config);
+  PGconn* conn = PQconnectStartParams(params.keys.data(), params.values.data(), 0);
+  if (conn == nullptr)
+    throw Error(Errc::resource_exhausted, "libpq could not allocate a connection");
+  std::unique_ptr<PgConnection> out(new PgConnection(conn));
+  out->describe_ = config.describe();
+  out->wants_write_ = true;  // libpq's rule: the first step waits for the socket writable
+  if (PQstatus(conn) == CONNECTION_BAD) out->login_failed();
+  return out;
+}
+
+bool PgConnection::connect_step() {
+  if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
+  switch (PQconnectPoll(conn_)) {
+    case PGRES_POLLING_OK:
+      wants_write_ = false;
+      pid_ = PQbackendPID(conn_);
+      PQsetnonblocking(conn_, 1);
+      return true;
+    case PGRES_POLLING_WRITING:
+      wants_write_ = true;
+      return false;
+    case PGRES_POLLING_READING:
+      wants_write_ = false;
+      return false;
+    default:
+      login_failed();
+  }
+}
+
+void PgConnection::login_failed() {
+  const std::string message = trimmed(PQerrorMessage(conn_));
+  close();
+  throw Error(login_error(message), describe_ + ": " + message);
+}
+
 PgConnection::PgConnection(PGconn* conn) : conn_(conn), pid_(PQbackendPID(conn)) {}
 
 PgConnection::~PgConnection() { close(); }
 
 void PgConnection::close() {
+  if (pending_ != nullptr) PQclear(pending_);
+  pending_ = nullptr;
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
 }
@@ -148,6 +207,11 @@ void PgConnection::broken(const std::string& what) {
 
 Reply PgConnection::query(const std::string& sql, const std::vector<Param>& params,
                           const QueryLimits& limits) {
+  send(sql, params);
+  return finish(limits);
+}
+
+void PgConnection::send(const std::string& sql, const std::vector<Param>& params) {
   if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
   std::vector<const char*> values;
   std::vector<int> lengths;
@@ -163,7 +227,32 @@ Reply PgConnection::query(const std::string& sql, const std::vector<Param>& para
                         values.data(), lengths.data(), formats.data(), 0) == 0) {
     broken("sending a query failed");
   }
-  return finish(limits);
+}
+
+bool PgConnection::flush_pending() {
+  const int flushed = PQflush(conn_);
+  if (flushed < 0) broken("sending a query failed");
+  wants_write_ = flushed == 1;
+  return wants_write_;
+}
+
+std::optional<Reply> PgConnection::reply_if_ready() {
+  if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
+  flush_pending();
+  if (PQconsumeInput(conn_) == 0) broken("the connection broke");
+  while (!PQisBusy(conn_)) {
+    PGresult* result = PQgetResult(conn_);
+    if (result == nullptr) {
+      PGresult* last = std::exchange(pending_, nullptr);
+      if (last == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+        if (last != nullptr) PQclear(last);
+        broken("the server closed the connection");
+      }
+      return Reply(last);
+    }
+    keep_result(pending_, result);
+  }
+  return std::nullopt;
 }
 
 Reply PgConnection::query_prepared(const std::string& name, const std::string& sql,
@@ -234,15 +323,7 @@ Reply PgConnection::finish(const QueryLimits& limits) {
   }
   PGresult* last = nullptr;
   while (PGresult* result = PQgetResult(conn_)) {
-    if (last != nullptr) {
-      // A script's earlier statements; an error among them is the answer.
-      if (PQresultStatus(last) == PGRES_FATAL_ERROR) {
-        PQclear(result);
-        continue;
-      }
-      PQclear(last);
-    }
-    last = result;
+    keep_result(last, result);
     // The rest of the results are already read (PQisBusy was false) or arrive now.
     while (PQisBusy(conn_)) {
       pollfd fd{PQsocket(conn_), POLLIN, 0};

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +24,9 @@
 #include "warden/types.h"
 
 namespace warden::engines::postgres {
+
+// How often a cancel is sent again while the statement it meant still runs.
+inline constexpr std::chrono::milliseconds kCancelRepeat{100};
 
 // One query parameter, sent as text unless `bytes` (a bytea, sent in binary).
 struct Param {
@@ -81,6 +85,28 @@ class PgConnection {
   // Runs a statement list without parameters (the simple protocol: DDL in one round trip).
   Reply script(const std::string& sql, const QueryLimits& limits);
 
+  // For one thread that waits on many sessions at once (pg_waits.h): a connection whose
+  // login proceeds as connect_step() is called, a statement sent without waiting, and its
+  // reply read as it comes. Connects without blocking; throws Error(resource_exhausted)
+  // when libpq cannot allocate a connection.
+  static std::unique_ptr<PgConnection> start(const PgConfig& config);
+  // Takes the login a step further when socket() is ready for what events() says: true
+  // once logged in. Throws Error as open() does when the login fails (the connection is
+  // closed then).
+  bool connect_step();
+  // Sends `sql` with `params` and returns at once. Throws Error(unavailable) when the
+  // connection is broken (it is closed then).
+  void send(const std::string& sql, const std::vector<Param>& params);
+  // Reads what arrived, without blocking: the reply once the statement's last result is
+  // in, nullopt until then. Throws Error(unavailable) when the connection breaks.
+  std::optional<Reply> reply_if_ready();
+  // What poll() should wait for on socket(): POLLIN, and POLLOUT while a login or a send
+  // needs the socket writable.
+  short events() const { return wants_write_ ? static_cast<short>(POLLIN | POLLOUT) : POLLIN; }
+  int socket() const { return conn_ ? PQsocket(conn_) : -1; }
+  // Asks the server to cancel the running statement (see send_cancel below).
+  void cancel() { send_cancel(); }
+
   bool usable() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
   // An idle connection the server has not closed meanwhile (it would have sent a FATAL
   // notice or EOF: read without blocking). Closes it otherwise.
@@ -105,9 +131,15 @@ class PgConnection {
   // thread of its own, with a cancel object of its own; one at a time per connection.
   void send_cancel();
 
+  bool flush_pending();
+  [[noreturn]] void login_failed();
+
   PGconn* conn_;
+  bool wants_write_ = false;     // login or send: poll() for POLLOUT too
+  PGresult* pending_ = nullptr;  // reply_if_ready(): the results read so far
   std::shared_ptr<std::atomic<bool>> cancelling_ = std::make_shared<std::atomic<bool>>(false);
   int pid_;
+  std::string describe_;  // start(): the server, for a failed login's message
   int idle_timeout_ms_ = 0;
   std::set<std::string> prepared_;  // statement names prepared on this session
 };

@@ -5,14 +5,15 @@
 #include <climits>
 #include <map>
 #include <mutex>
-#include <set>
 #include <utility>
 
 #include "core/client_id.h"
 #include "core/recent_map.h"
+#include "engines/postgres/pg_acquire.h"
 #include "engines/postgres/pg_config.h"
 #include "engines/postgres/pg_connection.h"
 #include "engines/postgres/pg_schema.h"
+#include "engines/postgres/pg_waits.h"
 #include "warden/error.h"
 
 namespace warden::engines::postgres {
@@ -23,11 +24,6 @@ using core::Granted;
 using core::GrantRef;
 using core::Renewed;
 using std::chrono::milliseconds;
-
-constexpr const char* kLockTimeout = "55P03";    // lock_not_available: lock_timeout fired
-constexpr const char* kQueryCanceled = "57014";  // our PQcancel
-// A cancelled timed wait: PostgreSQL's lock_timeout should end it first; this is later.
-constexpr milliseconds kCancelGrace{200};
 
 // Does this grant's session hold its marker lock (key -token)? 1 or 0 rows.
 constexpr const char* kHeldSql =
@@ -55,8 +51,6 @@ std::string check_sql(const std::string& schema) {
          "WHERE k.grp = $1 AND k.name = $2::bytea)";
 }
 
-constexpr const char* kPermitsName = "warden_permits";
-constexpr const char* kCheckedName = "warden_lock_checked";
 constexpr const char* kProclaimName = "warden_proclaim";
 
 // Sets the value of the election's grant (lock id $1, term $2) to $3, only while this
@@ -84,16 +78,15 @@ class PgEngine final : public core::Engine {
  public:
   explicit PgEngine(PgConfig config)
       : config_(std::move(config)),
-        grants_sql_(all_grants(config_.schema)),
+        sql_(config_.schema),
         check_sql_(check_sql(config_.schema)),
-        permits_sql_("SELECT " + quoted(config_.schema) +
-                     ".acquire_permits($1::bigint, $2::integer, $3::integer, $4::boolean, "
-                     "$5::integer, $6::integer)"),
-        checked_sql_("SELECT " + quoted(config_.schema) +
-                     ".lock_checked($1::bigint, $2::boolean, $3::boolean, $4::integer, "
-                     "$5::integer, $6::boolean, $7::bytea)"),
         proclaim_sql_(proclaim_sql(config_.schema)),
         instance_(core::random_client_id()) {}
+
+  // The waits' thread goes first: it calls into this engine until it has ended.
+  ~PgEngine() override {
+    if (waits_) waits_->stop();
+  }
 
   // Logs in and makes sure the registry exists: bad credentials fail at open.
   void setup() {
@@ -120,76 +113,39 @@ class PgEngine final : public core::Engine {
     if (request.stop.stop_requested()) return std::nullopt;
     const std::int64_t id = id_of(request.key);
     auto conn = take();
-    const auto now = Clock::now();
-    const bool wait = request.deadline > now;
-    int wait_ms = 0;  // 0: forever
-    QueryLimits limits;
-    limits.stop = request.stop;
-    // A cancel (a stop, or the deadline's backstop) the server does not answer within
-    // op_timeout ends the wait: a frozen server holds no call past it.
-    limits.after_cancel = config_.op_timeout;
-    if (!wait) {
-      limits.give_up_at = now + config_.op_timeout;
-    } else if (request.deadline != Clock::time_point::max()) {
-      const auto left = std::chrono::ceil<milliseconds>(request.deadline - now).count();
-      wait_ms = static_cast<int>(std::clamp<std::int64_t>(left, 1, INT_MAX));
-      limits.cancel_at = request.deadline + kCancelGrace;
-    }
-    const milliseconds ttl = request.options.ttl;
-    const int ttl_ms = static_cast<int>(std::clamp<std::int64_t>(ttl.count(), 1, INT_MAX));
-    const bool elect =
-        request.capacity == 0 && request.mode == Mode::exclusive && !request.value.empty();
+    const AcquireTerms terms = AcquireTerms::of(request, config_.op_timeout, Clock::now());
+    AcquireSteps steps(sql_, request, id, terms);
     const auto sent = Clock::now();
     // Throws with the connection closed: the session, and whatever it took, is gone.
-    std::optional<Reply> answered;
     try {
-      answered.emplace(request.capacity > 0
-                           ? acquire_permits(*conn, request, id, wait, wait_ms, ttl_ms, limits)
-                           : grant(*conn, request, id, wait, wait_ms, ttl_ms, elect, limits));
-    } catch (const Error& e) {
-      // The server answered neither the wait nor its cancel (frozen, or cut off): the
-      // wait ended unanswered, which is a wait that ran out or was cancelled. The closed
-      // session frees whatever it took once the server sees it.
-      if (e.code() == Errc::deadline_exceeded && wait &&
-          (request.stop.stop_requested() || Clock::now() >= request.deadline)) {
-        return std::nullopt;
+      for (auto statement = std::make_optional(steps.start(conn->idle_timeout_ms())); statement;) {
+        const Reply reply =
+            statement->name != nullptr
+                ? conn->query_prepared(*statement->name, *statement->sql, statement->params,
+                                       statement->waits ? terms.limits : op_limits())
+                : conn->query(*statement->sql, statement->params,
+                              statement->waits ? terms.limits : op_limits());
+        if (!reply.ok()) {
+          // A cancel can land after the lock was taken: free whatever the session holds.
+          settle(std::move(conn));
+          AcquireSql::ended_or_throw(reply, request);
+          return std::nullopt;
+        }
+        statement = steps.next(reply, *conn);
       }
+    } catch (const Error& e) {
+      if (AcquireSql::ended_unanswered(e, request, terms)) return std::nullopt;
       throw;
     }
-    Reply reply = std::move(*answered);
-    if (reply.ok() && reply.rows() == 1 && !reply.null(0, 0) && reply.integer(0, 0) == -1) {
-      // A name that has been a semaphore: the grant took nothing; the checked way
-      // refuses it while the semaphore is in use.
-      reply = conn->query_prepared(
-          kCheckedName, checked_sql_,
-          {Param::text(std::to_string(id)), Param::text(request.mode == Mode::shared ? "t" : "f"),
-           Param::text(wait ? "t" : "f"), Param::text(std::to_string(wait_ms)),
-           Param::text(std::to_string(ttl_ms)), Param::text(request.value.empty() ? "f" : "t"),
-           Param::binary(request.value)},
-          limits);
-      if (reply.ok()) conn->set_idle_timeout_ms(ttl_ms);
-    }
-    if (!reply.ok()) {
-      // A cancel can land after the lock was taken: free whatever the session holds.
-      settle(std::move(conn));
-      const std::string state = reply.sqlstate();
-      if (state == kLockTimeout) return std::nullopt;
-      if (state == kQueryCanceled &&
-          (request.stop.stop_requested() || Clock::now() >= request.deadline)) {
-        return std::nullopt;
-      }
-      throw_reply(reply, "acquiring " + request.key.joined());
-    }
-    if (reply.rows() == 0 || reply.null(0, 0)) {  // a try that found no room: nothing is held
+    if (!steps.token()) {  // a try that found no room: nothing is held
       give_back(std::move(conn));
       return std::nullopt;
     }
-    const auto token = reply.integer(0, 0);
     // The server's idle clock starts when the grant's reply is sent, which is no earlier
     // than our send. After a long wait that bound is stale: one more round trip restarts
     // the clock from a known time.
     auto from = sent;
-    if (Clock::now() - sent > ttl / 4) {
+    if (Clock::now() - sent > request.options.ttl / 4) {
       from = Clock::now();
       const Reply ping = conn->query("SELECT 1", {}, op_limits());
       if (!ping.ok()) {
@@ -197,18 +153,14 @@ class PgEngine final : public core::Engine {
         throw_reply(ping, "confirming the grant of " + request.key.joined());
       }
     }
-    auto held = std::make_shared<Held>();
-    held->conn = std::move(conn);
-    held->expires = from + ttl;
-    const std::string owner = instance_ + '-' + std::to_string(++grants_);
-    {
-      std::lock_guard lock(mu_);
-      held_.emplace(owner, held);
-    }
-    GrantRef grant{request.key, request.mode, static_cast<std::uint64_t>(token), ttl, owner};
-    grant.permits = request.capacity > 0 ? request.permits : 0;
-    return Granted{std::move(grant), held->expires};
+    return keep(request, std::move(conn), *steps.token(), from);
   }
+
+  // Waits on the waits' thread (pg_waits.h), with a session each but no thread.
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    waits().acquire(std::move(request), std::move(done));
+  }
+  bool waits_without_threads() const override { return true; }
 
   bool proclaim(const GrantRef& grant, std::string_view value) override {
     const auto held = find(grant.owner);
@@ -307,52 +259,47 @@ class PgEngine final : public core::Engine {
     return limits;
   }
 
-  // One round trip that takes a lock (or, for a name flagged as a semaphore, answers -1).
-  Reply grant(PgConnection& conn, const AcquireRequest& request, std::int64_t id, bool wait,
-              int wait_ms, int ttl_ms, bool elect, const QueryLimits& limits) {
-    const GrantWait how = !wait          ? GrantWait::none
-                          : wait_ms == 0 ? GrantWait::forever
-                                         : GrantWait::timed;
-    const bool set_ttl = conn.idle_timeout_ms() != ttl_ms;
-    const GrantStatement& statement = grants_sql_[grant_index(request.mode, how, set_ttl, elect)];
-    std::vector<Param> params{Param::text(std::to_string(id))};
-    if (how == GrantWait::timed) params.push_back(Param::text(std::to_string(wait_ms)));
-    if (set_ttl) params.push_back(Param::text(std::to_string(ttl_ms)));
-    if (elect) params.push_back(Param::binary(request.value));
-    Reply reply = conn.query_prepared(statement.name, statement.sql, params, limits);
-    if (reply.ok() && set_ttl) conn.set_idle_timeout_ms(ttl_ms);
-    return reply;
+  // Makes the grant of `token` on `conn` this engine's: renewed and released on it.
+  Granted keep(const AcquireRequest& request, std::unique_ptr<PgConnection> conn,
+               std::int64_t token, Clock::time_point from) {
+    auto held = std::make_shared<Held>();
+    held->conn = std::move(conn);
+    held->expires = from + request.options.ttl;
+    const std::string owner = instance_ + '-' + std::to_string(++grants_);
+    {
+      std::lock_guard lock(mu_);
+      held_.emplace(owner, held);
+    }
+    GrantRef grant{request.key, request.mode, static_cast<std::uint64_t>(token),
+                   request.options.ttl, owner};
+    grant.permits = request.capacity > 0 ? request.permits : 0;
+    return Granted{std::move(grant), held->expires};
   }
 
-  // One round trip: SCHEMA.acquire_permits (pg_schema.cc) queues in the semaphore's
-  // turnstile and, at its head, waits server-side until the permits fit.
-  Reply acquire_permits(PgConnection& conn, const AcquireRequest& request, std::int64_t id,
-                        bool wait, int wait_ms, int ttl_ms, const QueryLimits& limits) {
-    if (id >= kMaxSemaphoreLockId) {
-      throw Error(Errc::resource_exhausted,
-                  "postgres://: the registry's ids have outgrown the semaphores' key space");
-    }
-    const std::vector<Param> params{Param::text(std::to_string(id)),
-                                    Param::text(std::to_string(request.capacity)),
-                                    Param::text(std::to_string(request.permits)),
-                                    Param::text(wait ? "t" : "f"),
-                                    Param::text(std::to_string(wait_ms)),
-                                    Param::text(std::to_string(ttl_ms))};
-    for (int attempt = 0;; ++attempt) {
-      Reply reply = conn.query_prepared(kPermitsName, permits_sql_, params, limits);
-      if (!reply.ok() || reply.null(0, 0) || reply.integer(0, 0) != -1) {
-        if (reply.ok()) conn.set_idle_timeout_ms(ttl_ms);
-        return reply;
-      }
-      // The registry has another N for it (or none yet): the request took nothing.
-      // Open it with ours, which works only while nobody is in it, and ask again.
-      if (attempt == 3 || !set_permits(conn, config_.schema, id, request.capacity, op_limits())) {
-        throw Error(Errc::invalid_argument,
-                    "postgres://: " + request.key.joined() +
-                        " is a semaphore in use with another number of permits than " +
-                        std::to_string(request.capacity));
-      }
-    }
+  PgWaits& waits() {
+    std::call_once(waits_started_, [this] {
+      PgWaits::Host host;
+      host.config = config_;
+      host.sql = &sql_;
+      host.sessions = config_.wait_sessions;
+      host.known_id = [this](const core::LockKey& key) -> std::optional<std::int64_t> {
+        std::lock_guard lock(mu_);
+        if (const auto id = ids_.find(key.joined())) return *id;
+        return std::nullopt;
+      };
+      host.learnt_id = [this](const core::LockKey& key, std::int64_t id) {
+        std::lock_guard lock(mu_);
+        ids_.put(key.joined(), id);
+      };
+      host.idle_session = [this] { return take_idle(); };
+      host.pool = [this](std::unique_ptr<PgConnection> conn) { give_back(std::move(conn)); };
+      host.keep = [this](const AcquireRequest& request, std::unique_ptr<PgConnection> conn,
+                         std::int64_t token, Clock::time_point from) {
+        return keep(request, std::move(conn), token, from);
+      };
+      waits_ = PgWaits::start(std::move(host));
+    });
+    return *waits_;
   }
 
   Renewed renew_one(const GrantRef& grant) {
@@ -409,16 +356,19 @@ class PgEngine final : public core::Engine {
   // An idle session from the pool, or a new one. A pooled session that keeps a grant's
   // idle timeout is handed out only within half of it, never as the server ends it.
   std::unique_ptr<PgConnection> take() {
-    {
-      std::lock_guard lock(mu_);
-      const auto now = Clock::now();
-      while (!idle_.empty()) {
-        auto conn = std::move(idle_.back());
-        idle_.pop_back();
-        if (now < conn->pooled_until && conn->alive()) return conn;
-      }
-    }
+    if (auto conn = take_idle()) return conn;
     return PgConnection::open(config_);
+  }
+  // An idle session from the pool, or null.
+  std::unique_ptr<PgConnection> take_idle() {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    while (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      if (now < conn->pooled_until && conn->alive()) return conn;
+    }
+    return nullptr;
   }
 
   void give_back(std::unique_ptr<PgConnection> conn) {
@@ -442,31 +392,9 @@ class PgEngine final : public core::Engine {
     }
   }
 
-  // grants_sql_ holds every variant: elect x mode x wait x set_ttl (a campaign is
-  // exclusive, so its shared variants are never used).
-  static std::size_t grant_index(Mode mode, GrantWait wait, bool set_ttl, bool elect) {
-    return (elect ? 12 : 0) + (mode == Mode::shared ? 6 : 0) + static_cast<std::size_t>(wait) * 2 +
-           (set_ttl ? 1 : 0);
-  }
-  static std::vector<GrantStatement> all_grants(const std::string& schema) {
-    std::vector<GrantStatement> out;
-    for (const bool elect : {false, true}) {
-      for (const bool shared : {false, true}) {
-        for (const GrantWait wait : {GrantWait::none, GrantWait::timed, GrantWait::forever}) {
-          for (const bool set_ttl : {false, true}) {
-            out.push_back(grant_statement(schema, shared, wait, set_ttl, elect));
-          }
-        }
-      }
-    }
-    return out;
-  }
-
   const PgConfig config_;
-  const std::vector<GrantStatement> grants_sql_;  // by grant_index()
+  const AcquireSql sql_;
   const std::string check_sql_;
-  const std::string permits_sql_;
-  const std::string checked_sql_;
   const std::string proclaim_sql_;
   const std::string instance_;  // random: owners of other instances never match
   std::atomic<std::uint64_t> grants_{0};
@@ -477,6 +405,9 @@ class PgEngine final : public core::Engine {
   // "group/name" -> registry id, of the locks used lately; guarded by mu_. Bounded: a
   // client locking per-user names must not keep every id it ever used.
   core::RecentMap<std::string, std::int64_t> ids_;
+
+  std::once_flag waits_started_;
+  std::shared_ptr<PgWaits> waits_;  // stopped first in the destructor
 };
 
 }  // namespace

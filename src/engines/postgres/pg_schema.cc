@@ -387,35 +387,59 @@ void install(PgConnection& conn, const std::string& schema, const QueryLimits& l
   }
 }
 
+std::string lock_id_sql(const std::string& schema) {
+  const std::string q = quoted(schema);
+  // The row, or the one this statement inserts. A row another session inserted since
+  // this statement's snapshot makes the insert do nothing and the answer empty: the next
+  // statement's snapshot sees it.
+  return "WITH f AS (SELECT id FROM " + q +
+         ".locks WHERE grp = $1 AND name = $2::bytea), "
+         "i AS (INSERT INTO " + q +
+         ".locks (grp, name) SELECT $1, $2::bytea WHERE NOT EXISTS (SELECT 1 FROM f) "
+         "ON CONFLICT (grp, name) DO NOTHING RETURNING id) "
+         "SELECT id FROM f UNION ALL SELECT id FROM i";
+}
+
+std::vector<Param> lock_id_params(const core::LockKey& key) {
+  return {Param::text(key.group), Param::binary(key.name)};
+}
+
+std::optional<std::int64_t> lock_id_of(const Reply& reply, const core::LockKey& key) {
+  if (!reply.ok()) throw_reply(reply, "adding " + key.joined() + " to the lock registry");
+  if (reply.rows() == 1) return reply.integer(0, 0);
+  return std::nullopt;
+}
+
 std::int64_t lock_id(PgConnection& conn, const std::string& schema, const core::LockKey& key,
                      const QueryLimits& limits) {
-  const std::string q = quoted(schema);
-  const std::vector<Param> params{Param::text(key.group), Param::binary(key.name)};
-  const std::string select = "SELECT id FROM " + q + ".locks WHERE grp = $1 AND name = $2::bytea";
-  // Read, insert, read again: a row another session inserted since this statement's
-  // snapshot makes the insert do nothing, and the next statement's snapshot sees it.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    Reply found = conn.query(select, params, limits);
-    if (!found.ok()) throw_reply(found, "reading the lock registry");
-    if (found.rows() == 1) return found.integer(0, 0);
-    Reply inserted = conn.query("INSERT INTO " + q +
-                                    ".locks (grp, name) VALUES ($1, $2::bytea) "
-                                    "ON CONFLICT (grp, name) DO NOTHING RETURNING id",
-                                params, limits);
-    if (!inserted.ok()) throw_reply(inserted, "adding " + key.joined() + " to the lock registry");
-    if (inserted.rows() == 1) return inserted.integer(0, 0);
+  const std::string sql = lock_id_sql(schema);
+  for (int attempt = 0; attempt < kLockIdAttempts; ++attempt) {
+    if (const auto id = lock_id_of(conn.query(sql, lock_id_params(key), limits), key)) return *id;
   }
-  throw Error(Errc::internal,
-              "postgres://: " + key.joined() + " is neither in the registry nor can it be added");
+  throw lock_id_missing(key);
+}
+
+Error lock_id_missing(const core::LockKey& key) {
+  return Error(Errc::internal,
+               "postgres://: " + key.joined() + " is neither in the registry nor can it be added");
+}
+
+std::string set_permits_sql(const std::string& schema) {
+  return "SELECT " + quoted(schema) + ".set_permits($1::bigint, $2::integer)";
+}
+
+std::vector<Param> set_permits_params(std::int64_t id, std::uint32_t permits) {
+  return {Param::text(std::to_string(id)), Param::text(std::to_string(permits))};
+}
+
+bool permits_set(const Reply& reply) {
+  if (!reply.ok()) throw_reply(reply, "opening a semaphore in the lock registry");
+  return reply.text(0, 0) == "t";
 }
 
 bool set_permits(PgConnection& conn, const std::string& schema, std::int64_t id,
                  std::uint32_t permits, const QueryLimits& limits) {
-  const Reply set =
-      conn.query("SELECT " + quoted(schema) + ".set_permits($1::bigint, $2::integer)",
-                 {Param::text(std::to_string(id)), Param::text(std::to_string(permits))}, limits);
-  if (!set.ok()) throw_reply(set, "opening a semaphore in the lock registry");
-  return set.text(0, 0) == "t";
+  return permits_set(conn.query(set_permits_sql(schema), set_permits_params(id, permits), limits));
 }
 
 }  // namespace warden::engines::postgres

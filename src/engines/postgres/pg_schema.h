@@ -38,10 +38,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/engine.h"
 #include "engines/postgres/pg_connection.h"
+#include "warden/error.h"
 
 namespace warden::engines::postgres {
 
@@ -57,6 +60,14 @@ void install(PgConnection& conn, const std::string& schema, const QueryLimits& l
 // against concurrent first uses. Throws Error like install.
 std::int64_t lock_id(PgConnection& conn, const std::string& schema, const core::LockKey& key,
                      const QueryLimits& limits);
+// lock_id's one statement and its parameters, for a caller that sends it itself: the
+// id, or nullopt when a concurrent first use raced it (ask again, up to kLockIdAttempts
+// times; then throw lock_id_missing). lock_id_of throws Error for an error reply.
+inline constexpr int kLockIdAttempts = 3;
+std::string lock_id_sql(const std::string& schema);
+std::vector<Param> lock_id_params(const core::LockKey& key);
+std::optional<std::int64_t> lock_id_of(const Reply& reply, const core::LockKey& key);
+Error lock_id_missing(const core::LockKey& key);
 
 // How a grant waits: not at all (a try), until lock_timeout, or for as long as it takes.
 enum class GrantWait { none, timed, forever };
@@ -84,6 +95,11 @@ GrantStatement grant_statement(const std::string& schema, bool shared, GrantWait
 // lock grants of it go the checked way.
 bool set_permits(PgConnection& conn, const std::string& schema, std::int64_t id,
                  std::uint32_t permits, const QueryLimits& limits);
+// set_permits's statement and parameters, and what its reply says (throws Error for an
+// error reply), for a caller that sends it itself.
+std::string set_permits_sql(const std::string& schema);
+std::vector<Param> set_permits_params(std::int64_t id, std::uint32_t permits);
+bool permits_set(const Reply& reply);
 
 // Semaphores need lock ids below this (their key block must stay below 2^63).
 inline constexpr std::int64_t kMaxSemaphoreLockId = std::int64_t{1} << 40;

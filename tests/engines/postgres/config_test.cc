@@ -26,8 +26,8 @@ std::string conninfo_value(const PgConfig& config, const std::string& key) {
 }
 
 TEST(PostgresConfig, ReadsEveryPart) {
-  const PgConfig config =
-      parse("postgres://alice:s%40cret@db.example:6543/orders?schema=locks_1&pool=3");
+  const PgConfig config = parse(
+      "postgres://alice:s%40cret@db.example:6543/orders?schema=locks_1&pool=3&wait_sessions=5");
   EXPECT_EQ(config.host, "db.example");
   EXPECT_EQ(config.port, 6543);
   EXPECT_EQ(config.user, "alice");
@@ -35,6 +35,7 @@ TEST(PostgresConfig, ReadsEveryPart) {
   EXPECT_EQ(config.database, "orders");
   EXPECT_EQ(config.schema, "locks_1");
   EXPECT_EQ(config.pool, 3u);
+  EXPECT_EQ(config.wait_sessions, 5u);
   EXPECT_EQ(conninfo_value(config, "dbname"), "orders");
   EXPECT_EQ(conninfo_value(config, "sslmode"), "disable");
   EXPECT_EQ(config.describe().find("s@cret"), std::string::npos) << "the password is never shown";
@@ -45,6 +46,7 @@ TEST(PostgresConfig, Defaults) {
   EXPECT_EQ(config.port, kDefaultPort);
   EXPECT_EQ(config.schema, "warden");
   EXPECT_EQ(config.pool, kDefaultPool);
+  EXPECT_EQ(config.wait_sessions, kDefaultWaitSessions);
   EXPECT_FALSE(config.user);
   EXPECT_FALSE(config.database);
   EXPECT_EQ(conninfo_value(config, "user"), "<absent>");
@@ -74,6 +76,8 @@ TEST(PostgresConfig, BadUrisAreRefusedBeforeConnecting) {
            "postgres://127.0.0.1/db?pool=-1",                         // pool out of range
            "postgres://127.0.0.1/db?pool=1001",                       //
            "postgres://127.0.0.1/db?pool=x",                          //
+           "postgres://127.0.0.1/db?wait_sessions=0",                 // wait_sessions out of range
+           "postgres://127.0.0.1/db?wait_sessions=10001",             //
            "postgres://127.0.0.1/db?ttl=5",                           // unknown parameter
            "postgres://127.0.0.1/db?ca=/x.pem",                       // ca without tls=1
        }) {

@@ -181,5 +181,34 @@ TEST(PostgresLease, APooledSessionKeepsItsTtlAndIsNeverReusedAfterTheServerEnded
   EXPECT_FALSE(third.lost());
 }
 
+// A try that finds the lock busy takes nothing, and its statement sets no idle timeout
+// on its session either (only a grant does). The next grant of that TTL on the pooled
+// session must set it: a holder that goes quiet must still lose its lock to the server.
+TEST(PostgresLease, AGrantOnTheSessionOfATryThatFoundTheLockBusyStillEndsByItsTtl) {
+  PostgresServer server;
+  Client holder = Client::open(server.uri(), unhurried_options());
+  // No watchdog: nothing renews the lease, as for a holder that is paused.
+  ClientOptions paused = unhurried_options();
+  paused.watchdog = false;
+  // The try's session is pooled, and the next grant takes it (the pool hands out the
+  // session given back last).
+  Client sleeper = Client::open(server.uri(), paused);
+  LockOptions options;
+  options.ttl = 5s;  // see HolderPausedPastItsTtl... for why not shorter
+  Lease busy = holder.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(busy);
+  EXPECT_FALSE(sleeper.lock("g", "x", options).acquire(Mode::exclusive, Wait::none()));
+  Lease quiet = sleeper.lock("g", "y", options).acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(quiet);
+  const std::string pid = holder_pid(server, "g", "y");
+  ASSERT_FALSE(pid.empty());
+  EXPECT_TRUE(eventually(
+      [&] {
+        return server.value("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == "0";
+      },
+      options.ttl + 10s))
+      << "the server kept a quiet holder's session: its grant set no idle timeout";
+}
+
 }  // namespace
 }  // namespace warden::testing
