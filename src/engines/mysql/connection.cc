@@ -1,5 +1,6 @@
 #include "engines/mysql/connection.h"
 
+#include <errmsg.h>
 #include <mysql.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -57,7 +58,16 @@ std::string hex_literal(std::string_view bytes) {
   return out;
 }
 
-Connection::Connection(const MysqlConfig& config) {
+Connection::Connection(const MysqlConfig& config) : Connection(config, Connect::later) {
+  if (mysql_real_connect(mysql_, config.host.c_str(), config.user.c_str(), config.password.c_str(),
+                         config.database.c_str(), config.port, nullptr,
+                         CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS) == nullptr) {
+    login_failed(config);
+  }
+  logged_in();
+}
+
+Connection::Connection(const MysqlConfig& config, Connect) {
   library_init();
   mysql_ = mysql_init(nullptr);
   if (mysql_ == nullptr) throw Error(Errc::resource_exhausted, "mysql: out of memory");
@@ -71,17 +81,46 @@ Connection::Connection(const MysqlConfig& config) {
   const my_bool no = 0;
   mysql_options(mysql_, MYSQL_OPT_RECONNECT, &no);
   mysql_options(mysql_, MYSQL_OPT_NONBLOCK, nullptr);
-  if (mysql_real_connect(mysql_, config.host.c_str(), config.user.c_str(), config.password.c_str(),
-                         config.database.c_str(), config.port, nullptr,
-                         CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS) == nullptr) {
-    const unsigned int code = mysql_errno(mysql_);
-    const std::string message = mysql_error(mysql_);
-    mysql_close(mysql_);
-    mysql_ = nullptr;
-    throw_mysql_error(code, message,
-                      "connect to " + config.host + ':' + std::to_string(config.port) + " as '" +
-                          config.user + "', database '" + config.database + "'");
-  }
+}
+
+std::unique_ptr<Connection> Connection::connecting(const MysqlConfig& config) {
+  std::unique_ptr<Connection> out(new Connection(config, Connect::later));
+  out->config_ = &config;
+  MYSQL* ret = nullptr;
+  const int status = mysql_real_connect_start(
+      &ret, out->mysql_, config.host.c_str(), config.user.c_str(), config.password.c_str(),
+      config.database.c_str(), config.port, nullptr, CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS);
+  out->wants_ = status;
+  if (status == 0) out->connected(ret);
+  return out;
+}
+
+bool Connection::connect_resume(int ready) {
+  MYSQL* ret = nullptr;
+  const int status = mysql_real_connect_cont(&ret, mysql_, ready);
+  wants_ = status;
+  if (status != 0) return false;
+  connected(ret);
+  return true;
+}
+
+void Connection::connected(st_mysql* ret) {
+  if (ret == nullptr) login_failed(*config_);
+  logged_in();
+}
+
+void Connection::login_failed(const MysqlConfig& config) {
+  const unsigned int code = mysql_errno(mysql_);
+  const std::string message = mysql_error(mysql_);
+  mysql_close(mysql_);
+  mysql_ = nullptr;
+  usable_ = false;
+  throw_mysql_error(code, message,
+                    "connect to " + config.host + ':' + std::to_string(config.port) + " as '" +
+                        config.user + "', database '" + config.database + "'");
+}
+
+void Connection::logged_in() {
   id_ = mysql_thread_id(mysql_);
   // A peer that vanished without a FIN (a dead host, a dropped NAT entry) is noticed by
   // the kernel within about 11 s, as on postgres://: a wait for ever on such a session
@@ -97,10 +136,36 @@ Connection::Connection(const MysqlConfig& config) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
+int Connection::socket() const { return mysql_ == nullptr ? -1 : mysql_get_socket(mysql_); }
+
+short Connection::poll_events() const {
+  short events = 0;
+  if (wants_ & MYSQL_WAIT_READ) events |= POLLIN;
+  if (wants_ & MYSQL_WAIT_WRITE) events |= POLLOUT;
+  if (wants_ & MYSQL_WAIT_EXCEPT) events |= POLLPRI;
+  return events;
+}
+
+int Connection::ready_from(short revents) {
+  int ready = 0;
+  if (revents & (POLLIN | POLLHUP | POLLERR)) ready |= MYSQL_WAIT_READ;
+  if (revents & (POLLOUT | POLLHUP | POLLERR)) ready |= MYSQL_WAIT_WRITE;
+  if (revents & POLLPRI) ready |= MYSQL_WAIT_EXCEPT;
+  return ready;
+}
+
+std::optional<std::chrono::milliseconds> Connection::library_pause() const {
+  const bool socket_wait = (wants_ & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT)) != 0;
+  if (socket_wait || !(wants_ & MYSQL_WAIT_TIMEOUT) || mysql_ == nullptr) return std::nullopt;
+  return std::chrono::milliseconds(mysql_get_timeout_value_ms(mysql_));
+}
+
 Connection::~Connection() { close(); }
 
 void Connection::close() {
   usable_ = false;
+  if (result_ != nullptr) mysql_free_result(result_);
+  result_ = nullptr;
   if (mysql_ != nullptr) {
     mysql_close(mysql_);
     mysql_ = nullptr;
@@ -132,69 +197,122 @@ std::vector<ResultSet> Connection::query(std::string_view sql, Clock::time_point
     waker_->drain();
     on_request.emplace(stop, std::function<void()>([this] { waker_->wake(); }));
   }
-  // Runs one async step to its end: waits for what libmariadb asks for, handles the
-  // stop wake-up and the deadline.
-  const auto drive = [&](int status, auto&& cont) {
-    while (status != 0) {
-      int ready = 0;
-      while (true) {
-        const int wake_fd = (on_request && !stopped) ? waker_->fd() : -1;
-        ready = wait_io(status, deadline, wake_fd);
-        if (ready != -1) break;
-        // The stop was requested: have the server end the statement, then wait for its
-        // reply a little longer.
-        stopped = true;
-        deadline = std::min(deadline, Clock::now() + grace);
-        if (on_stop) on_stop();
-      }
-      status = cont(ready);
+  // Each step waits for what libmariadb asks for, handling the stop wake-up and the
+  // deadline.
+  for (bool done = start(sql); !done;) {
+    const int wake_fd = (on_request && !stopped) ? waker_->fd() : -1;
+    const int ready = wait_io(wants_, deadline, wake_fd);
+    if (ready == -1) {
+      // The stop was requested: have the server end the statement, then wait for its
+      // reply a little longer.
+      stopped = true;
+      deadline = std::min(deadline, Clock::now() + grace);
+      if (on_stop) on_stop();
+      continue;
     }
-  };
-  const auto fail = [&](const char* step) {
-    const unsigned int code = mysql_errno(mysql_);
-    const std::string message = mysql_error(mysql_);
-    if (is_connection_error(code)) close();
-    throw_mysql_error(code, message, std::string(what) + (stopped ? " (cancelled)" : "") + step);
-  };
+    done = resume(ready);
+  }
+  return results(std::string(what) + (stopped ? " (cancelled)" : ""));
+}
 
-  // A statement that fails on the server leaves the session usable; anything else (a
-  // deadline, a lost connection) has closed it before the Error is thrown.
-  std::vector<ResultSet> sets;
-  {
-    int err = 0;
-    drive(mysql_real_query_start(&err, mysql_, sql.data(), sql.size()),
-          [&](int ready) { return mysql_real_query_cont(&err, mysql_, ready); });
-    if (err != 0) fail("");
-    while (true) {
-      MYSQL_RES* result = nullptr;
-      drive(mysql_store_result_start(&result, mysql_),
-            [&](int ready) { return mysql_store_result_cont(&result, mysql_, ready); });
-      if (result != nullptr) {
-        ResultSet set;
-        const unsigned int fields = mysql_num_fields(result);
-        while (MYSQL_ROW row = mysql_fetch_row(result)) {
-          const unsigned long* lengths = mysql_fetch_lengths(result);
-          Row out;
-          out.reserve(fields);
-          for (unsigned int i = 0; i < fields; ++i) {
-            out.push_back(row[i] == nullptr ? Field{} : Field{std::string(row[i], lengths[i])});
+bool Connection::start(std::string_view sql) {
+  if (!usable_ || mysql_ == nullptr) {
+    failed_ = true;
+    failure_code_ = CR_SERVER_LOST;
+    failure_ = "the session is closed";
+    return true;
+  }
+  sets_.clear();
+  failed_ = false;
+  phase_ = Phase::query;
+  query_error_ = 0;
+  return pump(mysql_real_query_start(&query_error_, mysql_, sql.data(), sql.size()));
+}
+
+bool Connection::resume(int ready) {
+  switch (phase_) {
+    case Phase::query:
+      return pump(mysql_real_query_cont(&query_error_, mysql_, ready));
+    case Phase::store:
+      return pump(mysql_store_result_cont(&result_, mysql_, ready));
+    case Phase::next:
+      return pump(mysql_next_result_cont(&more_, mysql_, ready));
+    case Phase::done:
+      return true;
+  }
+  return true;
+}
+
+bool Connection::pump(int status) {
+  // A statement that fails on the server leaves the session usable; a lost connection
+  // closes it (results() throws then).
+  const auto fail = [&] {
+    failed_ = true;
+    failure_code_ = mysql_errno(mysql_);
+    failure_ = mysql_error(mysql_);
+    if (is_connection_error(failure_code_)) close();
+    phase_ = Phase::done;
+    return true;
+  };
+  wants_ = 0;
+  while (true) {
+    if (status != 0) {
+      wants_ = status;
+      return false;
+    }
+    switch (phase_) {
+      case Phase::query:
+        if (query_error_ != 0) return fail();
+        phase_ = Phase::store;
+        result_ = nullptr;
+        status = mysql_store_result_start(&result_, mysql_);
+        break;
+      case Phase::store:
+        if (result_ != nullptr) {
+          ResultSet set;
+          const unsigned int fields = mysql_num_fields(result_);
+          while (MYSQL_ROW row = mysql_fetch_row(result_)) {
+            const unsigned long* lengths = mysql_fetch_lengths(result_);
+            Row out;
+            out.reserve(fields);
+            for (unsigned int i = 0; i < fields; ++i) {
+              out.push_back(row[i] == nullptr ? Field{} : Field{std::string(row[i], lengths[i])});
+            }
+            set.push_back(std::move(out));
           }
-          set.push_back(std::move(out));
+          mysql_free_result(result_);
+          result_ = nullptr;
+          sets_.push_back(std::move(set));
+        } else if (mysql_field_count(mysql_) != 0) {
+          return fail();
         }
-        mysql_free_result(result);
-        sets.push_back(std::move(set));
-      } else if (mysql_field_count(mysql_) != 0) {
-        fail("");
-      }
-      if (!mysql_more_results(mysql_)) break;
-      int more = 0;
-      drive(mysql_next_result_start(&more, mysql_),
-            [&](int ready) { return mysql_next_result_cont(&more, mysql_, ready); });
-      if (more > 0) fail("");
-      if (more < 0) break;
+        if (!mysql_more_results(mysql_)) {
+          phase_ = Phase::done;
+          return true;
+        }
+        phase_ = Phase::next;
+        more_ = 0;
+        status = mysql_next_result_start(&more_, mysql_);
+        break;
+      case Phase::next:
+        if (more_ > 0) return fail();
+        if (more_ < 0) {
+          phase_ = Phase::done;
+          return true;
+        }
+        phase_ = Phase::store;
+        result_ = nullptr;
+        status = mysql_store_result_start(&result_, mysql_);
+        break;
+      case Phase::done:
+        return true;
     }
   }
-  return sets;
+}
+
+std::vector<ResultSet> Connection::results(std::string_view what) {
+  if (failed_) throw_mysql_error(failure_code_, failure_, what);
+  return std::move(sets_);
 }
 
 int Connection::wait_io(int status, Clock::time_point deadline, int wake_fd) {
@@ -238,11 +356,7 @@ int Connection::wait_io(int status, Clock::time_point deadline, int wake_fd) {
       close();
       throw Error(Errc::deadline_exceeded, "mysql: no reply from the server in time");
     }
-    int ready = 0;
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) ready |= MYSQL_WAIT_READ;
-    if (fds[0].revents & (POLLOUT | POLLHUP | POLLERR)) ready |= MYSQL_WAIT_WRITE;
-    if (fds[0].revents & POLLPRI) ready |= MYSQL_WAIT_EXCEPT;
-    return ready;
+    return ready_from(fds[0].revents);
   }
 }
 

@@ -21,6 +21,7 @@
 #include "warden/types.h"
 
 struct st_mysql;
+struct st_mysql_res;
 
 namespace warden::engines::mysql {
 
@@ -80,6 +81,28 @@ class Connection {
   // Ends the session now (the server frees its locks once it sees the socket close).
   void close();
 
+  // For one thread that polls many sessions (mysql_waits.h). A session whose login goes
+  // on as connect_resume() is called; throws Error(resource_exhausted) without memory.
+  static std::unique_ptr<Connection> connecting(const MysqlConfig& config);
+  // Takes the login on once socket() is ready as poll_events() asked: true once logged
+  // in. Throws Error as the constructor does when the login fails (the session is closed).
+  bool connect_resume(int ready);
+  // A statement sent without waiting: start() sends it (`sql` must outlive it), resume()
+  // goes on once socket() is ready as poll_events() asked; each returns true once the
+  // statement's replies are all in, and results() then returns them or throws as query()
+  // does (`what` names the operation).
+  bool start(std::string_view sql);
+  bool resume(int ready);
+  std::vector<ResultSet> results(std::string_view what);
+  int socket() const;
+  short poll_events() const;  // poll()'s events for what libmariadb waits for
+  // libmariadb's readiness bits (MYSQL_WAIT_*) for poll()'s revents.
+  static int ready_from(short revents);
+  // When libmariadb asks to wait a while without the socket (a pause of its own): how
+  // long, after which resume(MYSQL_WAIT_TIMEOUT).
+  std::optional<std::chrono::milliseconds> library_pause() const;
+  static constexpr int kTimedOut = 8;  // MYSQL_WAIT_TIMEOUT
+
   // For an idle session: true if the server has spoken or hung up since its last reply
   // (it closed the session for idleness, was restarted, or KILLed it). Such a session is
   // gone; it must not be handed a statement, which could never be retried safely.
@@ -90,7 +113,28 @@ class Connection {
   // returns the events that happened for the next *_cont call.
   int wait_io(int status, Clock::time_point deadline, int wake_fd);
 
+  enum class Connect { later };
+  Connection(const MysqlConfig& config, Connect);  // set up, not connected
+  void connected(st_mysql* ret);
+  [[noreturn]] void login_failed(const MysqlConfig& config);
+  void logged_in();
+  // Goes on from a start/cont call that returned `status`, through the statement's
+  // result sets; true once they are all in.
+  bool pump(int status);
+
+  enum class Phase { query, store, next, done };
+
   st_mysql* mysql_ = nullptr;
+  const MysqlConfig* config_ = nullptr;  // connecting(): the caller's, for a failed login
+  int wants_ = 0;                        // MYSQL_WAIT_* of the step in progress
+  Phase phase_ = Phase::done;
+  int query_error_ = 0;
+  st_mysql_res* result_ = nullptr;
+  int more_ = 0;
+  std::vector<ResultSet> sets_;
+  bool failed_ = false;
+  unsigned int failure_code_ = 0;
+  std::string failure_;
   std::uint64_t id_ = 0;
   bool usable_ = true;
   std::chrono::seconds wait_timeout_{0};

@@ -15,6 +15,7 @@
 #include "core/recent_map.h"
 #include "engines/mysql/connection.h"
 #include "engines/mysql/mysql_config.h"
+#include "engines/mysql/mysql_waits.h"
 #include "engines/mysql/pool.h"
 #include "engines/mysql/query_killer.h"
 #include "engines/mysql/registry_schema.h"
@@ -29,6 +30,12 @@ using core::GrantRef;
 using core::Renewed;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+
+// Reads the sequence's stored bound and commits a write, which flushes the redo log up
+// to itself (make_durable).
+constexpr const char* kDurableSql =
+    "SELECT next_not_cached_value FROM warden_tokens; "
+    "INSERT INTO warden_token_sync (k, n) VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1";
 
 // GET_LOCK's timeout for a wait without a deadline: a year; a wait that outlasts it
 // asks again (and queues again at the tail).
@@ -87,6 +94,12 @@ class MysqlEngine final : public core::Engine {
   explicit MysqlEngine(MysqlConfig config)
       : pool_(std::move(config)), instance_(core::random_client_id()) {}
 
+  // The waits' thread goes first: it uses the pool, the killer and this engine until it
+  // has ended.
+  ~MysqlEngine() override {
+    if (waits_) waits_->stop();
+  }
+
   void install() {
     pool_.with([&](Connection& c) {
       install_registry(c, pool_.config());
@@ -109,38 +122,12 @@ class MysqlEngine final : public core::Engine {
   }
 
   std::optional<Granted> acquire(const AcquireRequest& request) override {
-    if (request.options.fairness == Fairness::non_fair) {
-      throw Error(Errc::unsupported,
-                  "mysql:// cannot barge: the server queues GET_LOCK waiters in order");
-    }
-    if (request.options.lock_delay.count() > 0) {
-      throw Error(Errc::unsupported, "mysql:// has no lock-delay");
-    }
+    refuse_unsupported(request);
     if (request.capacity > 0) return acquire_permits(request);
-    if (request.mode == Mode::shared) {
-      throw Error(Errc::unsupported, "mysql:// has no shared mode: GET_LOCK is exclusive only");
-    }
     const std::uint64_t id = lock_id(request.key);
     const std::string name = pool_.config().lock_prefix() + std::to_string(id);
-    // GET_LOCK, and only if it granted, the token and the token lock (registry_schema.h).
-    // The server shows the waiter in state "User lock" with this statement's text.
-    //
-    // A campaign's session first takes its leader mark "NAME/e<SESSION>" (its own: no
-    // other session ever asks for it), and its value is written right behind the grant,
-    // in the same round trip; a grant that did not happen drops the mark again. The mark
-    // is how status tells a leader whose row is not committed yet (read again) from a
-    // lock's holder (no value): mysql_inspect.cc.
     const auto statement = [&](const std::string& timeout) {
-      const std::string grant = "warden_grant('" + name + "', " + timeout + ")";
-      if (request.value.empty()) return "SELECT " + grant;
-      const std::string mark = "CONCAT('" + name + "/e', CONNECTION_ID())";
-      return "DO GET_LOCK(" + mark + ", 0); SELECT @warden_t := " + grant +
-             "; INSERT INTO warden_leaders (id, token, value) SELECT " + std::to_string(id) +
-             ", @warden_t, " + hex_literal(request.value) +
-             " FROM DUAL WHERE @warden_t BETWEEN 1 AND 9223372036854775807 "
-             "ON DUPLICATE KEY UPDATE token = VALUES(token), value = VALUES(value); "
-             "DO IF(@warden_t BETWEEN 1 AND 9223372036854775807, 0, RELEASE_LOCK(" +
-             mark + "))";
+      return grant_statement(request, id, timeout);
     };
     while (true) {
       auto attempt = run_grant(request, statement);
@@ -159,6 +146,24 @@ class MysqlEngine final : public core::Engine {
       return hold(request, std::move(*attempt), id, name, name, token, false);
     }
   }
+
+  // Locks and campaigns wait on the waits' thread (mysql_waits.h), with a session each
+  // but no thread; a semaphore's request still waits on a thread of its own (its N is
+  // settled by several round trips first).
+  void acquire_async(AcquireRequest request, AcquireDone done) override {
+    try {
+      refuse_unsupported(request);
+    } catch (const Error&) {
+      done(std::nullopt, std::current_exception());
+      return;
+    }
+    if (request.capacity > 0) {
+      Engine::acquire_async(std::move(request), std::move(done));
+      return;
+    }
+    waits().acquire(std::move(request), std::move(done));
+  }
+  bool waits_without_threads() const override { return true; }
 
   // k permits of a semaphore of N: warden_take (registry_schema.cc) behind the N the
   // backend keeps for it (settle_capacity).
@@ -348,6 +353,89 @@ class MysqlEngine final : public core::Engine {
   std::vector<LockSummary> list(std::string_view group) override { return list_on(pool_, group); }
 
  private:
+  static void refuse_unsupported(const AcquireRequest& request) {
+    if (request.options.fairness == Fairness::non_fair) {
+      throw Error(Errc::unsupported,
+                  "mysql:// cannot barge: the server queues GET_LOCK waiters in order");
+    }
+    if (request.options.lock_delay.count() > 0) {
+      throw Error(Errc::unsupported, "mysql:// has no lock-delay");
+    }
+    if (request.capacity == 0 && request.mode == Mode::shared) {
+      throw Error(Errc::unsupported, "mysql:// has no shared mode: GET_LOCK is exclusive only");
+    }
+  }
+
+  // GET_LOCK, and only if it granted, the token and the token lock (registry_schema.h).
+  // The server shows the waiter in state "User lock" with this statement's text.
+  //
+  // A campaign's session first takes its leader mark "NAME/e<SESSION>" (its own: no
+  // other session ever asks for it), and its value is written right behind the grant,
+  // in the same round trip; a grant that did not happen drops the mark again. The mark
+  // is how status tells a leader whose row is not committed yet (read again) from a
+  // lock's holder (no value): mysql_inspect.cc.
+  std::string grant_statement(const AcquireRequest& request, std::uint64_t id,
+                              const std::string& timeout) const {
+    const std::string name = pool_.config().lock_prefix() + std::to_string(id);
+    const std::string grant = "warden_grant('" + name + "', " + timeout + ")";
+    if (request.value.empty()) return "SELECT " + grant;
+    const std::string mark = "CONCAT('" + name + "/e', CONNECTION_ID())";
+    return "DO GET_LOCK(" + mark + ", 0); SELECT @warden_t := " + grant +
+           "; INSERT INTO warden_leaders (id, token, value) SELECT " + std::to_string(id) +
+           ", @warden_t, " + hex_literal(request.value) +
+           " FROM DUAL WHERE @warden_t BETWEEN 1 AND 9223372036854775807 "
+           "ON DUPLICATE KEY UPDATE token = VALUES(token), value = VALUES(value); "
+           "DO IF(@warden_t BETWEEN 1 AND 9223372036854775807, 0, RELEASE_LOCK(" +
+           mark + "))";
+  }
+
+  // The statement of a grant's round trip on a session whose idle limit is
+  // `session_idle`: it sets the TTL's first when that differs.
+  std::string grant_round_trip(const std::string& statement, std::chrono::seconds session_idle,
+                               std::chrono::seconds idle) const {
+    std::string sql;
+    if (session_idle != idle) sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
+    return sql + statement;
+  }
+
+  MysqlWaits& waits() {
+    std::call_once(waits_started_, [this] {
+      MysqlWaits::Host host;
+      host.pool = &pool_;
+      host.killer = &killer_;
+      host.known_id = [this](const core::LockKey& key) -> std::optional<std::uint64_t> {
+        std::lock_guard lock(mu_);
+        if (const auto id = ids_.find(key.joined())) return *id;
+        return std::nullopt;
+      };
+      host.learnt_id = [this](const core::LockKey& key, std::uint64_t id) {
+        std::lock_guard lock(mu_);
+        ids_.put(key.joined(), id);
+      };
+      host.grant_sql = [this](const AcquireRequest& request, std::uint64_t id,
+                              seconds session_idle) {
+        return grant_round_trip(grant_statement(request, id, get_lock_timeout(request.deadline)),
+                                session_idle, wait_timeout_for(request.options.ttl));
+      };
+      host.idle_for = &wait_timeout_for;
+      host.durable_sql = [this](std::uint64_t token) -> std::optional<std::string> {
+        if (token <= durable_.load()) return std::nullopt;
+        return std::string(kDurableSql);
+      };
+      host.durable_answer = [this](const std::vector<ResultSet>& sets, std::uint64_t token) {
+        durable_answer(sets, token);
+      };
+      host.hold = [this](const AcquireRequest& request, std::unique_ptr<Connection> connection,
+                         std::uint64_t id, std::uint64_t token, Clock::time_point send) {
+        const std::string name = pool_.config().lock_prefix() + std::to_string(id);
+        return keep(request, Attempt{std::move(connection), std::to_string(token), send}, id,
+                    name, name, token, false);
+      };
+      waits_ = MysqlWaits::start(std::move(host));
+    });
+    return *waits_;
+  }
+
   // The lock's registry id, created on first use; cached, since it never changes.
   std::uint64_t lock_id(const core::LockKey& key) {
     const std::string joined = key.joined();
@@ -390,11 +478,8 @@ class MysqlEngine final : public core::Engine {
     const auto send = Clock::now();
     // The session keeps the idle limit it was last given (pooled sessions too): it is
     // set again only for a grant of another TTL.
-    std::string sql;
-    if (connection->wait_timeout() != idle) {
-      sql = "SET SESSION wait_timeout = " + std::to_string(idle.count()) + "; ";
-    }
-    sql += statement(get_lock_timeout(request.deadline));
+    const std::string sql = grant_round_trip(statement(get_lock_timeout(request.deadline)),
+                                             connection->wait_timeout(), idle);
     // The reply is bounded by GET_LOCK's own timeout; op_timeout more for the round trip.
     const auto reply_by = request.deadline == Clock::time_point::max()
                               ? Clock::time_point::max()
@@ -469,6 +554,13 @@ class MysqlEngine final : public core::Engine {
       pool_.discard(std::move(attempt.connection));  // the grant ends untold
       throw;
     }
+    return keep(request, std::move(attempt), id, name, renew_name, token, semaphore);
+  }
+
+  // The grant of `token`, durable, on attempt's session: the engine's from now on.
+  Granted keep(const AcquireRequest& request, Attempt attempt, std::uint64_t id,
+               const std::string& name, const std::string& renew_name, std::uint64_t token,
+               bool semaphore) {
     auto held = std::make_shared<Held>();
     held->connection = std::move(attempt.connection);
     held->lock_name = name;
@@ -570,10 +662,13 @@ class MysqlEngine final : public core::Engine {
   // nothing below it. One extra round trip per kTokenCache tokens (and at the first grant).
   void make_durable(Connection& connection, std::uint64_t token) {
     if (token <= durable_.load()) return;
-    const auto sets = connection.query(
-        "SELECT next_not_cached_value FROM warden_tokens; "
-        "INSERT INTO warden_token_sync (k, n) VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1",
-        Clock::now() + pool_.config().op_timeout, "make tokens durable");
+    durable_answer(
+        connection.query(kDurableSql, Clock::now() + pool_.config().op_timeout,
+                         "make tokens durable"),
+        token);
+  }
+  // What kDurableSql's reply says for `token`: throws Error when it cannot vouch for it.
+  void durable_answer(const std::vector<ResultSet>& sets, std::uint64_t token) {
     if (sets.size() != 1 || sets[0].size() != 1 || sets[0][0].size() != 1) {
       throw Error(Errc::internal, "mysql: unexpected reply while making tokens durable");
     }
@@ -606,6 +701,8 @@ class MysqlEngine final : public core::Engine {
 
   Pool pool_;
   QueryKiller killer_{pool_};  // after pool_: stopped before the pool goes
+  std::once_flag waits_started_;
+  std::shared_ptr<MysqlWaits> waits_;  // stopped first in the destructor
   // Owners are this instance's random id and a count: renew and release act only on
   // grants in held_, whose sessions are the lease the server enforces.
   const std::string instance_;

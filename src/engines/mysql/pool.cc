@@ -9,37 +9,52 @@
 namespace warden::engines::mysql {
 
 std::unique_ptr<Connection> Pool::take(bool* reused) {
-  std::vector<std::unique_ptr<Connection>> expired;  // closed outside the lock
-  {
-    std::lock_guard lock(mu_);
-    const auto now = Clock::now();
-    while (!idle_.empty()) {
-      Idle idle = std::move(idle_.back());
-      idle_.pop_back();
-      if (idle.usable_until > now && !idle.connection->server_hung_up()) {
-        if (reused) *reused = true;
-        open_ -= expired.size();
-        return std::move(idle.connection);
-      }
-      expired.push_back(std::move(idle.connection));
-    }
-    open_ -= expired.size();
-    if (open_ >= config_.pool) {
-      throw Error(Errc::resource_exhausted,
-                  "mysql: all " + std::to_string(config_.pool) +
-                      " sessions of this client are in use (held locks and waits); raise "
-                      "?pool=N");
-    }
-    ++open_;
+  if (auto idle = take_idle()) {
+    if (reused) *reused = true;
+    return idle;
+  }
+  if (!reserve()) {
+    throw Error(Errc::resource_exhausted,
+                "mysql: all " + std::to_string(config_.pool) +
+                    " sessions of this client are in use (held locks and waits); raise "
+                    "?pool=N");
   }
   if (reused) *reused = false;
   try {
     return std::make_unique<Connection>(config_);
   } catch (...) {
-    std::lock_guard lock(mu_);
-    --open_;
+    unreserve();
     throw;
   }
+}
+
+std::unique_ptr<Connection> Pool::take_idle() {
+  std::vector<std::unique_ptr<Connection>> expired;  // closed outside the lock
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  while (!idle_.empty()) {
+    Idle idle = std::move(idle_.back());
+    idle_.pop_back();
+    if (idle.usable_until > now && !idle.connection->server_hung_up()) {
+      open_ -= expired.size();
+      return std::move(idle.connection);
+    }
+    expired.push_back(std::move(idle.connection));
+  }
+  open_ -= expired.size();
+  return nullptr;
+}
+
+bool Pool::reserve() {
+  std::lock_guard lock(mu_);
+  if (open_ >= config_.pool) return false;
+  ++open_;
+  return true;
+}
+
+void Pool::unreserve() {
+  std::lock_guard lock(mu_);
+  --open_;
 }
 
 void Pool::give_back(std::unique_ptr<Connection> connection, std::chrono::seconds idle_limit) {

@@ -34,6 +34,13 @@ class Pool {
   // Closes `connection` and frees its place.
   void discard(std::unique_ptr<Connection> connection);
 
+  // For the asynchronous waits, which never block on a login: an idle session (as take()
+  // hands out), or null; and a place for a new one, false when `pool` are open. A place
+  // taken is freed by discard() of its session, or by unreserve() if none was made.
+  std::unique_ptr<Connection> take_idle();
+  bool reserve();
+  void unreserve();
+
   // Runs `work` on a borrowed session and gives it back. An idle session that turns out
   // to be gone (the server restarted, or closed it) is replaced once by a new one; one
   // that got no answer in time is not (a frozen server answers a new one no sooner, and
