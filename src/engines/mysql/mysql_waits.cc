@@ -51,7 +51,7 @@ struct MysqlWaits::Wait {
   bool ready = false;                // has a session and its lock's id: may ask
   std::uint64_t lock_id = 0;
   std::uint64_t token = 0;
-  std::string sql;          // the statement in flight (libmariadb reads it as it sends)
+  std::string sql;           // the statement in flight (libmariadb reads it as it sends)
   Clock::time_point sent{};  // the grant's send: the lease counts from it
   Clock::time_point give_up_at = Clock::time_point::max();
   std::optional<Clock::time_point> pause_until;  // libmariadb's own pause
@@ -105,11 +105,11 @@ void MysqlWaits::turn() {
       // A try never queues: without a free session it fails as the blocking try does.
       if (!begin(it, now)) {
         tell(it, std::nullopt,
-             std::make_exception_ptr(Error(
-                 Errc::resource_exhausted,
-                 "mysql: all " + std::to_string(host_.pool->config().pool) +
-                     " sessions of this client are in use (held locks and waits); raise "
-                     "?pool=N")));
+             std::make_exception_ptr(
+                 Error(Errc::resource_exhausted,
+                       "mysql: all " + std::to_string(host_.pool->config().pool) +
+                           " sessions of this client are in use (held locks and waits); raise "
+                           "?pool=N")));
       }
     } else {
       queued_.push_back(id);
@@ -131,9 +131,9 @@ void MysqlWaits::turn() {
   std::vector<std::uint64_t> ids;
   for (const auto& [id, w] : waits_) {
     if (!w->conn || w->conn->socket() < 0 || w->pause_until) continue;
-    if (w->step == Wait::Step::queued || (w->ready && w->step != Wait::Step::asking &&
-                                          w->step != Wait::Step::withdrawing &&
-                                          w->step != Wait::Step::durable)) {
+    if (w->step == Wait::Step::queued ||
+        (w->ready && w->step != Wait::Step::asking && w->step != Wait::Step::withdrawing &&
+         w->step != Wait::Step::durable)) {
       continue;  // nothing in flight
     }
     fds.push_back({w->conn->socket(), w->conn->poll_events(), 0});
@@ -141,11 +141,11 @@ void MysqlWaits::turn() {
   }
   auto until = timers_.next();
   if (!queued_.empty()) until = std::min(until, Clock::now() + kSessionLook);
-  const int ms = until == Clock::time_point::max()
-                     ? -1
-                     : static_cast<int>(std::clamp<std::int64_t>(
-                           std::chrono::ceil<milliseconds>(until - Clock::now()).count(), 0,
-                           60'000));
+  const int ms =
+      until == Clock::time_point::max()
+          ? -1
+          : static_cast<int>(std::clamp<std::int64_t>(
+                std::chrono::ceil<milliseconds>(until - Clock::now()).count(), 0, 60'000));
   if (::poll(fds.data(), fds.size(), ms) <= 0) return;  // a timer, or EINTR: the next turn
   now = Clock::now();
   for (std::size_t i = 1; i < fds.size(); ++i) {
@@ -311,8 +311,8 @@ void MysqlWaits::answered(Waits::iterator it, Clock::time_point now) {
         return;
       }
       case Wait::Step::asking:
-        sets = w.conn->results("acquire " + w.request.key.joined() +
-                               (w.killed ? " (cancelled)" : ""));
+        sets =
+            w.conn->results("acquire " + w.request.key.joined() + (w.killed ? " (cancelled)" : ""));
         w.conn->set_wait_timeout(host_.idle_for(w.request.options.ttl));
         granted_answer(it, sets, now);
         return;
@@ -359,9 +359,9 @@ void MysqlWaits::granted_answer(Waits::iterator it, const std::vector<ResultSet>
   w.token = number(*got, "token");
   if (w.token == kIsSemaphore) {  // warden_grant released the lock again
     tell(it, std::nullopt,
-         std::make_exception_ptr(Error(Errc::invalid_argument,
-                                       "mysql: " + w.request.key.joined() +
-                                           " is a semaphore in use, not a lock")),
+         std::make_exception_ptr(
+             Error(Errc::invalid_argument,
+                   "mysql: " + w.request.key.joined() + " is a semaphore in use, not a lock")),
          true);
     return;
   }
@@ -408,17 +408,17 @@ void MysqlWaits::fire(Waits::iterator it, Clock::time_point now) {
     // No reply in time (a frozen or cut-off server): closing the session frees whatever
     // it took once the server sees it.
     w.conn->close();
-    const bool ended = w.step == Wait::Step::withdrawing ||
-                       (w.step == Wait::Step::asking &&
-                        (w.stop_requested || now >= w.request.deadline));
+    const bool ended =
+        w.step == Wait::Step::withdrawing ||
+        (w.step == Wait::Step::asking && (w.stop_requested || now >= w.request.deadline));
     if (ended) {
       tell(it, std::nullopt, nullptr);
     } else {
       tell(it, std::nullopt,
-           std::make_exception_ptr(Error(Errc::deadline_exceeded,
-                                         w.step == Wait::Step::connecting
-                                             ? "mysql: the login took longer than op_timeout"
-                                             : "mysql: no reply from the server in time")));
+           std::make_exception_ptr(
+               Error(Errc::deadline_exceeded, w.step == Wait::Step::connecting
+                                                  ? "mysql: the login took longer than op_timeout"
+                                                  : "mysql: no reply from the server in time")));
     }
     return;
   }
@@ -475,8 +475,7 @@ void MysqlWaits::schedule(Wait& w, Clock::time_point now) {
     }
   }
   timers_.set(w.timer, w.id,
-              at == Clock::time_point::max() ? std::nullopt
-                                             : std::optional<Clock::time_point>(at));
+              at == Clock::time_point::max() ? std::nullopt : std::optional<Clock::time_point>(at));
 }
 
 }  // namespace warden::engines::mysql
