@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <mutex>
 
@@ -44,6 +45,15 @@ void Waker::wake() const {
 void Waker::drain() const {
   std::uint64_t count = 0;
   (void)!::read(fd_, &count, sizeof count);
+}
+
+std::uint64_t to_u64(const Field& field, const char* what) {
+  std::uint64_t value = 0;
+  if (!field ||
+      std::from_chars(field->data(), field->data() + field->size(), value).ec != std::errc()) {
+    throw Error(Errc::internal, std::string("mysql: unexpected ") + what + " in the reply");
+  }
+  return value;
 }
 
 std::string hex_literal(std::string_view bytes) {

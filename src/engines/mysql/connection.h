@@ -141,6 +141,9 @@ class Connection {
   std::unique_ptr<Waker> waker_;  // made on the first cancellable statement
 };
 
+// A field that holds an unsigned number; Error(internal) naming `what` otherwise.
+std::uint64_t to_u64(const Field& field, const char* what);
+
 // X'…': any bytes as an SQL hex literal, so names need no escaping and no character
 // set ever reinterprets them.
 std::string hex_literal(std::string_view bytes);

@@ -41,15 +41,6 @@ constexpr const char* kDurableSql =
 // asks again (and queues again at the tail).
 constexpr std::int64_t kForeverSeconds = 365LL * 24 * 3600;
 
-std::uint64_t to_u64(const Field& field, const char* what) {
-  std::uint64_t value = 0;
-  if (!field ||
-      std::from_chars(field->data(), field->data() + field->size(), value).ec != std::errc()) {
-    throw Error(Errc::internal, std::string("mysql: unexpected ") + what + " in the reply");
-  }
-  return value;
-}
-
 // The server's idle limit for a session holding a lease of `ttl`: whole seconds,
 // rounded up (the server can only be later than the client's own deadline).
 seconds wait_timeout_for(milliseconds ttl) {

@@ -3,7 +3,6 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <charconv>
 #include <stop_token>
 #include <string>
 #include <utility>
@@ -24,15 +23,6 @@ constexpr milliseconds kSessionLook{50};
 // The single value of a statement's first result set, or nullptr.
 const Field* single(const std::vector<ResultSet>& sets) {
   return !sets.empty() && sets[0].size() == 1 && sets[0][0].size() == 1 ? &sets[0][0][0] : nullptr;
-}
-
-std::uint64_t number(const Field& field, const char* what) {
-  std::uint64_t value = 0;
-  if (!field ||
-      std::from_chars(field->data(), field->data() + field->size(), value).ec != std::errc()) {
-    throw Error(Errc::internal, std::string("mysql: unexpected ") + what + " in the reply");
-  }
-  return value;
 }
 
 }  // namespace
@@ -82,7 +72,7 @@ void MysqlWaits::stop() { inbox_.stop(); }
 void MysqlWaits::run() {
   while (!inbox_.stopping()) turn();
   queued_.clear();
-  unasked_.clear();
+  asks_.clear();
   timers_.clear();
   // The waits it tells close their sessions: the pool's count stays right, since the
   // engine (and its pool) ends with this thread's owner.
@@ -127,31 +117,22 @@ void MysqlWaits::turn() {
   admit(now);
   if (inbox_.stopping()) return;
 
-  std::vector<pollfd> fds{{inbox_.wake_fd(), POLLIN, 0}};
-  std::vector<std::uint64_t> ids;
-  for (const auto& [id, w] : waits_) {
-    if (!w->conn || w->conn->socket() < 0 || w->pause_until) continue;
-    if (w->step == Wait::Step::queued ||
-        (w->ready && w->step != Wait::Step::asking && w->step != Wait::Step::withdrawing &&
-         w->step != Wait::Step::durable)) {
-      continue;  // nothing in flight
-    }
-    fds.push_back({w->conn->socket(), w->conn->poll_events(), 0});
-    ids.push_back(id);
-  }
   auto until = timers_.next();
   if (!queued_.empty()) until = std::min(until, Clock::now() + kSessionLook);
-  const int ms =
-      until == Clock::time_point::max()
-          ? -1
-          : static_cast<int>(std::clamp<std::int64_t>(
-                std::chrono::ceil<milliseconds>(until - Clock::now()).count(), 0, 60'000));
-  if (::poll(fds.data(), fds.size(), ms) <= 0) return;  // a timer, or EINTR: the next turn
+  const auto ready = core::poll_sessions(
+      inbox_.wake_fd(), waits_,
+      [](const Wait& w) -> std::optional<pollfd> {
+        if (!w.conn || w.conn->socket() < 0 || w.pause_until) return std::nullopt;
+        const bool in_flight = !w.ready || w.step == Wait::Step::asking ||
+                               w.step == Wait::Step::withdrawing || w.step == Wait::Step::durable;
+        if (w.step == Wait::Step::queued || !in_flight) return std::nullopt;
+        return pollfd{w.conn->socket(), w.conn->poll_events(), 0};
+      },
+      until);
   now = Clock::now();
-  for (std::size_t i = 1; i < fds.size(); ++i) {
-    if (fds[i].revents == 0) continue;
-    const auto it = waits_.find(ids[i - 1]);
-    if (it != waits_.end()) progress(it, Connection::ready_from(fds[i].revents), now);
+  for (const auto& [id, revents] : ready) {
+    const auto it = waits_.find(id);
+    if (it != waits_.end()) progress(it, Connection::ready_from(revents), now);
     if (inbox_.stopping()) return;
   }
 }
@@ -188,7 +169,7 @@ bool MysqlWaits::begin(Waits::iterator it, Clock::time_point now) {
     tell(it, std::nullopt, std::current_exception());
     return true;
   }
-  unasked_.push_back(w.id);
+  asks_.began(w.id);
   w.step = Wait::Step::connecting;
   if (pooled || (w.conn->poll_events() == 0 && !w.conn->library_pause())) {  // logged in
     connected(it, now);
@@ -222,14 +203,12 @@ void MysqlWaits::ready(Wait& w, Clock::time_point now) {
 }
 
 void MysqlWaits::ask_in_order(Clock::time_point now) {
-  while (!unasked_.empty()) {
-    const auto it = waits_.find(unasked_.front());
-    if (it != waits_.end() && !it->second->ready) return;
-    unasked_.pop_front();
-    if (it == waits_.end()) continue;  // told already
-    ask(it, now);
-    if (inbox_.stopping()) return;
-  }
+  asks_.ask_ready(
+      waits_, [](const Wait& w) { return w.ready; },
+      [&](Waits::iterator it) {
+        ask(it, now);
+        return !inbox_.stopping();
+      });
 }
 
 void MysqlWaits::ask(Waits::iterator it, Clock::time_point now) {
@@ -304,7 +283,7 @@ void MysqlWaits::answered(Waits::iterator it, Clock::time_point now) {
           throw Error(Errc::internal,
                       "mysql: unexpected reply while registering " + w.request.key.joined());
         }
-        w.lock_id = number(*id, "lock id");
+        w.lock_id = to_u64(*id, "lock id");
         host_.learnt_id(w.request.key, w.lock_id);
         ready(w, now);
         ask_in_order(now);
@@ -356,7 +335,7 @@ void MysqlWaits::granted_answer(Waits::iterator it, const std::vector<ResultSet>
     tell(it, std::nullopt, nullptr, true);
     return;
   }
-  w.token = number(*got, "token");
+  w.token = to_u64(*got, "token");
   if (w.token == kIsSemaphore) {  // warden_grant released the lock again
     tell(it, std::nullopt,
          std::make_exception_ptr(

@@ -35,6 +35,7 @@
 
 #include "core/engine.h"
 #include "core/wait_inbox.h"
+#include "core/wait_sessions.h"
 #include "core/wait_timers.h"
 #include "engines/mysql/connection.h"
 #include "engines/mysql/pool.h"
@@ -118,7 +119,7 @@ class MysqlWaits : public std::enable_shared_from_this<MysqlWaits> {
   // The thread's own.
   Waits waits_;
   std::deque<std::uint64_t> queued_;   // waits without a session yet, in the order asked
-  std::deque<std::uint64_t> unasked_;  // waits with a session, not yet asked, in order
+  core::AskOrder asks_;                // waits with a session, not yet asked
   core::WaitTimers timers_;
 };
 

@@ -95,24 +95,16 @@ void PgWaits::turn() {
   admit(now);
   if (inbox_.stopping()) return;
 
-  std::vector<pollfd> fds{{inbox_.wake_fd(), POLLIN, 0}};
-  std::vector<std::uint64_t> ids;
-  for (const auto& [id, w] : waits_) {
-    if (!w->conn || w->conn->socket() < 0) continue;
-    fds.push_back({w->conn->socket(), w->conn->events(), 0});
-    ids.push_back(id);
-  }
-  const auto until = timers_.next();
-  const int ms =
-      until == Clock::time_point::max()
-          ? -1
-          : static_cast<int>(std::clamp<std::int64_t>(
-                std::chrono::ceil<milliseconds>(until - Clock::now()).count(), 0, 60'000));
-  if (::poll(fds.data(), fds.size(), ms) <= 0) return;  // a timer, or EINTR: the next turn
+  const auto ready = core::poll_sessions(
+      inbox_.wake_fd(), waits_,
+      [](const Wait& w) -> std::optional<pollfd> {
+        if (!w.conn || w.conn->socket() < 0) return std::nullopt;
+        return pollfd{w.conn->socket(), w.conn->events(), 0};
+      },
+      timers_.next());
   now = Clock::now();
-  for (std::size_t i = 1; i < fds.size(); ++i) {
-    if (fds[i].revents == 0) continue;
-    const auto it = waits_.find(ids[i - 1]);
+  for (const auto& [id, revents] : ready) {
+    const auto it = waits_.find(id);
     if (it != waits_.end()) progress(it, now);
     if (inbox_.stopping()) return;
   }
@@ -132,7 +124,7 @@ void PgWaits::begin(Waits::iterator it, Clock::time_point now) {
   Wait& w = *it->second;
   ++in_session_;
   w.step = Wait::Step::connecting;  // holds a session (slot) from here on
-  unasked_.push_back(w.id);
+  asks_.began(w.id);
   try {
     w.conn = host_.idle_session();
     if (w.conn) {
@@ -168,14 +160,12 @@ void PgWaits::ready(Wait& w, Clock::time_point now) {
 }
 
 void PgWaits::ask_in_order(Clock::time_point now) {
-  while (!unasked_.empty()) {
-    const auto it = waits_.find(unasked_.front());
-    if (it != waits_.end() && !it->second->ready) return;
-    unasked_.pop_front();
-    if (it == waits_.end()) continue;  // told already
-    ask(it, now);
-    if (inbox_.stopping()) return;
-  }
+  asks_.ask_ready(
+      waits_, [](const Wait& w) { return w.ready; },
+      [&](Waits::iterator it) {
+        ask(it, now);
+        return !inbox_.stopping();
+      });
 }
 
 void PgWaits::look_up(Wait& w, Clock::time_point now) {

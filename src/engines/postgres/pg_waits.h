@@ -35,6 +35,7 @@
 
 #include "core/engine.h"
 #include "core/wait_inbox.h"
+#include "core/wait_sessions.h"
 #include "core/wait_timers.h"
 #include "engines/postgres/pg_acquire.h"
 #include "engines/postgres/pg_config.h"
@@ -107,7 +108,7 @@ class PgWaits : public std::enable_shared_from_this<PgWaits> {
   // The thread's own.
   Waits waits_;
   std::deque<std::uint64_t> queued_;   // waits without a session yet, in the order asked
-  std::deque<std::uint64_t> unasked_;  // waits with a session, not yet asked, in order
+  core::AskOrder asks_;  // waits with a session, not yet asked
   std::size_t in_session_ = 0;         // waits holding a session
   core::WaitTimers timers_;
 };
