@@ -248,7 +248,17 @@ std::optional<Reply> PgConnection::reply_if_ready() {
         if (last != nullptr) PQclear(last);
         broken("the server closed the connection");
       }
-      return Reply(last);
+      Reply reply(last);
+      if (then_execute_ && reply.ok()) {  // prepared: the statement itself goes now
+        const Execute execute = std::move(*then_execute_);
+        then_execute_.reset();
+        prepared_.insert(execute.name);
+        send_execute(execute.name, execute.params);
+        flush_pending();
+        continue;
+      }
+      then_execute_.reset();  // a prepare that failed is the answer
+      return reply;
     }
     keep_result(pending_, result);
   }
@@ -266,6 +276,11 @@ Reply PgConnection::query_prepared(const std::string& name, const std::string& s
     if (!prepared.ok()) return prepared;
     prepared_.insert(name);
   }
+  send_execute(name, params);
+  return finish(limits);
+}
+
+void PgConnection::send_execute(const std::string& name, const std::vector<Param>& params) {
   std::vector<const char*> values;
   std::vector<int> lengths;
   std::vector<int> formats;
@@ -278,7 +293,19 @@ Reply PgConnection::query_prepared(const std::string& name, const std::string& s
                           lengths.data(), formats.data(), 0) == 0) {
     broken("sending a query failed");
   }
-  return finish(limits);
+}
+
+void PgConnection::send_prepared(const std::string& name, const std::string& sql,
+                                 const std::vector<Param>& params) {
+  if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
+  if (prepared_.contains(name)) {
+    send_execute(name, params);
+    return;
+  }
+  if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 0) {
+    broken("preparing a statement failed");
+  }
+  then_execute_.emplace(Execute{name, params});
 }
 
 Reply PgConnection::script(const std::string& sql, const QueryLimits& limits) {

@@ -97,6 +97,11 @@ class PgConnection {
   // Sends `sql` with `params` and returns at once. Throws Error(unavailable) when the
   // connection is broken (it is closed then).
   void send(const std::string& sql, const std::vector<Param>& params);
+  // Like send, for the statement prepared on this session as `name` (the first use
+  // prepares it: its execute is sent once the prepare is answered, and the reply read
+  // is the execute's, or the failed prepare's).
+  void send_prepared(const std::string& name, const std::string& sql,
+                     const std::vector<Param>& params);
   // Reads what arrived, without blocking: the reply once the statement's last result is
   // in, nullopt until then. Throws Error(unavailable) when the connection breaks.
   std::optional<Reply> reply_if_ready();
@@ -132,11 +137,17 @@ class PgConnection {
   void send_cancel();
 
   bool flush_pending();
+  void send_execute(const std::string& name, const std::vector<Param>& params);
+  struct Execute {
+    std::string name;
+    std::vector<Param> params;
+  };
   [[noreturn]] void login_failed();
 
   PGconn* conn_;
   bool wants_write_ = false;     // login or send: poll() for POLLOUT too
   PGresult* pending_ = nullptr;  // reply_if_ready(): the results read so far
+  std::optional<Execute> then_execute_;  // send_prepared(): sent once prepared
   std::shared_ptr<std::atomic<bool>> cancelling_ = std::make_shared<std::atomic<bool>>(false);
   int pid_;
   std::string describe_;  // start(): the server, for a failed login's message

@@ -196,14 +196,7 @@ class PgEngine final : public core::Engine {
   }
 
   void release(const GrantRef& grant) override {
-    const auto held = find(grant.owner);
-    if (!held) return;  // released already, or not a grant of this instance
-    std::unique_ptr<PgConnection> conn;
-    {
-      std::lock_guard lock(held->mu);
-      conn = std::move(held->conn);
-    }
-    forget(grant.owner);
+    auto conn = let_go(grant);
     if (!conn) return;
     try {
       const Reply reply = conn->query_prepared(kReleaseName, kReleaseSql, {}, op_limits());
@@ -219,6 +212,20 @@ class PgEngine final : public core::Engine {
       return;
     }
     conn->close();  // the reset failed: ending the session frees the locks
+  }
+
+  // On the waits' thread (pg_waits.h): the statement is sent there and its answer read
+  // when it comes, so a thread that releases many grants does not wait for each.
+  void release_async(const GrantRef& grant, ReleaseDone done) override {
+    auto conn = let_go(grant);
+    if (!conn) {
+      done(nullptr);
+      return;
+    }
+    waits().release(std::move(conn), std::move(done));
+  }
+  void settle_releases() override {
+    if (waits_) waits_->settle_releases();
   }
 
   bool check(const Sequencer& sequencer) override {
@@ -327,6 +334,20 @@ class PgEngine final : public core::Engine {
     lock.unlock();
     forget(grant.owner);
     return Renewed::lost();
+  }
+
+  // The session of `grant`, taken from its record, which is forgotten; null when this
+  // instance holds no such grant (released already, lost, or another instance's).
+  std::unique_ptr<PgConnection> let_go(const GrantRef& grant) {
+    const auto held = find(grant.owner);
+    if (!held) return nullptr;
+    std::unique_ptr<PgConnection> conn;
+    {
+      std::lock_guard lock(held->mu);
+      conn = std::move(held->conn);
+    }
+    forget(grant.owner);
+    return conn;
   }
 
   std::shared_ptr<Held> find(const std::string& owner) {

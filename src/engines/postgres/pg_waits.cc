@@ -18,7 +18,8 @@ struct PgWaits::Wait {
   Wait(core::AcquireRequest r, core::Engine::AcquireDone d)
       : request(std::move(r)), done(std::move(d)) {}
 
-  enum class Step { queued, connecting, looking_up, asking, confirming };
+  // `releasing`: not an acquire, a held grant's session being let go (release()).
+  enum class Step { queued, connecting, looking_up, asking, confirming, releasing };
 
   std::uint64_t id = 0;
   core::AcquireRequest request;
@@ -55,6 +56,24 @@ void PgWaits::acquire(core::AcquireRequest request, core::Engine::AcquireDone do
   inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(done)));
 }
 
+void PgWaits::release(std::unique_ptr<PgConnection> conn,
+                      std::function<void(std::exception_ptr)> done) {
+  releases_.begin();
+  auto wait = std::make_unique<Wait>(
+      core::AcquireRequest{},
+      [this, told = std::move(done)](std::optional<core::Granted>, std::exception_ptr error) {
+        // Then counted out: settle_releases() (a Client closing) returns only once its
+        // releases were told. This outlives the call: the thread holds it.
+        told(error);
+        releases_.end();
+      });
+  wait->step = Wait::Step::releasing;
+  wait->conn = std::move(conn);
+  inbox_.submit(std::move(wait));
+}
+
+void PgWaits::settle_releases() { releases_.wait_idle(); }
+
 void PgWaits::stop() { inbox_.stop(); }
 
 void PgWaits::run() {
@@ -76,6 +95,11 @@ void PgWaits::turn() {
   for (const std::uint64_t id : fresh) {
     const auto it = waits_.find(id);
     if (it == waits_.end()) continue;
+    if (it->second->step == Wait::Step::releasing) {
+      let_go(it, now);
+      if (inbox_.stopping()) return;
+      continue;
+    }
     it->second->terms = AcquireTerms::of(it->second->request, host_.config.op_timeout, now);
     if (!it->second->terms.wait) {
       begin(it, now);  // a try never queues
@@ -190,7 +214,12 @@ void PgWaits::ask(Waits::iterator it, Clock::time_point now) {
 }
 
 void PgWaits::send(Wait& w, const Statement& statement, Clock::time_point now) {
-  w.conn->send(*statement.sql, statement.params);  // throws with the session closed
+  // Throws with the session closed.
+  if (statement.name != nullptr) {
+    w.conn->send_prepared(*statement.name, *statement.sql, statement.params);
+  } else {
+    w.conn->send(*statement.sql, statement.params);
+  }
   w.statement_waits = statement.waits;
   w.give_up_at = statement.waits ? w.terms.limits.give_up_at : now + host_.config.op_timeout;
   w.last_cancel = Clock::time_point{};
@@ -210,7 +239,8 @@ void PgWaits::progress(Waits::iterator it, Clock::time_point now) {
     }
     reply = w.conn->reply_if_ready();
   } catch (const Error&) {  // the login failed, or the session broke: it is closed
-    tell(it, std::nullopt, std::current_exception());
+    // A release whose session broke is done: the session's end frees its locks.
+    tell(it, std::nullopt, w.step == Wait::Step::releasing ? nullptr : std::current_exception());
     return;
   }
   if (reply) answered(it, *reply, now);
@@ -264,6 +294,11 @@ void PgWaits::answered(Waits::iterator it, const Reply& reply, Clock::time_point
       case Wait::Step::confirming:
         if (!reply.ok()) throw_reply(reply, "confirming the grant of " + w.request.key.joined());
         tell(it, host_.keep(w.request, std::move(w.conn), *w.steps->token(), w.asked), nullptr);
+        return;
+      case Wait::Step::releasing:
+        // An error reply: the session is closed, which frees its locks all the same.
+        if (reply.ok()) host_.pool(std::move(w.conn));
+        tell(it, std::nullopt, nullptr);
         return;
       case Wait::Step::queued:
       case Wait::Step::connecting:
@@ -327,6 +362,17 @@ void PgWaits::stopped(std::uint64_t id, Clock::time_point now) {
     case Wait::Step::confirming:
       schedule(w, now);  // a waiting statement is cancelled at once; the others end soon
       return;
+    case Wait::Step::releasing:
+      return;
+  }
+}
+
+void PgWaits::let_go(Waits::iterator it, Clock::time_point now) {
+  static const std::string kRelease = "SELECT pg_advisory_unlock_all()";
+  try {
+    send(*it->second, Statement{nullptr, &kRelease, {}, false}, now);
+  } catch (const Error&) {
+    tell(it, std::nullopt, nullptr);  // the session is gone, and its locks with it
   }
 }
 
@@ -334,7 +380,7 @@ void PgWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
                    std::exception_ptr error) {
   Wait& w = *it->second;
   timers_.set(w.timer, w.id, std::nullopt);
-  if (w.step != Wait::Step::queued) --in_session_;
+  if (w.step != Wait::Step::queued && w.step != Wait::Step::releasing) --in_session_;
   core::tell_and_forget(waits_, it, std::move(granted), error);  // its session closes first
 }
 
