@@ -72,7 +72,11 @@ void PgWaits::release(std::unique_ptr<PgConnection> conn,
   inbox_.submit(std::move(wait));
 }
 
-void PgWaits::settle_releases() { releases_.wait_idle(); }
+void PgWaits::settle_releases() {
+  // On the thread itself (a Client closing from a callback it runs) the releases cannot
+  // be told until it goes on: waiting would never end.
+  if (!inbox_.on_thread()) releases_.wait_idle();
+}
 
 void PgWaits::stop() { inbox_.stop(); }
 
@@ -80,6 +84,16 @@ void PgWaits::run() {
   while (!inbox_.stopping()) turn();
   queued_.clear();
   timers_.clear();
+  if (inbox_.stopped_on_thread()) {
+    // The engine is being destroyed from a callback of this thread, with its Client,
+    // whose releases' callbacks refer to it: they are not told. Their sessions close,
+    // which frees their locks.
+    auto taken = inbox_.take();
+    core::WaitInbox<Wait>::admit(taken, waits_);
+    for (auto& [id, w] : waits_) {
+      if (w->step == Wait::Step::releasing) w->done = nullptr;
+    }
+  }
   inbox_.close(waits_);  // closes the sessions of the waits it tells
 }
 

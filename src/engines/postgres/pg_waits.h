@@ -79,7 +79,8 @@ class PgWaits : public std::enable_shared_from_this<PgWaits> {
   // the session ended (which frees them too), or Error(deadline_exceeded) after
   // op_timeout without an answer (the session is closed).
   void release(std::unique_ptr<PgConnection> conn, std::function<void(std::exception_ptr)> done);
-  // Returns once every release() begun has called its `done`.
+  // Returns once every release() begun has called its `done` (at once on the thread
+  // itself, which tells them).
   void settle_releases();
 
   // Ends the thread; waits for it unless called on it. Waits still pending are told

@@ -152,7 +152,9 @@ TEST(MysqlAsync, WaitsBeyondThePoolQueueInTheClientUntilASessionFrees) {
   EXPECT_EQ(c.calls(), 0);
 
   held[0].release();
-  ASSERT_TRUE(a.told_granted(kPatience));
+  ASSERT_TRUE(a.wait_for(kPatience));
+  ASSERT_TRUE(a.granted()) << "the first wait was not granted at the release";
+  std::this_thread::sleep_for(500ms);
   EXPECT_EQ(server.waiting_sessions("g", "c"), 0u) << "a held grant's session was taken";
   a.take().release();  // its session goes back to the pool: c may wait
   ASSERT_TRUE(waiting_reaches(server, "c", 1)) << "the queued wait never started";
