@@ -33,9 +33,8 @@ struct AcquireTerms {
                          Clock::time_point now);
 };
 
-// One statement of an acquire: prepared under `name` (when it has one) by the blocking
-// acquire, sent unprepared by the asynchronous waits (parameters as text, bytea in
-// binary, both ways).
+// One statement of an acquire, prepared on its session under `name` when it has one
+// (parameters as text, bytea in binary).
 struct Statement {
   const std::string* name;
   const std::string* sql;
