@@ -122,18 +122,11 @@ class WaitInbox {
     {
       std::lock_guard guard(mu_);
       stopping_ = true;
-      stopped_on_thread_ = on_thread();
     }
     wake();
     if (on_thread()) return;
     std::unique_lock lock(mu_);
     ended_.wait(lock, [&] { return ended_flag_; });
-  }
-  // true once stop() was called on the thread itself: its owner is being destroyed from
-  // a callback the thread runs, and what the owner's callbacks refer to may be gone.
-  bool stopped_on_thread() const {
-    std::lock_guard guard(mu_);
-    return stopped_on_thread_;
   }
   // true on the thread that takes from this inbox.
   bool on_thread() const { return std::this_thread::get_id() == thread_; }
@@ -222,7 +215,6 @@ class WaitInbox {
   mutable std::mutex mu_;
   std::condition_variable ended_;
   bool stopping_ = false;                       // guarded by mu_
-  bool stopped_on_thread_ = false;              // guarded by mu_
   bool ended_flag_ = false;                     // guarded by mu_: the thread closed
   std::vector<std::unique_ptr<Wait>> arrived_;  // guarded by mu_
   std::vector<std::uint64_t> cancelled_;        // guarded by mu_

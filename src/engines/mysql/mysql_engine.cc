@@ -287,35 +287,6 @@ class MysqlEngine final : public core::Engine {
     pool_.give_back(std::move(connection), idle);
   }
 
-  // On the waits' thread (mysql_waits.h): the statement is sent there and its answer read
-  // when it comes, so a thread that releases many grants does not wait for each. The
-  // grant's record is forgotten once the release is confirmed; after a failure it stays
-  // without a session, as after a blocking release that failed.
-  void release_async(const GrantRef& grant, ReleaseDone done) override {
-    const auto held = find(grant.owner);
-    if (!held) {
-      done(nullptr);  // not ours, or released already
-      return;
-    }
-    std::unique_ptr<Connection> connection;
-    {
-      std::lock_guard lock(held->mu);
-      connection = std::move(held->connection);
-    }
-    if (!connection) {  // the session was lost: release() says what that means now
-      Engine::release_async(grant, std::move(done));
-      return;
-    }
-    waits().release(std::move(connection), [this, owner = grant.owner, done = std::move(done)](
-                                               std::exception_ptr error) {
-      if (!error) forget(owner);
-      done(error);
-    });
-  }
-  void settle_releases() override {
-    if (waits_) waits_->settle_releases();
-  }
-
   bool proclaim(const GrantRef& grant, std::string_view value) override {
     const auto held = find(grant.owner);
     if (!held || held->semaphore) return false;

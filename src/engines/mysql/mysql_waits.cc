@@ -31,8 +31,7 @@ struct MysqlWaits::Wait {
   Wait(core::AcquireRequest r, core::Engine::AcquireDone d)
       : request(std::move(r)), done(std::move(d)) {}
 
-  // `releasing`: not an acquire, a held grant's session being let go (release()).
-  enum class Step { queued, connecting, registering, asking, withdrawing, durable, releasing };
+  enum class Step { queued, connecting, registering, asking, withdrawing, durable };
 
   std::uint64_t id = 0;
   core::AcquireRequest request;
@@ -68,28 +67,6 @@ void MysqlWaits::acquire(core::AcquireRequest request, core::Engine::AcquireDone
   inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(done)));
 }
 
-void MysqlWaits::release(std::unique_ptr<Connection> connection,
-                         std::function<void(std::exception_ptr)> done) {
-  releases_.begin();
-  auto wait = std::make_unique<Wait>(
-      core::AcquireRequest{},
-      [this, told = std::move(done)](std::optional<core::Granted>, std::exception_ptr error) {
-        // Then counted out: settle_releases() (a Client closing) returns only once its
-        // releases were told. This outlives the call: the thread holds it.
-        told(error);
-        releases_.end();
-      });
-  wait->step = Wait::Step::releasing;
-  wait->conn = std::move(connection);
-  inbox_.submit(std::move(wait));
-}
-
-void MysqlWaits::settle_releases() {
-  // On the thread itself (a Client closing from a callback it runs) the releases cannot
-  // be told until it goes on: waiting would never end.
-  if (!inbox_.on_thread()) releases_.wait_idle();
-}
-
 void MysqlWaits::stop() { inbox_.stop(); }
 
 void MysqlWaits::run() {
@@ -97,16 +74,6 @@ void MysqlWaits::run() {
   queued_.clear();
   asks_.clear();
   timers_.clear();
-  if (inbox_.stopped_on_thread()) {
-    // The engine is being destroyed from a callback of this thread, with its Client,
-    // whose releases' callbacks refer to it: they are not told. Their sessions close,
-    // which frees their locks.
-    auto taken = inbox_.take();
-    core::WaitInbox<Wait>::admit(taken, waits_);
-    for (auto& [id, w] : waits_) {
-      if (w->step == Wait::Step::releasing) w->done = nullptr;
-    }
-  }
   // The waits it tells close their sessions: the pool's count stays right, since the
   // engine (and its pool) ends with this thread's owner.
   inbox_.close(waits_);
@@ -124,13 +91,6 @@ void MysqlWaits::turn() {
   for (const std::uint64_t id : fresh) {
     const auto it = waits_.find(id);
     if (it == waits_.end()) continue;
-    if (it->second->step == Wait::Step::releasing) {
-      // Both locks of the grant (the session holds no others).
-      it->second->sql = "DO RELEASE_ALL_LOCKS()";
-      send(it, false, now);
-      if (inbox_.stopping()) return;
-      continue;
-    }
     if (it->second->request.deadline <= now) {
       // A try never queues: without a free session it fails as the blocking try does.
       if (!begin(it, now)) {
@@ -335,10 +295,6 @@ void MysqlWaits::answered(Waits::iterator it, Clock::time_point now) {
         w.conn->set_wait_timeout(host_.idle_for(w.request.options.ttl));
         granted_answer(it, sets, now);
         return;
-      case Wait::Step::releasing:
-        (void)w.conn->results("release");
-        tell(it, std::nullopt, nullptr, true);  // keeps the grant's idle limit
-        return;
       case Wait::Step::withdrawing:
         // Its reply means the killed statement has ended on the server too.
         (void)w.conn->results("withdraw a cancelled wait");
@@ -464,10 +420,7 @@ void MysqlWaits::stopped(std::uint64_t id, Clock::time_point now) {
     schedule(w, now);  // killed at once
     return;
   }
-  if (w.step == Wait::Step::withdrawing || w.step == Wait::Step::durable ||
-      w.step == Wait::Step::releasing) {
-    return;
-  }
+  if (w.step == Wait::Step::withdrawing || w.step == Wait::Step::durable) return;
   tell(it, std::nullopt, nullptr, w.ready);  // nothing asked: nothing taken
 }
 

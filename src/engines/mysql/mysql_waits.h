@@ -34,7 +34,6 @@
 #include <unordered_map>
 
 #include "core/engine.h"
-#include "core/in_flight.h"
 #include "core/wait_inbox.h"
 #include "core/wait_sessions.h"
 #include "core/wait_timers.h"
@@ -79,17 +78,6 @@ class MysqlWaits : public std::enable_shared_from_this<MysqlWaits> {
   // called once, on the thread.
   void acquire(core::AcquireRequest request, core::Engine::AcquireDone done);
 
-  // Engine::release_async's contract for a held grant's session, taken from its record:
-  // RELEASE_ALL_LOCKS on it, and the session back to the pool; `done` is called once, on
-  // the thread, with nullptr once the server answered, or with the Error a blocking
-  // release would throw (the session is closed then, which frees its locks once the
-  // server sees it).
-  void release(std::unique_ptr<Connection> connection,
-               std::function<void(std::exception_ptr)> done);
-  // Returns once every release() begun has called its `done` (at once on the thread
-  // itself, which tells them).
-  void settle_releases();
-
   // Ends the thread; waits for it unless called on it. Waits still pending are told
   // Error(unavailable) and their sessions closed; nothing is called after stop() returns.
   void stop();
@@ -126,7 +114,6 @@ class MysqlWaits : public std::enable_shared_from_this<MysqlWaits> {
   void schedule(Wait& w, Clock::time_point now);
 
   const Host host_;
-  core::InFlight releases_;      // release()s not yet told
   core::WaitInbox<Wait> inbox_;  // before the waits, whose stop callbacks use it
 
   // The thread's own.

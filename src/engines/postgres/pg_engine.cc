@@ -214,20 +214,6 @@ class PgEngine final : public core::Engine {
     conn->close();  // the reset failed: ending the session frees the locks
   }
 
-  // On the waits' thread (pg_waits.h): the statement is sent there and its answer read
-  // when it comes, so a thread that releases many grants does not wait for each.
-  void release_async(const GrantRef& grant, ReleaseDone done) override {
-    auto conn = let_go(grant);
-    if (!conn) {
-      done(nullptr);
-      return;
-    }
-    waits().release(std::move(conn), std::move(done));
-  }
-  void settle_releases() override {
-    if (waits_) waits_->settle_releases();
-  }
-
   bool check(const Sequencer& sequencer) override {
     const auto marker = -static_cast<std::int64_t>(sequencer.token);
     if (sequencer.token == 0 || sequencer.token > static_cast<std::uint64_t>(INT64_MAX)) {

@@ -18,8 +18,7 @@ struct PgWaits::Wait {
   Wait(core::AcquireRequest r, core::Engine::AcquireDone d)
       : request(std::move(r)), done(std::move(d)) {}
 
-  // `releasing`: not an acquire, a held grant's session being let go (release()).
-  enum class Step { queued, connecting, looking_up, asking, confirming, releasing };
+  enum class Step { queued, connecting, looking_up, asking, confirming };
 
   std::uint64_t id = 0;
   core::AcquireRequest request;
@@ -56,44 +55,13 @@ void PgWaits::acquire(core::AcquireRequest request, core::Engine::AcquireDone do
   inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(done)));
 }
 
-void PgWaits::release(std::unique_ptr<PgConnection> conn,
-                      std::function<void(std::exception_ptr)> done) {
-  releases_.begin();
-  auto wait = std::make_unique<Wait>(
-      core::AcquireRequest{},
-      [this, told = std::move(done)](std::optional<core::Granted>, std::exception_ptr error) {
-        // Then counted out: settle_releases() (a Client closing) returns only once its
-        // releases were told. This outlives the call: the thread holds it.
-        told(error);
-        releases_.end();
-      });
-  wait->step = Wait::Step::releasing;
-  wait->conn = std::move(conn);
-  inbox_.submit(std::move(wait));
-}
-
-void PgWaits::settle_releases() {
-  // On the thread itself (a Client closing from a callback it runs) the releases cannot
-  // be told until it goes on: waiting would never end.
-  if (!inbox_.on_thread()) releases_.wait_idle();
-}
-
 void PgWaits::stop() { inbox_.stop(); }
 
 void PgWaits::run() {
   while (!inbox_.stopping()) turn();
   queued_.clear();
+  asks_.clear();
   timers_.clear();
-  if (inbox_.stopped_on_thread()) {
-    // The engine is being destroyed from a callback of this thread, with its Client,
-    // whose releases' callbacks refer to it: they are not told. Their sessions close,
-    // which frees their locks.
-    auto taken = inbox_.take();
-    core::WaitInbox<Wait>::admit(taken, waits_);
-    for (auto& [id, w] : waits_) {
-      if (w->step == Wait::Step::releasing) w->done = nullptr;
-    }
-  }
   inbox_.close(waits_);  // closes the sessions of the waits it tells
 }
 
@@ -109,11 +77,6 @@ void PgWaits::turn() {
   for (const std::uint64_t id : fresh) {
     const auto it = waits_.find(id);
     if (it == waits_.end()) continue;
-    if (it->second->step == Wait::Step::releasing) {
-      let_go(it, now);
-      if (inbox_.stopping()) return;
-      continue;
-    }
     it->second->terms = AcquireTerms::of(it->second->request, host_.config.op_timeout, now);
     if (!it->second->terms.wait) {
       begin(it, now);  // a try never queues
@@ -253,8 +216,7 @@ void PgWaits::progress(Waits::iterator it, Clock::time_point now) {
     }
     reply = w.conn->reply_if_ready();
   } catch (const Error&) {  // the login failed, or the session broke: it is closed
-    // A release whose session broke is done: the session's end frees its locks.
-    tell(it, std::nullopt, w.step == Wait::Step::releasing ? nullptr : std::current_exception());
+    tell(it, std::nullopt, std::current_exception());
     return;
   }
   if (reply) answered(it, *reply, now);
@@ -308,11 +270,6 @@ void PgWaits::answered(Waits::iterator it, const Reply& reply, Clock::time_point
       case Wait::Step::confirming:
         if (!reply.ok()) throw_reply(reply, "confirming the grant of " + w.request.key.joined());
         tell(it, host_.keep(w.request, std::move(w.conn), *w.steps->token(), w.asked), nullptr);
-        return;
-      case Wait::Step::releasing:
-        // An error reply: the session is closed, which frees its locks all the same.
-        if (reply.ok()) host_.pool(std::move(w.conn));
-        tell(it, std::nullopt, nullptr);
         return;
       case Wait::Step::queued:
       case Wait::Step::connecting:
@@ -376,17 +333,6 @@ void PgWaits::stopped(std::uint64_t id, Clock::time_point now) {
     case Wait::Step::confirming:
       schedule(w, now);  // a waiting statement is cancelled at once; the others end soon
       return;
-    case Wait::Step::releasing:
-      return;
-  }
-}
-
-void PgWaits::let_go(Waits::iterator it, Clock::time_point now) {
-  static const std::string kRelease = "SELECT pg_advisory_unlock_all()";
-  try {
-    send(*it->second, Statement{nullptr, &kRelease, {}, false}, now);
-  } catch (const Error&) {
-    tell(it, std::nullopt, nullptr);  // the session is gone, and its locks with it
   }
 }
 
@@ -394,7 +340,7 @@ void PgWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
                    std::exception_ptr error) {
   Wait& w = *it->second;
   timers_.set(w.timer, w.id, std::nullopt);
-  if (w.step != Wait::Step::queued && w.step != Wait::Step::releasing) --in_session_;
+  if (w.step != Wait::Step::queued) --in_session_;
   core::tell_and_forget(waits_, it, std::move(granted), error);  // its session closes first
 }
 

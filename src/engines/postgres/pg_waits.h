@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "core/engine.h"
-#include "core/in_flight.h"
 #include "core/wait_inbox.h"
 #include "core/wait_sessions.h"
 #include "core/wait_timers.h"
@@ -73,16 +72,6 @@ class PgWaits : public std::enable_shared_from_this<PgWaits> {
   // Engine::acquire_async's contract: `done` is called once, on the thread.
   void acquire(core::AcquireRequest request, core::Engine::AcquireDone done);
 
-  // Engine::release_async's contract for a held grant's session, taken from its record:
-  // frees its locks on it (pg_advisory_unlock_all) and gives the session back to the
-  // engine's pool; `done` is called once, on the thread, with nullptr once the server answered or
-  // the session ended (which frees them too), or Error(deadline_exceeded) after
-  // op_timeout without an answer (the session is closed).
-  void release(std::unique_ptr<PgConnection> conn, std::function<void(std::exception_ptr)> done);
-  // Returns once every release() begun has called its `done` (at once on the thread
-  // itself, which tells them).
-  void settle_releases();
-
   // Ends the thread; waits for it unless called on it. Waits still pending are told
   // Error(unavailable) and their sessions closed; nothing is called after stop() returns.
   void stop();
@@ -111,13 +100,10 @@ class PgWaits : public std::enable_shared_from_this<PgWaits> {
   void answered(Waits::iterator it, const Reply& reply, Clock::time_point now);
   void fire(Waits::iterator it, Clock::time_point now);
   void stopped(std::uint64_t id, Clock::time_point now);
-  // Sends a release's statement on its session.
-  void let_go(Waits::iterator it, Clock::time_point now);
   void tell(Waits::iterator it, std::optional<core::Granted> granted, std::exception_ptr error);
   void schedule(Wait& w, Clock::time_point now);
 
   const Host host_;
-  core::InFlight releases_;      // release()s not yet told
   core::WaitInbox<Wait> inbox_;  // before the waits, whose stop callbacks use it
 
   // The thread's own.
