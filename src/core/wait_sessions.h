@@ -1,6 +1,7 @@
 // core/wait_sessions.h — for an engine whose asynchronous waits each wait on a server
 // session of their own, driven by one thread (postgres://'s and mysql://'s waits): the
-// order in which the waits ask, and the thread's one poll() over all of their sessions.
+// line of waits without a session, the order in which the waits ask, and the thread's one
+// poll() over all of their sessions.
 #pragma once
 
 #include <poll.h>
@@ -16,6 +17,34 @@
 #include "core/engine.h"
 
 namespace warden::core {
+
+// Waits without a session yet, in the order asked: each begins as soon as a session can
+// be had, and none begins before the waits asked earlier.
+class SessionLine {
+ public:
+  void join(std::uint64_t id) { line_.push_back(id); }
+  bool empty() const { return line_.empty(); }
+  void clear() { line_.clear(); }
+  // Begins the waits at the front, in order: `begin(it)` for the iterator of `waits`,
+  // false when no session can be had now (the line waits); `stopping()` true once the
+  // thread is ending. Waits told meanwhile (cancelled, run out) leave the line here.
+  template <class Waits, class Begin, class Stopping>
+  void admit(Waits& waits, Begin begin, Stopping stopping) {
+    while (!line_.empty()) {
+      const auto it = waits.find(line_.front());
+      if (it == waits.end()) {
+        line_.pop_front();
+        continue;
+      }
+      if (!begin(it)) return;
+      line_.pop_front();
+      if (stopping()) return;
+    }
+  }
+
+ private:
+  std::deque<std::uint64_t> line_;
+};
 
 // Waits log in side by side but ask in the order they began, so that waits asked in turn
 // reach the server's queue in that order: a wait asks once it is ready and every wait

@@ -71,7 +71,7 @@ void MysqlWaits::stop() { inbox_.stop(); }
 
 void MysqlWaits::run() {
   while (!inbox_.stopping()) turn();
-  queued_.clear();
+  line_.clear();
   asks_.clear();
   timers_.clear();
   // The waits it tells close their sessions: the pool's count stays right, since the
@@ -102,7 +102,7 @@ void MysqlWaits::turn() {
                            "?pool=N")));
       }
     } else {
-      queued_.push_back(id);
+      line_.join(id);
       schedule(*it->second, now);
     }
     if (inbox_.stopping()) return;
@@ -118,7 +118,7 @@ void MysqlWaits::turn() {
   if (inbox_.stopping()) return;
 
   auto until = timers_.next();
-  if (!queued_.empty()) until = std::min(until, Clock::now() + kSessionLook);
+  if (!line_.empty()) until = std::min(until, Clock::now() + kSessionLook);
   const auto ready = core::poll_sessions(
       inbox_.wake_fd(), waits_,
       [](const Wait& w) -> std::optional<pollfd> {
@@ -138,16 +138,9 @@ void MysqlWaits::turn() {
 }
 
 void MysqlWaits::admit(Clock::time_point now) {
-  while (!queued_.empty()) {
-    const auto it = waits_.find(queued_.front());
-    if (it == waits_.end()) {  // told already (cancelled, run out)
-      queued_.pop_front();
-      continue;
-    }
-    if (!begin(it, now)) return;  // no session free: the line waits
-    queued_.pop_front();
-    if (inbox_.stopping()) return;
-  }
+  line_.admit(
+      waits_, [&](Waits::iterator it) { return begin(it, now); },
+      [&] { return inbox_.stopping(); });
 }
 
 bool MysqlWaits::begin(Waits::iterator it, Clock::time_point now) {

@@ -26,7 +26,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -118,8 +117,8 @@ class MysqlWaits : public std::enable_shared_from_this<MysqlWaits> {
 
   // The thread's own.
   Waits waits_;
-  std::deque<std::uint64_t> queued_;   // waits without a session yet, in the order asked
-  core::AskOrder asks_;                // waits with a session, not yet asked
+  core::SessionLine line_;  // waits without a session yet
+  core::AskOrder asks_;     // waits with a session, not yet asked
   core::WaitTimers timers_;
 };
 

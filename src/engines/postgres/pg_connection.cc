@@ -167,6 +167,7 @@ PgConnection::~PgConnection() { close(); }
 void PgConnection::close() {
   if (pending_ != nullptr) PQclear(pending_);
   pending_ = nullptr;
+  then_execute_.reset();
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
 }

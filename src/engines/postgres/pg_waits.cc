@@ -59,7 +59,7 @@ void PgWaits::stop() { inbox_.stop(); }
 
 void PgWaits::run() {
   while (!inbox_.stopping()) turn();
-  queued_.clear();
+  line_.clear();
   asks_.clear();
   timers_.clear();
   inbox_.close(waits_);  // closes the sessions of the waits it tells
@@ -81,7 +81,7 @@ void PgWaits::turn() {
     if (!it->second->terms.wait) {
       begin(it, now);  // a try never queues
     } else {
-      queued_.push_back(id);
+      line_.join(id);
       schedule(*it->second, now);
     }
     if (inbox_.stopping()) return;
@@ -112,13 +112,14 @@ void PgWaits::turn() {
 }
 
 void PgWaits::admit(Clock::time_point now) {
-  while (in_session_ < host_.sessions && !queued_.empty()) {
-    const auto it = waits_.find(queued_.front());
-    queued_.pop_front();
-    if (it == waits_.end()) continue;  // told already (cancelled, run out)
-    begin(it, now);
-    if (inbox_.stopping()) return;
-  }
+  line_.admit(
+      waits_,
+      [&](Waits::iterator it) {
+        if (in_session_ >= host_.sessions) return false;
+        begin(it, now);
+        return true;
+      },
+      [&] { return inbox_.stopping(); });
 }
 
 void PgWaits::begin(Waits::iterator it, Clock::time_point now) {

@@ -27,7 +27,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -108,9 +107,9 @@ class PgWaits : public std::enable_shared_from_this<PgWaits> {
 
   // The thread's own.
   Waits waits_;
-  std::deque<std::uint64_t> queued_;   // waits without a session yet, in the order asked
-  core::AskOrder asks_;  // waits with a session, not yet asked
-  std::size_t in_session_ = 0;         // waits holding a session
+  core::SessionLine line_;      // waits without a session yet
+  core::AskOrder asks_;         // waits with a session, not yet asked
+  std::size_t in_session_ = 0;  // waits holding a session
   core::WaitTimers timers_;
 };
 

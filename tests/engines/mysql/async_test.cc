@@ -184,5 +184,40 @@ TEST(MysqlAsync, AServerKilledUnderWaitsTellsEachAnErrorOnce) {
   EXPECT_EQ(second.calls(), 1);
 }
 
+// The server frozen (SIGSTOP) under waits: one on the pooled session (its first
+// statement is never answered), one that must log in anew (never answered either). Each is
+// told an error by its bound (op_timeout), not left hanging, and a wait cancelled
+// meanwhile is told at once; once the server thaws, the Client acquires again.
+TEST(MysqlAsync, WaitsOnAFrozenServerAreToldByTheirBound) {
+  AsyncOutcome pooled, fresh, cancelled, after;  // before the Client, whose waits tell them
+  MariaDbServer server;
+  ClientOptions options;
+  options.op_timeout = 3000ms;
+  Client client = Client::open(server.uri(), options);  // leaves one idle session
+  server.pause();
+  const auto asked = Clock::now();
+  AcquireHandle a = client.lock("g", "a").acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline),
+                                                        pooled.callback());
+  AcquireHandle b = client.lock("g", "b").acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline),
+                                                        fresh.callback());
+  AcquireHandle c = client.lock("g", "c").acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline),
+                                                        cancelled.callback());
+  c.cancel();
+  ASSERT_TRUE(cancelled.wait_for(kPatience)) << "a wait cancelled on a frozen server";
+  EXPECT_FALSE(cancelled.granted());
+  EXPECT_EQ(cancelled.error(), nullptr);
+  ASSERT_TRUE(pooled.wait_for(options.op_timeout + kPatience)) << "never given up";
+  ASSERT_TRUE(fresh.wait_for(options.op_timeout + kPatience)) << "the login was never given up";
+  const auto told_after = Clock::now() - asked;
+  server.resume();
+  EXPECT_EQ(pooled.error_code(), Errc::deadline_exceeded);
+  EXPECT_EQ(fresh.error_code(), Errc::deadline_exceeded);
+  EXPECT_LT(told_after, kLongDeadline) << "told by the waits' deadline, not by op_timeout";
+  EXPECT_EQ(pooled.calls() + fresh.calls(), 2);
+  AcquireHandle d = client.lock("g", "a").acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline),
+                                                        after.callback());
+  EXPECT_TRUE(after.told_granted(kPatience)) << "the Client did not recover after the thaw";
+}
+
 }  // namespace
 }  // namespace warden::testing

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,38 @@ TEST(PgAsync, AServerKilledUnderWaitsTellsEachAnErrorOnce) {
   EXPECT_TRUE(second.told_error(Errc::unavailable, kPatience));
   EXPECT_EQ(first.calls(), 1);
   EXPECT_EQ(second.calls(), 1);
+}
+
+// The postmaster frozen (SIGSTOP) under a Client that keeps no idle session (pool=0): a
+// wait must log in, which the server never answers. It is told an error by its bound
+// (op_timeout), not left hanging, and a wait cancelled meanwhile is told at once; once the
+// server thaws, the Client acquires again.
+TEST(PgAsync, AWaitWhoseLoginMeetsAFrozenServerIsToldByItsBound) {
+  AsyncOutcome frozen, cancelled, after;  // before the Client, whose waits tell them
+  PostgresServer server;
+  const ClientOptions options = quick_options(3000ms);
+  Client client = Client::open(server.uri("?pool=0"), options);
+  Lock lock = client.lock("g", "x");
+  server.process().signal(SIGSTOP);
+  const auto asked = Clock::now();
+  AcquireHandle a =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), frozen.callback());
+  AcquireHandle b =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), cancelled.callback());
+  b.cancel();
+  ASSERT_TRUE(cancelled.wait_for(kPatience)) << "a wait cancelled during its login";
+  EXPECT_FALSE(cancelled.granted());
+  EXPECT_EQ(cancelled.error(), nullptr);
+  ASSERT_TRUE(frozen.wait_for(options.op_timeout + kPatience)) << "the login was never given up";
+  const auto told_after = Clock::now() - asked;
+  server.process().signal(SIGCONT);
+  EXPECT_FALSE(frozen.granted());
+  EXPECT_EQ(frozen.error_code(), Errc::deadline_exceeded);
+  EXPECT_LT(told_after, kLongDeadline) << "told by the wait's deadline, not by op_timeout";
+  EXPECT_EQ(frozen.calls(), 1);
+  AcquireHandle c =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), after.callback());
+  EXPECT_TRUE(after.told_granted(kPatience)) << "the Client did not recover after the thaw";
 }
 
 }  // namespace
