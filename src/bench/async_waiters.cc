@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -59,6 +60,31 @@ long long status_field(const std::string& name) {
 long long heap_in_use() {
   const struct mallinfo2 info = mallinfo2();
   return static_cast<long long>(info.uordblks + info.hblkhd);
+}
+
+// The heap in use once `n` waits have settled: read every 100 ms until three readings in a
+// row move by less than 8 bytes a wait (up to 5 s; `settled` says whether they did).
+// A backend's listing may show every wait queued while the calls that follow (a look, a
+// watch) are still under way or queued in the client, each holding its request and
+// the RPC library's buffers for a moment: that is the cost of asking, not of waiting.
+long long settled_heap(std::uint64_t n, double& seconds, bool& settled) {
+  const auto began = Clock::now();
+  const long long still = static_cast<long long>(8 * n);
+  long long last = heap_in_use();
+  int quiet = 0;
+  settled = false;
+  while (Clock::now() - began < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const long long now = heap_in_use();
+    quiet = std::llabs(now - last) < still ? quiet + 1 : 0;
+    last = now;
+    if (quiet == 3) {
+      settled = true;
+      break;
+    }
+  }
+  seconds = seconds_since(began);
+  return last;
 }
 
 // Counts callbacks; wakes a waiter when `expected` have been told.
@@ -160,6 +186,7 @@ void spread(const std::string& url, std::uint64_t n, AsyncWaitersResult& r) {
   r.threads_waiting = status_field("Threads");
   r.rss_waiting_bytes = status_field("VmRSS") * 1024;
   r.heap_waiting_bytes = heap_in_use();
+  r.heap_settled_bytes = settled_heap(n, r.settle_seconds, r.heap_settled);
   const auto released = Clock::now();
   for (Lease& lease : held) lease.release();
   await_all(tally, n, "spread");

@@ -29,7 +29,10 @@ struct AsyncWaitersResult {
   long long rss_before_bytes = 0;
   long long rss_waiting_bytes = 0;
   long long heap_before_bytes = 0;   // malloc's bytes in use (mallinfo2)
-  long long heap_waiting_bytes = 0;
+  long long heap_waiting_bytes = 0;  // as the queue shows them all
+  long long heap_settled_bytes = 0;  // once their calls under way are answered
+  bool heap_settled = false;         // ... within 5 s
+  double settle_seconds = 0;
   double queue_seconds = 0;  // asked → all shown queued
   double grant_seconds = 0;  // holder released → every callback granted
   std::uint64_t granted = 0;

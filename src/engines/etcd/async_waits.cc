@@ -348,10 +348,9 @@ void AsyncWaits::watch(Wait& w, const std::string& key, const std::string& range
   w.step = Wait::Step::watching;
   w.watched = range_end.empty() ? key : std::string();
   const std::uint64_t id = w.id;
-  std::weak_ptr<AsyncWaits> weak = weak_from_this();
-  w.watch = hub_->watch_delete(key, range_end, revision + 1, [weak, id] {
-    if (const auto self = weak.lock()) self->inbox_.notify(id);
-  });
+  // `this` outlives the hub, its member, which calls no `fired` once gone: a capture
+  // that small is kept inside the std::function, not on the heap, for every watch.
+  w.watch = hub_->watch_delete(key, range_end, revision + 1, [this, id] { inbox_.notify(id); });
   schedule(w, std::min(w.request.deadline, now + poll_delay(w)));
 }
 

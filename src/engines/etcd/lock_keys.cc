@@ -43,11 +43,9 @@ LockKeys LockKeys::of(const std::string& prefix, const std::string& group, const
                       name.substr(0, name.find('/')) + " (use layout=warden, which escapes it)");
     }
     keys.lock = group_scope(prefix, group) + name + '/';
-    keys.writers = keys.lock;
     return keys;
   }
   keys.lock = group_scope(prefix, group) + escape_name(name) + '/';
-  keys.writers = keys.lock + "w/";
   return keys;
 }
 

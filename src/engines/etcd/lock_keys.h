@@ -41,8 +41,7 @@ enum class Layout { warden, concurrency };
 
 struct LockKeys {
   Layout layout = Layout::warden;
-  std::string lock;     // "PREFIX/GROUP/NAME'/": every request of the lock
-  std::string writers;  // "PREFIX/GROUP/NAME'/w/": the exclusive requests (concurrency: = lock)
+  std::string lock;  // "PREFIX/GROUP/NAME'/": every request of the lock
 
   // Throws Error(invalid_argument) for a name the layout cannot hold (concurrency: '/').
   static LockKeys of(const std::string& prefix, const std::string& group, const std::string& name,
@@ -56,7 +55,11 @@ struct LockKeys {
   std::string permits_request(const std::string& id) const { return lock + "p/" + id; }
   // The keys a request in `mode` waits for (all earlier ones of these): a writer waits
   // for every earlier request, a reader only for earlier writers.
-  const std::string& blockers(Mode mode) const { return mode == Mode::exclusive ? lock : writers; }
+  // The exclusive requests are "PREFIX/GROUP/NAME'/w/" (concurrency: every request), made
+  // when asked for: a waiting request keeps only `lock`.
+  std::string blockers(Mode mode) const {
+    return mode == Mode::exclusive || layout == Layout::concurrency ? lock : lock + "w/";
+  }
 };
 
 // The range of a group's locks: "PREFIX/GROUP/" ("GROUP/" with no prefix).

@@ -47,12 +47,12 @@ struct AsyncWaits::Wait {
     awaiting_session,  // the session expired: looking for the next every kReconnectLook
   };
 
-  Wait(core::AcquireRequest r, LockNodes n, core::Engine::AcquireDone d, const RetryPolicy& retry)
-      : request(std::move(r)), nodes(std::move(n)), done(std::move(d)), poll(retry) {}
+  Wait(core::AcquireRequest r, std::string l, core::Engine::AcquireDone d, const RetryPolicy& retry)
+      : request(std::move(r)), lock(std::move(l)), done(std::move(d)), poll(retry) {}
 
   std::uint64_t id = 0;
   core::AcquireRequest request;
-  LockNodes nodes;
+  std::string lock;  // its lock's node (LockNodes::lock; the rest is made when needed)
   core::Engine::AcquireDone done;
   resp_client::Backoff poll;
 
@@ -61,14 +61,13 @@ struct AsyncWaits::Wait {
   Step step = Step::creating;
   std::uint64_t call = 0;            // the number of the latest call; older answers are dropped
   Clock::time_point called_at;       // when it was sent
-  std::optional<CreateResult> made;  // the create's answer, until the listing's comes
   int parents_left = 0;
   int parents_rc = ZOK;
   int parent_rounds = 0;
 
-  // The request node, once created.
+  // The request node's path, once created (empty before). Its parsed name is not kept:
+  // with thousands waiting, every string a wait keeps counts (own_node()).
   std::string path;
-  std::optional<RequestNode> own;
   std::int64_t czxid = 0;
   Clock::time_point listed_at;
   // The last listing's fingerprint, which a semaphore's watch compares: not the listing
@@ -86,6 +85,16 @@ struct AsyncWaits::Wait {
   std::optional<std::stop_callback<std::function<void()>>> on_stop;
 };
 
+namespace {
+
+// The wait's request node, parsed from its path; nullopt before it is created.
+std::optional<RequestNode> own_node(const std::string& path, Layout layout) {
+  if (path.empty()) return std::nullopt;
+  return parse_request(path.substr(path.rfind('/') + 1), layout);
+}
+
+}  // namespace
+
 std::shared_ptr<AsyncWaits> AsyncWaits::start(Host& host, const ZkConfig& config,
                                               std::string client_id) {
   std::shared_ptr<AsyncWaits> waits(new AsyncWaits(host, config, std::move(client_id)));
@@ -100,19 +109,22 @@ AsyncWaits::AsyncWaits(Host& host, const ZkConfig& config, std::string client_id
 
 AsyncWaits::~AsyncWaits() = default;
 
+LockNodes AsyncWaits::nodes_of(const Wait& w) const {
+  return LockNodes::of(config_.layout, config_.prefix, w.request.key.group, w.request.key.name);
+}
+
 void AsyncWaits::acquire(core::AcquireRequest request, LockNodes nodes,
                          core::Engine::AcquireDone done) {
   inbox_.submit(
-      std::make_unique<Wait>(std::move(request), std::move(nodes), std::move(done), config_.retry));
+      std::make_unique<Wait>(std::move(request), std::move(nodes.lock), std::move(done), config_.retry));
 }
 
 void AsyncWaits::on_node_event(const std::string& path) {
   std::vector<std::uint64_t> ids;
   {
     std::lock_guard lock(mu_);
-    const auto it = watchers_.find(path);
-    if (it == watchers_.end()) return;
-    ids.assign(it->second.begin(), it->second.end());
+    const auto [first, last] = watchers_.equal_range(path);
+    for (auto it = first; it != last; ++it) ids.push_back(it->second);
   }
   for (const std::uint64_t id : ids) inbox_.notify(id);
 }
@@ -205,7 +217,6 @@ void AsyncWaits::requeue(Waits::iterator it, Clock::time_point now, bool first) 
     return;
   }
   unwatch(w);
-  w.own.reset();
   w.path.clear();
   w.parent_rounds = 0;
   w.session = host_.live_session();
@@ -270,20 +281,19 @@ std::function<void(T)> AsyncWaits::answer_to(const Wait& w) {
 void AsyncWaits::send_create(Wait& w, Clock::time_point now) {
   w.step = Wait::Step::creating;
   w.asked = true;
-  w.made.reset();
   next_call(w, now);
   const auto& r = w.request;
   // A session answers its calls in order: the listing sees the node, in one round trip.
-  w.session->create(w.nodes.request(r.mode, w.guid, r.permits, r.capacity),
+  w.session->create(nodes_of(w).request(r.mode, w.guid, r.permits, r.capacity),
                     request_data(r.mode, client_id_, r.value), ZOO_EPHEMERAL_SEQUENTIAL,
                     answer_to<CreateResult>(w));
-  w.session->children(w.nodes.lock, false, answer_to<ChildrenResult>(w));
+  w.session->children(w.lock, false, answer_to<ChildrenResult>(w));
 }
 
 void AsyncWaits::send_parents(Wait& w, Clock::time_point now) {
   w.step = Wait::Step::parents;
   next_call(w, now);
-  const auto parents = w.nodes.parents();
+  const auto parents = nodes_of(w).parents();
   w.parents_left = static_cast<int>(parents.size());
   w.parents_rc = ZOK;
   for (const auto& [path, mode] : parents) {
@@ -296,19 +306,19 @@ void AsyncWaits::list(Wait& w, Clock::time_point now) {
   w.step = Wait::Step::listing;
   w.woken = false;
   next_call(w, now);
-  w.session->children(w.nodes.lock, false, answer_to<ChildrenResult>(w));
+  w.session->children(w.lock, false, answer_to<ChildrenResult>(w));
 }
 
 void AsyncWaits::watch(Wait& w, const RequestNode& blocker, Clock::time_point now) {
   // A semaphore's request watches the lock's children: any earlier request's going may
   // make room. Registered before the watch is set, so that no event is missed.
-  const bool counts = w.own->capacity > 0;
-  const std::string path = counts ? w.nodes.lock : w.nodes.lock + '/' + blocker.name;
+  const bool counts = w.request.capacity > 0;
+  std::string path = counts ? w.lock : w.lock + '/' + blocker.name;
   if (path != w.watched) {
     unwatch(w);
-    w.watched = path;
+    w.watched = std::move(path);
     std::lock_guard lock(mu_);
-    watchers_[path].insert(w.id);
+    watchers_.emplace(w.watched, w.id);
   }
   send_watch(w, now);
 }
@@ -317,7 +327,7 @@ void AsyncWaits::send_watch(Wait& w, Clock::time_point now) {
   w.step = Wait::Step::watching;
   w.woken = false;
   next_call(w, now);
-  if (w.own->capacity > 0) {
+  if (w.request.capacity > 0) {
     w.session->children(w.watched, true, answer_to<ChildrenResult>(w));
   } else {
     w.session->exists(w.watched, true, answer_to<ExistsResult>(w));
@@ -363,12 +373,12 @@ void AsyncWaits::answered(Answer answer, Clock::time_point now) {
   switch (w.step) {
     case Wait::Step::creating:
       if (auto* made = std::get_if<CreateResult>(&answer.result)) {
-        w.made = std::move(*made);
-      } else if (auto* listing = std::get_if<ChildrenResult>(&answer.result); listing && w.made) {
-        const CreateResult made_result = std::move(*w.made);
-        w.made.reset();
-        created(it, made_result, now);
-        if (made_result.rc != ZOK || inbox_.stopping()) return;
+        // Made, the wait keeps its path and the listing behind it decides; not made, the
+        // wait has moved on (a later call, another step, or told), and the listing's
+        // answer is dropped.
+        created(it, *made, now);
+      } else if (auto* listing = std::get_if<ChildrenResult>(&answer.result);
+                 listing && !w.path.empty()) {
         // Made: the listing behind it decides (or, if it failed alone, another one).
         if (listing->rc == ZOK) {
           decide(it, std::move(listing->children), now);
@@ -402,7 +412,6 @@ void AsyncWaits::created(Waits::iterator it, const CreateResult& result, Clock::
   Wait& w = *it->second;
   if (result.rc == ZOK) {
     w.path = result.path;
-    w.own = parse_request(result.path.substr(result.path.rfind('/') + 1), w.nodes.layout);
     w.czxid = result.czxid;
     w.listed_at = w.called_at;
     return;  // the listing behind it decides
@@ -411,7 +420,7 @@ void AsyncWaits::created(Waits::iterator it, const CreateResult& result, Clock::
     if (w.ending) {
       tell(it, std::nullopt, nullptr);  // nothing was created
     } else if (++w.parent_rounds > kParentRounds) {
-      fail(it, result.rc, "create under " + w.nodes.lock, now);
+      fail(it, result.rc, "create under " + w.lock, now);
     } else {
       send_parents(w, now);
     }
@@ -422,7 +431,7 @@ void AsyncWaits::created(Waits::iterator it, const CreateResult& result, Clock::
     // a node by its GUID and deletes it; the wait creates again under a fresh GUID once
     // the session is connected (it may be behind that node until the maintainer's
     // delete: the place in the queue of a create whose answer was lost is not kept).
-    host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, "");
+    host_.withdraw_later(w.session->id(), w.lock, w.guid, "");
     if (w.ending || Clock::now() >= w.request.deadline) {
       tell(it, std::nullopt, nullptr);
     } else {
@@ -435,7 +444,7 @@ void AsyncWaits::created(Waits::iterator it, const CreateResult& result, Clock::
     requeue(it, now);  // nothing was created: again on the next session
     return;
   }
-  tell(it, std::nullopt, w.ending ? nullptr : zk_error(result.rc, "create under " + w.nodes.lock));
+  tell(it, std::nullopt, w.ending ? nullptr : zk_error(result.rc, "create under " + w.lock));
 }
 
 void AsyncWaits::parent_made(Waits::iterator it, const CreateResult& result,
@@ -453,7 +462,7 @@ void AsyncWaits::parent_made(Waits::iterator it, const CreateResult& result,
   } else if (rc == ZSESSIONEXPIRED) {
     requeue(it, now);
   } else {
-    tell(it, std::nullopt, zk_error(rc, "create of " + w.nodes.lock + "'s parents"));
+    tell(it, std::nullopt, zk_error(rc, "create of " + w.lock + "'s parents"));
   }
 }
 
@@ -464,7 +473,7 @@ void AsyncWaits::listed(Waits::iterator it, ChildrenResult result, Clock::time_p
     return;
   }
   if (result.rc != ZOK && result.rc != ZNONODE) {
-    fail(it, result.rc, "list of " + w.nodes.lock, now);
+    fail(it, result.rc, "list of " + w.lock, now);
     return;
   }
   w.listed_at = w.called_at;
@@ -474,7 +483,8 @@ void AsyncWaits::listed(Waits::iterator it, ChildrenResult result, Clock::time_p
 void AsyncWaits::decide(Waits::iterator it, std::vector<std::string> children,
                         Clock::time_point now) {
   Wait& w = *it->second;
-  if (!w.own || std::find(children.begin(), children.end(), w.own->name) == children.end()) {
+  const auto own = own_node(w.path, config_.layout);
+  if (!own || std::find(children.begin(), children.end(), own->name) == children.end()) {
     // The node went with its session (or was deleted under it): queued again, on the
     // next session if this one is gone.
     requeue(it, now);
@@ -484,7 +494,7 @@ void AsyncWaits::decide(Waits::iterator it, std::vector<std::string> children,
   // fresh one), so every node of its GUID is its own.
   std::optional<RequestNode> blocker;
   try {
-    blocker = blocker_of(children, *w.own, w.nodes);
+    blocker = blocker_of(children, *own, nodes_of(w));
   } catch (const Error&) {
     w.error = std::current_exception();  // a lock and a semaphore under one name
     withdraw(w, now);
@@ -552,7 +562,7 @@ void AsyncWaits::watched(Waits::iterator it, const Result& result, Clock::time_p
 void AsyncWaits::removed(Waits::iterator it, int rc) {
   Wait& w = *it->second;
   if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED) {
-    host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
+    host_.withdraw_later(w.session->id(), w.lock, w.guid, w.path);
   }
   tell(it, std::nullopt, w.error);
 }
@@ -583,17 +593,17 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
         if (state == SessionState::connected) {
           send_create(w, now);
         } else if (now >= std::max(w.request.deadline, w.began + config_.op_timeout)) {
-          tell(it, std::nullopt, zk_error(ZCONNECTIONLOSS, "create under " + w.nodes.lock));
+          tell(it, std::nullopt, zk_error(ZCONNECTIONLOSS, "create under " + w.lock));
         } else {
           reconnect(w, now);
         }
       } else if (w.ending || now >= w.request.deadline) {
         // Its delete could not be sent now: the maintainer's, once ZooKeeper answers
         // (a lost create's was queued by its GUID already).
-        if (w.own) host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
+        if (!w.path.empty()) host_.withdraw_later(w.session->id(), w.lock, w.guid, w.path);
         tell(it, std::nullopt, nullptr);
       } else if (state == SessionState::connected) {
-        if (w.own) {
+        if (!w.path.empty()) {
           list(w, now);
         } else {
           send_create(w, now);
@@ -609,7 +619,7 @@ void AsyncWaits::fire(Waits::iterator it, Clock::time_point now) {
       // a node of its GUID may yet be made, which the maintainer deletes.
       ++w.call;
       if (w.step == Wait::Step::creating) {
-        host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, "");
+        host_.withdraw_later(w.session->id(), w.lock, w.guid, w.path);  // "": by its GUID
       }
       tell(it, std::nullopt,
            w.ending ? nullptr : zk_error(ZOPERATIONTIMEOUT, "waiting for ZooKeeper"));
@@ -636,7 +646,7 @@ void AsyncWaits::connection_failed(Waits::iterator it, int rc, Clock::time_point
   if (w.step == Wait::Step::withdrawing || w.ending || now >= w.request.deadline) {
     // Nothing more to wait for: the maintainer deletes the node once ZooKeeper answers
     // (or the session's end does).
-    if (rc != ZSESSIONEXPIRED) host_.withdraw_later(w.session->id(), w.nodes.lock, w.guid, w.path);
+    if (rc != ZSESSIONEXPIRED) host_.withdraw_later(w.session->id(), w.lock, w.guid, w.path);
     tell(it, std::nullopt, w.error);
     return;
   }
@@ -692,7 +702,7 @@ void AsyncWaits::cancelled(Waits::iterator it, Clock::time_point now) {
 void AsyncWaits::fail(Waits::iterator it, int rc, const std::string& what, Clock::time_point now) {
   Wait& w = *it->second;
   w.error = zk_error(rc, what);
-  if (w.own) {
+  if (!w.path.empty()) {
     withdraw(w, now);
   } else {
     tell(it, std::nullopt, w.error);
@@ -715,10 +725,12 @@ void AsyncWaits::schedule(Wait& w, std::optional<Clock::time_point> at) {
 void AsyncWaits::unwatch(Wait& w) {
   if (w.watched.empty()) return;
   std::lock_guard lock(mu_);
-  const auto it = watchers_.find(w.watched);
-  if (it != watchers_.end()) {
-    it->second.erase(w.id);
-    if (it->second.empty()) watchers_.erase(it);
+  const auto [first, last] = watchers_.equal_range(w.watched);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == w.id) {
+      watchers_.erase(it);
+      break;
+    }
   }
   w.watched.clear();
 }

@@ -27,11 +27,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -106,6 +106,8 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
 
   AsyncWaits(Host& host, const ZkConfig& config, std::string client_id);
 
+  // Where `w`'s lock lives, made again from its key (the engine checked it could be).
+  LockNodes nodes_of(const Wait& w) const;
   void run();
   void turn();
   void begin(Wait& w, Clock::time_point now);
@@ -159,7 +161,9 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   // From the C client's thread.
   std::mutex mu_;
   std::vector<Answer> answers_;                              // guarded by mu_
-  std::map<std::string, std::set<std::uint64_t>> watchers_;  // guarded by mu_
+  // Watched path → wait, each key a view of its wait's `watched` (which stays put while
+  // registered): a wait's watch costs one small node, not a copy of a long path.
+  std::unordered_multimap<std::string_view, std::uint64_t> watchers_;  // guarded by mu_
   std::atomic<bool> state_changed_{false};
 
   // The thread's own.

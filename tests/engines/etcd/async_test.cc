@@ -197,5 +197,49 @@ TEST(EtcdAsync, WaitsWhoseSessionCannotBeGrantedAreToldTheError) {
   client.reset();  // closes: nothing waits on the dead member past its bound
 }
 
+// A Client's requests of one lock reuse a few key names (engines/etcd/request_slots.h):
+// the smallest slot not in use, given back once its key is gone. Two requests at once
+// (a held lock and a wait of the same Client) take two names; after both, the next
+// request takes the first name again.
+TEST(EtcdAsync, ARequestTakesTheSmallestKeyNameNotInUse) {
+  AsyncOutcome waited;  // before the Client, whose wait tells it
+  EtcdCluster cluster;
+  Client client = Client::open(cluster.uri());
+  Lock lock = client.lock("g", "x");
+  const auto only_key = [&] {
+    const auto keys = lock_keys(cluster, "g", "x");
+    return keys.size() == 1 ? keys.front() : "(" + std::to_string(keys.size()) + " keys)";
+  };
+
+  Lease held = lock.acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  const std::string first = only_key();
+  AcquireHandle handle =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(kLongDeadline), waited.callback());
+  ASSERT_TRUE(eventually([&] { return requests(cluster, "g", "x") == 2; }, kPatience));
+  std::string second;
+  for (const std::string& key : lock_keys(cluster, "g", "x")) {
+    if (key != first) second = key;
+  }
+  EXPECT_NE(second, "") << describe(lock_keys(cluster, "g", "x"));
+
+  held.release();
+  ASSERT_TRUE(waited.wait_for(kPatience));
+  ASSERT_TRUE(waited.granted()) << to_string(waited.error_code());
+  // The released key's delete may still be under way.
+  EXPECT_TRUE(eventually([&] { return only_key() == second; }, kPatience))
+      << "the wait was granted under another name than " << second << ":"
+      << describe(lock_keys(cluster, "g", "x"));
+  waited.take().release();
+  ASSERT_TRUE(no_warden_keys(cluster, kPatience)) << describe(warden_keys(cluster));
+
+  for (int i = 0; i < 3; ++i) {
+    Lease again = lock.acquire(Mode::exclusive, Wait::none());
+    ASSERT_TRUE(again);
+    EXPECT_EQ(only_key(), first) << "round " << i << ": the first name was not taken again";
+    again.release();
+  }
+}
+
 }  // namespace
 }  // namespace warden::testing
