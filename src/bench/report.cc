@@ -300,10 +300,11 @@ std::string format_text(const std::string& url, const AsyncWaitersResult& r) {
       "  heap in use: {:+.0f} bytes per waiting acquire (malloc's, without what freed "
       "allocations leave resident)\n",
       per_wait(r.heap_waiting_bytes - r.heap_before_bytes));
-  out += fmt::format("  heap in use once settled: {:+.0f} bytes per waiting acquire ({} {:.1f} s "
-                     "later: the calls that queued them answered)\n",
-                     per_wait(r.heap_settled_bytes - r.heap_before_bytes),
-                     r.heap_settled ? "steady" : "NOT steady", r.settle_seconds);
+  out += fmt::format(
+      "  heap in use once settled: {:+.0f} bytes per waiting acquire ({} {:.1f} s "
+      "later: the calls that queued them answered)\n",
+      per_wait(r.heap_settled_bytes - r.heap_before_bytes),
+      r.heap_settled ? "steady" : "NOT steady", r.settle_seconds);
   const char* order = !r.fifo_asked      ? "no FIFO fairness on this engine"
                       : r.one_lock_fifo ? "in the order asked (FIFO)"
                                         : "NOT in the order asked";
@@ -324,11 +325,10 @@ std::string format_json(const std::string& url, const AsyncWaitersResult& r) {
          {"listed", r.listed},
          {"threads_before", r.threads_before},
          {"threads_waiting", r.threads_waiting},
-         {"rss_per_wait_bytes",
-          static_cast<double>(r.rss_waiting_bytes - r.rss_before_bytes) / static_cast<double>(r.waiters)},
-         {"heap_per_wait_bytes",
-          static_cast<double>(r.heap_waiting_bytes - r.heap_before_bytes) /
-              static_cast<double>(r.waiters)},
+         {"rss_per_wait_bytes", static_cast<double>(r.rss_waiting_bytes - r.rss_before_bytes) /
+                                    static_cast<double>(r.waiters)},
+         {"heap_per_wait_bytes", static_cast<double>(r.heap_waiting_bytes - r.heap_before_bytes) /
+                                     static_cast<double>(r.waiters)},
          {"heap_settled_per_wait_bytes",
           static_cast<double>(r.heap_settled_bytes - r.heap_before_bytes) /
               static_cast<double>(r.waiters)},

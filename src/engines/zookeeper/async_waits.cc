@@ -115,8 +115,8 @@ LockNodes AsyncWaits::nodes_of(const Wait& w) const {
 
 void AsyncWaits::acquire(core::AcquireRequest request, LockNodes nodes,
                          core::Engine::AcquireDone done) {
-  inbox_.submit(
-      std::make_unique<Wait>(std::move(request), std::move(nodes.lock), std::move(done), config_.retry));
+  inbox_.submit(std::make_unique<Wait>(std::move(request), std::move(nodes.lock), std::move(done),
+                                       config_.retry));
 }
 
 void AsyncWaits::on_node_event(const std::string& path) {

@@ -31,8 +31,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
