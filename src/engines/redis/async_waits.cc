@@ -1,6 +1,7 @@
 #include "engines/redis/async_waits.h"
 
 #include <algorithm>
+#include <span>
 #include <string_view>
 #include <thread>
 
@@ -39,6 +40,11 @@ struct AsyncWaits::Wait {
   bool stop_requested = false;  // cancelled
   bool woken = false;           // woken while its attempt was on the wire: look again
   bool asked_again = false;     // asked again at once after its connection closed
+  // With min_replicas: its grant while the WAIT behind it is unanswered (token, sent),
+  // and why the last grant was given back, told if its deadline passes.
+  std::uint64_t unconfirmed_token = 0;
+  Clock::time_point unconfirmed_sent;
+  std::exception_ptr shortfall;
   std::optional<Clock::time_point> timer;
   // The watch goes before the subscriber it is registered with.
   std::shared_ptr<Subscriber> subscriber;
@@ -134,6 +140,7 @@ void AsyncWaits::attempt(Wait& w, Clock::time_point now) {
   schedule(w, std::nullopt);
   w.woken = false;
   w.asked = true;
+  w.shortfall = nullptr;  // asked again in time: its outcome is this attempt's
   send(w, w.attempt_call(), Sent::attempt, true, now);
 }
 
@@ -159,6 +166,8 @@ bool AsyncWaits::send(Wait& w, const resp_client::ScriptCall& call, Sent what, b
       return false;
     }
   }
+  // A request whose answer nobody reads is sent in full (by_sha false): a NOSCRIPT
+  // answer to it would go unheard, and the request undone.
   conn_->append(resp_client::script_command(call, by_sha));
   on_wire_.push_back(OnWire{w.id, what, now});
   if (what != Sent::forget) w.on_wire = true;
@@ -180,13 +189,19 @@ void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
     failed(it, why);
     throw why;
   }
+  if (request.what == Sent::replicas) {
+    replicas_answered(it, reply);
+    return;
+  }
   if (reply.error_code() == "NOSCRIPT") {  // a restart or SCRIPT FLUSH: sent in full
     send(w, request.what == Sent::attempt ? w.attempt_call() : w.withdraw_call(), request.what,
          false, now);
     return;
   }
   if (request.what == Sent::withdraw) {
-    tell(it, std::nullopt, nullptr);  // the wait ran out or was cancelled
+    // The wait ran out (told why its last grant was given back, if it was) or was
+    // cancelled.
+    tell(it, std::nullopt, w.stop_requested ? nullptr : w.shortfall);
     return;
   }
   attempt_answered(it, reply, request.at);
@@ -204,11 +219,11 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
     // queued the wait before it failed: withdrawn, unconfirmed; then the wait goes on or
     // ends as after a failed request (failed(): behind Sentinel a transient one asks
     // again within the wait, as the blocking acquire does).
-    send(w, w.withdraw_call(), Sent::forget, true, now);
+    send(w, w.withdraw_call(), Sent::forget, false, now);
     failed(it, e);
     return;
   } catch (...) {
-    send(w, w.withdraw_call(), Sent::forget, true, now);
+    send(w, w.withdraw_call(), Sent::forget, false, now);
     tell(it, std::nullopt, std::current_exception());
     return;
   }
@@ -217,11 +232,15 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
       withdraw(w, now);  // withdraw.lua gives the grant back: nobody will use it
       return;
     }
-    core::GrantRef grant{w.request.key,         w.request.mode, attempt.token,
-                         w.request.options.ttl, w.plan.owner,   w.request.permits};
-    if (setup_.granted && !inbox_.stopping()) setup_.granted(grant);
-    const auto expires = sent + w.request.options.ttl;
-    tell(it, core::Granted{std::move(grant), expires}, nullptr);
+    if (!setup_.replicas_wait.empty()) {
+      // Told once enough replicas have it, as the blocking acquire's WAIT says (sent on
+      // the connection that wrote the grant, which WAIT's count is about).
+      w.unconfirmed_token = attempt.token;
+      w.unconfirmed_sent = sent;
+      send_replicas_wait(w, now);
+      return;
+    }
+    grant(it, attempt.token, sent);
     return;
   }
   if (!w.plan.waits) {
@@ -233,6 +252,53 @@ void AsyncWaits::attempt_answered(Waits::iterator it, const Reply& reply, Clock:
     return;
   }
   sleep(w, now, attempt.retry_ms);
+}
+
+void AsyncWaits::grant(Waits::iterator it, std::uint64_t token, Clock::time_point sent) {
+  Wait& w = *it->second;
+  core::GrantRef grant{w.request.key,         w.request.mode, token,
+                       w.request.options.ttl, w.plan.owner,   w.request.permits};
+  if (setup_.granted && !inbox_.stopping()) setup_.granted(grant);
+  const auto expires = sent + w.request.options.ttl;
+  tell(it, core::Granted{std::move(grant), expires}, nullptr);
+}
+
+void AsyncWaits::send_replicas_wait(Wait& w, Clock::time_point now) {
+  conn_->append(std::span<const std::string>(setup_.replicas_wait));
+  // WAIT may take its own timeout: the frozen-server bound runs from its end.
+  on_wire_.push_back(OnWire{w.id, Sent::replicas, now + setup_.replica_timeout});
+  w.on_wire = true;
+}
+
+void AsyncWaits::replicas_answered(Waits::iterator it, const Reply& reply) {
+  Wait& w = *it->second;
+  const auto now = Clock::now();
+  // The requests behind the WAIT waited for it on the server: their bound runs from now.
+  for (OnWire& behind : on_wire_) behind.at = std::max(behind.at, now);
+  // An error reply counts no replica, as for the blocking acquire.
+  const std::int64_t acknowledged = reply.is_integer() ? reply.integer : 0;
+  if (w.stop_requested) {
+    withdraw(w, now);  // withdraw.lua gives the grant back: nobody will use it
+    return;
+  }
+  if (acknowledged >= setup_.min_replicas) {
+    grant(it, w.unconfirmed_token, w.unconfirmed_sent);
+    return;
+  }
+  // A grant a failover could lose: given back (withdraw.lua gives back the grant made for
+  // this wait), and the acquire fails, or asks again within its wait, as replicas may
+  // catch up.
+  send(w, w.withdraw_call(), Sent::forget, false, now);
+  w.shortfall = std::make_exception_ptr(Error(
+      Errc::unavailable,
+      context("acquire") + ": the grant reached " + std::to_string(acknowledged) + " of the " +
+          std::to_string(setup_.min_replicas) + " replicas min_replicas asks for within " +
+          std::to_string(setup_.replica_timeout.count()) + " ms; released"));
+  if (!w.plan.waits || now >= w.request.deadline) {
+    tell(it, std::nullopt, w.shortfall);
+    return;
+  }
+  schedule(w, std::min(w.request.deadline, now + w.poll.next_delay()));
 }
 
 void AsyncWaits::sleep(Wait& w, Clock::time_point now, std::int64_t retry_ms) {

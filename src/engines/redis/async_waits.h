@@ -52,6 +52,11 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
     std::chrono::milliseconds op_timeout{};
     RetryPolicy poll;               // between looks of a wait nothing woke
     bool follows_failover = false;  // behind Sentinel: a failed wait asks again
+    // With min_replicas: the WAIT sent behind a grant (empty without), and how many
+    // replicas must have it, else it is given back as the blocking acquire's is.
+    resp_client::Command replicas_wait;
+    std::int64_t min_replicas = 0;
+    std::chrono::milliseconds replica_timeout{};
     // Told each grant before its wait is (the engine's record for failovers).
     std::function<void(const core::GrantRef&)> granted;
   };
@@ -75,7 +80,7 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   struct Wait;
   using Waits = std::unordered_map<std::uint64_t, std::unique_ptr<Wait>>;
   // What a request on the wire was, for the reply that answers it.
-  enum class Sent { attempt, withdraw, forget };
+  enum class Sent { attempt, withdraw, forget, replicas };
   struct OnWire {
     std::uint64_t id;
     Sent what;
@@ -90,13 +95,19 @@ class AsyncWaits : public std::enable_shared_from_this<AsyncWaits> {
   void turn();
   void attempt(Wait& w, Clock::time_point now);
   void withdraw(Wait& w, Clock::time_point now);
-  // Sends one request for `w` (or, with Sent::forget, one whose answer nobody needs).
+  // Sends one request for `w` (or, with Sent::forget, one whose answer nobody reads,
+  // which the callers send in full: see send()).
   // false if no connection could be had: `w` has been told or rescheduled then.
   bool send(Wait& w, const resp_client::ScriptCall& call, Sent what, bool by_sha,
             Clock::time_point now);
   void answered(const OnWire& request, const resp_client::Reply& reply);
   void attempt_answered(Waits::iterator it, const resp_client::Reply& reply,
                         Clock::time_point sent);
+  // Sends the WAIT behind `w`'s grant, on the connection that wrote it.
+  void send_replicas_wait(Wait& w, Clock::time_point now);
+  // The WAIT behind `w`'s grant was answered: granted, or given back (min_replicas).
+  void replicas_answered(Waits::iterator it, const resp_client::Reply& reply);
+  void grant(Waits::iterator it, std::uint64_t token, Clock::time_point sent);
   // The request on the wire for `w` failed with `why` (the connection broke).
   void failed(Waits::iterator it, const Error& why);
   void sleep(Wait& w, Clock::time_point now, std::int64_t retry_ms);

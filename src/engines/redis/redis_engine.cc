@@ -329,9 +329,9 @@ class RedisEngine final : public core::Engine {
     }
   }
 
-  // One server's (or Sentinel's master's) waits are driven by one thread (async_waits.h).
-  // A cluster's router and WAIT under min_replicas (which holds its connection until the
-  // replicas answer) keep the default: the blocking acquire on a thread of its own.
+  // One server's (or Sentinel's master's) waits are driven by one thread (async_waits.h),
+  // with min_replicas too (a WAIT behind each grant). A cluster's router keeps the
+  // default: the blocking acquire on a thread of its own.
   void acquire_async(AcquireRequest request, AcquireDone done) override {
     if (!waits_without_threads()) {
       Engine::acquire_async(std::move(request), std::move(done));
@@ -341,7 +341,7 @@ class RedisEngine final : public core::Engine {
     async_waits().acquire(std::move(request), std::move(plan), subscriber_of(Endpoint{}),
                           std::move(done));
   }
-  bool waits_without_threads() const override { return !router_ && wait_.empty(); }
+  bool waits_without_threads() const override { return !router_; }
 
   std::vector<Renewed> renew(std::span<const GrantRef> grants) override {
     if (grants.empty()) return {};
@@ -550,6 +550,9 @@ class RedisEngine final : public core::Engine {
       setup.op_timeout = config_.op_timeout;
       setup.poll = config_.poll;
       setup.follows_failover = follows_failover();
+      setup.replicas_wait = wait_;
+      setup.min_replicas = config_.min_replicas;
+      setup.replica_timeout = config_.replica_timeout;
       if (config_.connect.master) {
         setup.granted = [this](const GrantRef& grant) {
           std::lock_guard lock(held_mu_);

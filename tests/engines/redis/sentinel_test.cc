@@ -8,8 +8,10 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/async_outcome.h"
 #include "support/redis_sentinel.h"
@@ -42,6 +44,17 @@ struct HeldAndAwaited {
   Lease held;
   std::future<Lease> waiter;
 };
+
+// What an asynchronous acquire was told, for a failure message.
+std::string error_text(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of another kind";
+  }
+}
 
 // The grant's keys, as the master at `port` has them.
 bool has_grant(RedisSentinelGroup& group, std::uint16_t port, const std::string& name) {
@@ -205,6 +218,93 @@ TEST(RedisSentinel, MinReplicasGrantsWhatEnoughReplicasHaveAndGivesBackTheRest) 
     EXPECT_NE(std::string(e.what()).find("1 of the 2 replicas"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(client.inspect("g", "y").holders.empty()) << "the grant was not given back";
+}
+
+// With min_replicas, asynchronous waits wait without a thread each too (a WAIT follows
+// each grant on the waits' connection): 20 waits on one lock take at most two threads
+// more, each is granted once, and every grant was on the replica before it was told.
+TEST(RedisSentinel, MinReplicasAsyncWaitsTakeNoThreadEachAndAreToldOnlyReplicatedGrants) {
+  RedisSentinelGroup group({.replicas = 1, .sentinels = 1});
+  const std::uint16_t replica = [&] {
+    for (const std::uint16_t port : group.data_ports()) {
+      if (port != group.master_port()) return port;
+    }
+    return std::uint16_t{0};
+  }();
+  constexpr int kWaits = 20;
+  std::mutex mu;
+  int told = 0;
+  int replicated = 0;
+  std::vector<std::string> errors;
+  AsyncOutcome first;  // these before the Clients, whose waits tell them
+  const std::string uri = group.uri("min_replicas=1&replica_timeout_ms=5000");
+  Client holder = Client::open(uri);
+  Client client = Client::open(uri);
+  Lease held = holder.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  Lock lock = client.lock("g", "x");
+  AcquireHandle first_handle =
+      lock.acquire_async(Mode::exclusive, Wait::up_to(60s), first.callback());
+  ASSERT_TRUE(eventually([&] { return client.inspect("g", "x").waiters.size() == 1; }, 30s));
+  const int threads_before = threads_now();
+  std::vector<AcquireHandle> handles;
+  for (int i = 0; i < kWaits; ++i) {
+    handles.push_back(lock.acquire_async(
+        Mode::exclusive, Wait::up_to(60s), [&](std::exception_ptr error, Lease lease) {
+          // Told on the Client's thread, the grant's WAIT answered: the replica has it.
+          const bool on_replica = lease && has_grant(group, replica, "x");
+          std::lock_guard guard(mu);
+          ++told;
+          if (on_replica) ++replicated;
+          if (error) errors.push_back(error_text(error));
+          if (lease) lease.release();
+        }));
+  }
+  ASSERT_TRUE(
+      eventually([&] { return client.inspect("g", "x").waiters.size() == kWaits + 1; }, 30s));
+  EXPECT_LE(threads_now(), threads_before + 2) << "the waits took threads of their own";
+  held.release();
+  ASSERT_TRUE(first.told_granted(30s));
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::lock_guard guard(mu);
+        return told == kWaits;
+      },
+      60s));
+  std::lock_guard guard(mu);
+  EXPECT_TRUE(errors.empty()) << errors.size() << " waits told an error, the first: "
+                              << (errors.empty() ? "" : errors.front());
+  EXPECT_EQ(replicated, kWaits) << "a grant was told before the replica had it";
+}
+
+// A grant too few replicas acknowledge is given back on the asynchronous path as on the
+// blocking one: a try is told `unavailable` at once, a wait at its deadline (it asks
+// again meanwhile, as replicas may catch up), and neither leaves a holder or a waiter.
+TEST(RedisSentinel, MinReplicasAsyncGivesBackAGrantTooFewReplicasHave) {
+  RedisSentinelGroup group({.replicas = 1, .sentinels = 1});
+  AsyncOutcome tried, waited;  // before the Client, whose waits tell them
+  Client client = Client::open(group.uri("min_replicas=2&replica_timeout_ms=100"));
+  AcquireHandle try_handle =
+      client.lock("g", "x").acquire_async(Mode::exclusive, Wait::none(), tried.callback());
+  ASSERT_TRUE(tried.told_error(Errc::unavailable, 30s));
+  try {
+    std::rethrow_exception(tried.error());
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("of the 2 replicas"), std::string::npos) << e.what();
+  }
+  AcquireHandle wait_handle =
+      client.lock("g", "y").acquire_async(Mode::exclusive, Wait::up_to(2s), waited.callback());
+  EXPECT_FALSE(waited.wait_for(1s)) << "told before its deadline";
+  ASSERT_TRUE(waited.told_error(Errc::unavailable, 30s));
+  for (const char* name : {"x", "y"}) {
+    EXPECT_TRUE(eventually(
+        [&] {
+          const auto status = client.inspect("g", name);
+          return status.holders.empty() && status.waiters.empty();
+        },
+        10s))
+        << name << ": the grant or the wait was left behind";
+  }
 }
 
 }  // namespace
