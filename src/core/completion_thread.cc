@@ -13,6 +13,7 @@ struct CompletionThread::Queue {
   std::condition_variable ready;
   std::deque<std::function<void()>> work;  // guarded by mu
   bool closing = false;                    // guarded by mu
+  bool running = false;                    // the loop has started and not ended; guarded by mu
   std::thread thread;                      // started by the first post; guarded by mu
 
   // The thread's loop: holds its own reference, so a CompletionThread destroyed by a
@@ -21,7 +22,10 @@ struct CompletionThread::Queue {
     std::unique_lock lock(queue->mu);
     while (true) {
       queue->ready.wait(lock, [&] { return !queue->work.empty() || queue->closing; });
-      if (queue->work.empty()) return;  // closing, and nothing left to run
+      if (queue->work.empty()) {  // closing, and nothing left to run
+        queue->running = false;
+        return;
+      }
       auto next = std::move(queue->work.front());
       queue->work.pop_front();
       lock.unlock();
@@ -58,7 +62,17 @@ void CompletionThread::post(std::function<void()> work) {
   {
     std::lock_guard guard(queue_->mu);
     queue_->work.push_back(std::move(work));
-    if (!queue_->thread.joinable()) queue_->thread = std::thread(&Queue::run, queue_);
+    // A loop still running runs it, even one the destructor has taken to join: a piece of
+    // work it runs may post more while the object is being destroyed.
+    if (!queue_->running) {
+      queue_->running = true;
+      std::thread thread(&Queue::run, queue_);
+      if (queue_->closing) {
+        thread.detach();  // its loop has ended and been joined: nobody joins this one
+      } else {
+        queue_->thread = std::move(thread);
+      }
+    }
   }
   queue_->ready.notify_one();
 }

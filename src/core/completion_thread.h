@@ -4,7 +4,8 @@
 //
 // Its queue and thread outlive the object when the object is destroyed on that thread
 // (a callback dropped the last Lease of a Client): the thread then finishes what is
-// queued on its own and ends.
+// queued on its own and ends. Work that running work posts while the object is being
+// destroyed on another thread runs on the same thread, before the destructor returns.
 #pragma once
 
 #include <functional>
