@@ -56,6 +56,14 @@ std::string error_text(std::exception_ptr error) {
   }
 }
 
+// The port of a data server that is not the master (0 if none is).
+std::uint16_t a_replica(RedisSentinelGroup& group) {
+  for (const std::uint16_t port : group.data_ports()) {
+    if (port != group.master_port()) return port;
+  }
+  return 0;
+}
+
 // The grant's keys, as the master at `port` has them.
 bool has_grant(RedisSentinelGroup& group, std::uint16_t port, const std::string& name) {
   return group.command(port, {"EXISTS", lock_tag("g", name) + ":i"}) == "1";
@@ -193,12 +201,7 @@ TEST(RedisSentinel, AGrantTheNewMasterLacksIsReportedLostAtTheSwitchNotAtTheNext
 
 TEST(RedisSentinel, MinReplicasGrantsWhatEnoughReplicasHaveAndGivesBackTheRest) {
   RedisSentinelGroup group({.replicas = 1, .sentinels = 1});
-  const std::uint16_t replica = [&] {
-    for (const std::uint16_t port : group.data_ports()) {
-      if (port != group.master_port()) return port;
-    }
-    return std::uint16_t{0};
-  }();
+  const std::uint16_t replica = a_replica(group);
   {
     // A generous replica timeout: on a loaded machine the replica may take longer than
     // the default to acknowledge, and this half is about what it has once it did.
@@ -225,12 +228,7 @@ TEST(RedisSentinel, MinReplicasGrantsWhatEnoughReplicasHaveAndGivesBackTheRest) 
 // more, each is granted once, and every grant was on the replica before it was told.
 TEST(RedisSentinel, MinReplicasAsyncWaitsTakeNoThreadEachAndAreToldOnlyReplicatedGrants) {
   RedisSentinelGroup group({.replicas = 1, .sentinels = 1});
-  const std::uint16_t replica = [&] {
-    for (const std::uint16_t port : group.data_ports()) {
-      if (port != group.master_port()) return port;
-    }
-    return std::uint16_t{0};
-  }();
+  const std::uint16_t replica = a_replica(group);
   constexpr int kWaits = 20;
   std::mutex mu;
   int told = 0;
