@@ -306,6 +306,10 @@ void RedisSentinelGroup::pause_all() {
   for (auto& node : data_) node->pause();
 }
 
+void RedisSentinelGroup::pause_node(std::uint16_t port) { node(port).pause(); }
+
+void RedisSentinelGroup::resume_node(std::uint16_t port) { node(port).resume(); }
+
 void RedisSentinelGroup::resume_all() {
   for (auto& node : data_) node->resume();
   for (auto& sentinel : sentinels_) sentinel.process.signal(SIGCONT);

@@ -56,6 +56,9 @@ class RedisSentinelGroup {
   // SIGSTOP / SIGCONT of every data node and sentinel: the whole deployment frozen.
   void pause_all();
   void resume_all();
+  // SIGSTOP / SIGCONT of the data node on `port` alone (a frozen replica, say).
+  void pause_node(std::uint16_t port);
+  void resume_node(std::uint16_t port);
 
   // One command to the data node or sentinel on `port`; the reply as RedisProbe::command
   // formats it. Throws std::runtime_error if the server cannot be reached.

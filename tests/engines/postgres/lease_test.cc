@@ -116,7 +116,12 @@ TEST(PostgresLease, HolderPausedPastItsTtlIsEndedByTheServerAndItsLateWriteIsFen
   // within 1 s.
   LockOptions options;
   options.ttl = 5s;
-  Lease stale = sleeper.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::none());
+  Lease stale;
+  try {
+    stale = sleeper.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::none());
+  } catch (const Error& e) {
+    FAIL() << "the first holder's acquire failed: " << e.what();
+  }
   ASSERT_TRUE(stale);
   const std::string pid = holder_pid(server, "accounts", "acct-42");
   ASSERT_FALSE(pid.empty());
@@ -132,8 +137,16 @@ TEST(PostgresLease, HolderPausedPastItsTtlIsEndedByTheServerAndItsLateWriteIsFen
       },
       options.ttl + 10s))
       << "the server kept the paused holder's session";
-  Lease fresh =
-      next.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::up_to(10s));
+  // Said with how long it took if it fails: loaded run 49 saw an acquire here (or the
+  // one before) fail with libpq's connect timeout, which no other run has seen.
+  const auto asked = Clock::now();
+  Lease fresh;
+  try {
+    fresh = next.lock("accounts", "acct-42", options).acquire(Mode::exclusive, Wait::up_to(10s));
+  } catch (const Error& e) {
+    FAIL() << "the next holder's acquire failed after " << seconds(Clock::now() - asked)
+           << " s: " << e.what();
+  }
   ASSERT_TRUE(fresh);
   ASSERT_GT(fresh.token(), stale.token());
   EXPECT_EQ(fenced_update(server, fresh.token(), 50), "1");

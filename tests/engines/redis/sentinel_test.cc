@@ -305,5 +305,48 @@ TEST(RedisSentinel, MinReplicasAsyncGivesBackAGrantTooFewReplicasHave) {
   }
 }
 
+// A replica that freezes (SIGSTOP) rather than dies: WAIT comes back after its timeout
+// with no acknowledgement, and the grant is given back on the blocking path and on the
+// asynchronous one alike (a try at once, a wait at its deadline), leaving nothing; once
+// the replica is back, grants are told again.
+TEST(RedisSentinel, MinReplicasWithTheReplicaFrozenGivesEveryGrantBackOnBothPaths) {
+  RedisSentinelGroup group({.replicas = 1, .sentinels = 1});
+  const std::uint16_t replica = a_replica(group);
+  AsyncOutcome waited, after;  // before the Client, whose waits tell them
+  Client client = Client::open(group.uri("min_replicas=1&replica_timeout_ms=200"));
+  // The replica is in sync before it freezes: a grant reaches it.
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          return client.lock("g", "warm").acquire(Mode::exclusive, Wait::none()).valid();
+        } catch (const Error&) {
+          return false;
+        }
+      },
+      30s));
+
+  group.pause_node(replica);
+  try {
+    Lease lease = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+    ADD_FAILURE() << "the blocking try was granted with the replica frozen";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("0 of the 1 replicas"), std::string::npos) << e.what();
+  }
+  AcquireHandle handle =
+      client.lock("g", "y").acquire_async(Mode::exclusive, Wait::up_to(1500ms), waited.callback());
+  EXPECT_TRUE(waited.told_error(Errc::unavailable, 30s));
+  for (const char* name : {"x", "y"}) {
+    const auto status = client.inspect("g", name);
+    EXPECT_TRUE(status.holders.empty() && status.waiters.empty())
+        << name << ": the grant or the wait was left behind";
+  }
+
+  group.resume_node(replica);
+  AcquireHandle again =
+      client.lock("g", "y").acquire_async(Mode::exclusive, Wait::up_to(30s), after.callback());
+  EXPECT_TRUE(after.told_granted(30s)) << "no grant once the replica was back";
+}
+
 }  // namespace
 }  // namespace warden::testing
