@@ -84,8 +84,14 @@ TEST(PostgresLease, KilledHolderFreesTheLockAtOnceAndIsToldItLostIt) {
   Client next = Client::open(server.uri(), unhurried_options());
   LockOptions options;
   options.ttl = 15s;  // the lock must come free long before the TTL could run out
-  Lease held = holder.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  Lease held;
+  try {
+    held = holder.lock("g", "x", options).acquire(Mode::exclusive, Wait::none());
+  } catch (const Error& e) {
+    FAIL() << "the holder's acquire failed: " << e.what();
+  }
   ASSERT_TRUE(held);
+  const auto asked = Clock::now();
   auto waiting = std::async(std::launch::async, [&] {
     return next.lock("g", "x", options).acquire(Mode::exclusive, Wait::forever());
   });
@@ -93,7 +99,15 @@ TEST(PostgresLease, KilledHolderFreesTheLockAtOnceAndIsToldItLostIt) {
   ASSERT_FALSE(pid.empty());
   server.query("SELECT pg_terminate_backend(" + pid + ")");
   ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready) << "still held by a dead session";
-  Lease granted = waiting.get();
+  // Said with how long it took if it fails: loaded run 50 saw a statement here go
+  // unanswered for the whole op_timeout (10 s), which no other run has seen.
+  Lease granted;
+  try {
+    granted = waiting.get();
+  } catch (const Error& e) {
+    FAIL() << "the waiter's acquire failed " << seconds(Clock::now() - asked)
+           << " s after it was asked: " << e.what();
+  }
   ASSERT_TRUE(granted);
   EXPECT_GT(granted.token(), held.token());
   // The holder learns it at its next renewal (every TTL/3), long before its TTL.
