@@ -289,11 +289,8 @@ void AsyncWaits::replicas_answered(Waits::iterator it, const Reply& reply) {
   // this wait), and the acquire fails, or asks again within its wait, as replicas may
   // catch up.
   send(w, w.withdraw_call(), Sent::forget, false, now);
-  w.shortfall = std::make_exception_ptr(Error(
-      Errc::unavailable,
-      context("acquire") + ": the grant reached " + std::to_string(acknowledged) + " of the " +
-          std::to_string(setup_.min_replicas) + " replicas min_replicas asks for within " +
-          std::to_string(setup_.replica_timeout.count()) + " ms; released"));
+  w.shortfall = std::make_exception_ptr(too_few_replicas(
+      context("acquire"), acknowledged, setup_.min_replicas, setup_.replica_timeout));
   if (!w.plan.waits || now >= w.request.deadline) {
     tell(it, std::nullopt, w.shortfall);
     return;

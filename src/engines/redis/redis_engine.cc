@@ -263,12 +263,8 @@ class RedisEngine final : public core::Engine {
         // A grant a failover could lose: given back, and the acquire fails (or asks
         // again within its wait, as replicas may catch up).
         release_quietly(keys, attempt.token, owner);
-        const Error why(Errc::unavailable, context("acquire") + ": the grant reached " +
-                                               std::to_string(*acknowledged) + " of the " +
-                                               std::to_string(config_.min_replicas) +
-                                               " replicas min_replicas asks for within " +
-                                               std::to_string(config_.replica_timeout.count()) +
-                                               " ms; released");
+        const Error why = too_few_replicas(context("acquire"), *acknowledged, config_.min_replicas,
+                                           config_.replica_timeout);
         if (!waits) throw why;
         blocked = false;
         if (!pause_before_retry(request, poll.next_delay())) throw why;

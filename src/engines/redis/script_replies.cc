@@ -33,4 +33,12 @@ Attempt attempt_of(const resp_client::Reply& reply, std::string_view context) {
   return attempt;
 }
 
+Error too_few_replicas(std::string_view context, std::int64_t acknowledged, std::int64_t wanted,
+                       std::chrono::milliseconds timeout) {
+  return Error(Errc::unavailable,
+               std::string(context) + ": the grant reached " + std::to_string(acknowledged) +
+                   " of the " + std::to_string(wanted) + " replicas min_replicas asks for within " +
+                   std::to_string(timeout.count()) + " ms; released");
+}
+
 }  // namespace warden::engines::redis

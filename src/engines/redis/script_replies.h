@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "engines/resp_client/reply.h"
+#include "warden/error.h"
 
 namespace warden::engines::redis {
 
@@ -28,5 +30,10 @@ struct Attempt {
   std::int64_t retry_ms = -1;
 };
 Attempt attempt_of(const resp_client::Reply& reply, std::string_view context);
+
+// The error of a grant that `acknowledged` of the `wanted` replicas (min_replicas) had
+// within `timeout`, and was released again: the blocking and asynchronous acquires'.
+Error too_few_replicas(std::string_view context, std::int64_t acknowledged, std::int64_t wanted,
+                       std::chrono::milliseconds timeout);
 
 }  // namespace warden::engines::redis
