@@ -348,5 +348,43 @@ TEST(RedisSentinel, MinReplicasWithTheReplicaFrozenGivesEveryGrantBackOnBothPath
   EXPECT_TRUE(after.told_granted(30s)) << "no grant once the replica was back";
 }
 
+// A connection closed (CLIENT KILL) while the WAIT behind an asynchronous wait's grant
+// waits on a frozen replica: the wait gives that grant back before it asks again on a
+// new connection, and is granted once the replica is back. Were the grant kept, the
+// wait's next attempt would find the lock held by its own unconfirmed grant and wait
+// behind it until the grant's TTL, past the wait's deadline.
+TEST(RedisSentinel, MinReplicasAsyncWaitWhoseConnectionClosesDuringTheWaitGivesBackAndIsGranted) {
+  RedisSentinelGroup group({.replicas = 1, .sentinels = 1});
+  const std::uint16_t replica = a_replica(group);
+  AsyncOutcome waited;  // before the Client, whose waits tell it
+  Client client = Client::open(group.uri("min_replicas=1&replica_timeout_ms=8000"));
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          return client.lock("g", "warm").acquire(Mode::exclusive, Wait::none()).valid();
+        } catch (const Error&) {
+          return false;
+        }
+      },
+      30s));
+
+  group.pause_node(replica);
+  AcquireHandle handle = client.lock("g", "x", ttl(120s))
+                             .acquire_async(Mode::exclusive, Wait::up_to(30s), waited.callback());
+  // Granted on the master; its WAIT now waits up to 8 s for the frozen replica.
+  ASSERT_TRUE(eventually([&] { return has_grant(group, group.master_port(), "x"); }, 30s));
+  EXPECT_NE(group.command(group.master_port(), {"CLIENT", "KILL", "TYPE", "normal"}), "0");
+  group.resume_node(replica);
+  ASSERT_TRUE(waited.told_granted(45s)) << "the wait's own unconfirmed grant was kept";
+  // Given back by told_granted: nothing is left, the unconfirmed grant neither.
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto status = client.inspect("g", "x");
+        return status.holders.empty() && status.waiters.empty();
+      },
+      10s))
+      << "a grant or the wait was left behind";
+}
+
 }  // namespace
 }  // namespace warden::testing
