@@ -1,6 +1,11 @@
 // engines/resp_client/stop_waker.h — a file descriptor that becomes readable when a
 // std::stop_token is signalled, so a thread blocked in poll(2) on a socket wakes up at
 // once on cancellation instead of noticing it at its next time slice.
+//
+// The eventfds are kept per thread and reused (drained when a stop made one readable):
+// a blocking acquire makes one StopWaker per call, and creating and closing an eventfd
+// each time cost two system calls per lock cycle (docs/performance.md). A thread keeps
+// as many as it had StopWakers alive at once (usually one) until it exits.
 #pragma once
 
 #include <optional>
@@ -27,8 +32,9 @@ class StopWaker {
     void operator()() const noexcept;
   };
 
+  std::stop_token stop_;
   int fd_ = -1;
-  // Declared last: destroyed (deregistered) first, before fd_ is closed.
+  // Declared last: destroyed (deregistered) first, before fd_ goes back to the thread.
   std::optional<std::stop_callback<Notify>> callback_;
 };
 
