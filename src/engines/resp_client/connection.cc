@@ -287,11 +287,16 @@ void Connection::shutdown_write() {
   transport_->shutdown_write();
 }
 
-bool Connection::reusable() {
+bool Connection::in_step() const {
   if (broken_ || failed_ || retired_ || !out_.empty()) return false;
-  // Unread bytes (buffered, or on the socket) mean the conversation is out of step.
+  // Unread bytes (buffered, or on the socket: see reusable()) mean the conversation is
+  // out of step.
   const redisReader* reader = context_->reader;
-  if (reader != nullptr && reader->len > reader->pos) return false;
+  return reader == nullptr || reader->len <= reader->pos;
+}
+
+bool Connection::reusable() {
+  if (!in_step()) return false;
   if (!transport_->has_buffered()) {
     pollfd p{fd(), POLLIN, 0};
     if (::poll(&p, 1, 0) == 0) return true;

@@ -117,6 +117,11 @@ class Connection {
   // server restarted fails this check instead of failing the next request.
   bool reusable();
 
+  // reusable() without looking at the socket (no system call): not broken, retired or
+  // mid-request, and no unread reply bytes buffered. What a pool checks when a
+  // connection comes back; reusable() is checked again when it is taken.
+  bool in_step() const;
+
   // The caller gives up on replies still due (their deadline passed): the connection
   // is broken, so a pool closes it instead of letting a late reply answer the next
   // request.

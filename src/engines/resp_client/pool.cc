@@ -28,20 +28,21 @@ Pool::Pool(std::shared_ptr<Connector> connector, std::size_t max_size)
     : connector_(std::move(connector)), max_size_(max_size) {}
 
 std::optional<Pool::Handle> Pool::take(Clock::time_point until, std::stop_token stop) {
-  std::vector<std::unique_ptr<Connection>> stale;  // closed after the lock is dropped
   std::unique_lock lock(mu_);
   while (true) {
     while (!idle_.empty()) {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
       idle_.pop_back();
+      // Looked at outside the lock (a system call: has the server closed it?).
+      lock.unlock();
       if (conn->reusable()) return Handle(this, std::move(conn));
-      stale.push_back(std::move(conn));
+      conn.reset();  // closed, and its slot freed
+      lock.lock();
       --open_;
     }
     if (open_ < max_size_) {
       ++open_;
       lock.unlock();
-      stale.clear();
       try {
         return Handle(this, connector_->connect());
       } catch (...) {
@@ -61,7 +62,8 @@ std::optional<Pool::Handle> Pool::take(Clock::time_point until, std::stop_token 
 }
 
 void Pool::give_back(std::unique_ptr<Connection> conn) {
-  const bool keep = conn->reusable();
+  // Without a system call: take() looks at the socket before it hands it out again.
+  const bool keep = conn->in_step();
   {
     std::lock_guard guard(mu_);
     if (keep) {

@@ -2,9 +2,10 @@
 // requests that keep a connection busy for a long time (a parked ACQUIRE, a blocking
 // pop): each concurrent caller takes a connection of its own and gives it back.
 //
-// A connection goes back to the idle list only if it is reusable() (not broken, the
-// conversation in step, the server has not closed it); otherwise it is closed and its
-// slot freed. Idle connections are reused most-recent first, so a burst leaves the
+// A connection goes back to the idle list only if it is in step (not broken, nothing
+// unread); it is handed out again only if it is still reusable() (the server has not
+// closed it: looked at then, once per use, outside the pool's lock). Otherwise it is
+// closed and its slot freed. Idle connections are reused most-recent first, so a burst leaves the
 // rest idle rather than all lukewarm.
 //
 // Thread-safe. Handles must not outlive their Pool.

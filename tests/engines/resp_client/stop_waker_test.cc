@@ -1,12 +1,12 @@
 // engines/resp_client/stop_waker.h: readable once its stop is requested, and the
 // eventfds it reuses on a thread never carry one wait's stop into the next.
+#include "engines/resp_client/stop_waker.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 
 #include <stop_token>
 #include <thread>
-
-#include "engines/resp_client/stop_waker.h"
 
 namespace warden::engines::resp_client {
 namespace {
