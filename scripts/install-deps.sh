@@ -11,6 +11,8 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libasio-dev libhiredis-dev
   libzookeeper-mt-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev libssl-dev libsodium-dev libpq-dev libmariadb-dev
+  # a wardend cell's replicated log: Debian's C Raft library on libuv
+  libraft-dev libuv1-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # real backends the tests start on loopback
