@@ -64,6 +64,20 @@ std::uint16_t a_replica(RedisSentinelGroup& group) {
   return 0;
 }
 
+// true once a grant reached enough replicas for `client` (its min_replicas), within 30 s:
+// the replicas are in sync before a test freezes one.
+bool replicas_in_sync(Client& client) {
+  return eventually(
+      [&] {
+        try {
+          return client.lock("g", "warm").acquire(Mode::exclusive, Wait::none()).valid();
+        } catch (const Error&) {
+          return false;
+        }
+      },
+      30s);
+}
+
 // The grant's keys, as the master at `port` has them.
 bool has_grant(RedisSentinelGroup& group, std::uint16_t port, const std::string& name) {
   return group.command(port, {"EXISTS", lock_tag("g", name) + ":i"}) == "1";
@@ -314,16 +328,7 @@ TEST(RedisSentinel, MinReplicasWithTheReplicaFrozenGivesEveryGrantBackOnBothPath
   const std::uint16_t replica = a_replica(group);
   AsyncOutcome waited, after;  // before the Client, whose waits tell them
   Client client = Client::open(group.uri("min_replicas=1&replica_timeout_ms=200"));
-  // The replica is in sync before it freezes: a grant reaches it.
-  ASSERT_TRUE(eventually(
-      [&] {
-        try {
-          return client.lock("g", "warm").acquire(Mode::exclusive, Wait::none()).valid();
-        } catch (const Error&) {
-          return false;
-        }
-      },
-      30s));
+  ASSERT_TRUE(replicas_in_sync(client));
 
   group.pause_node(replica);
   try {
@@ -358,15 +363,7 @@ TEST(RedisSentinel, MinReplicasAsyncWaitWhoseConnectionClosesDuringTheWaitGivesB
   const std::uint16_t replica = a_replica(group);
   AsyncOutcome waited;  // before the Client, whose waits tell it
   Client client = Client::open(group.uri("min_replicas=1&replica_timeout_ms=8000"));
-  ASSERT_TRUE(eventually(
-      [&] {
-        try {
-          return client.lock("g", "warm").acquire(Mode::exclusive, Wait::none()).valid();
-        } catch (const Error&) {
-          return false;
-        }
-      },
-      30s));
+  ASSERT_TRUE(replicas_in_sync(client));
 
   group.pause_node(replica);
   AcquireHandle handle = client.lock("g", "x", ttl(120s))
