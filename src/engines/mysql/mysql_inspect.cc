@@ -97,9 +97,9 @@ std::uint64_t search_token(Pool& pool, const std::string& lock, const std::strin
 //
 // The head is told apart by what it is doing, not by the turnstile (read before the
 // slots, it misses a head that arrives in between). The sessions running warden_take are
-// read just before and just after the slots: one still taking after holds slots it was
-// not granted; one taking before and gone after was granted in between (it holds its
-// token lock, a holder) or gave up (it holds none, and is neither).
+// read just after the slots: one still taking then holds slots it was not granted; one
+// holding slots and no token lock was never granted them (a head that gave up, even one
+// that came and went within the read), and is neither.
 //
 // A waiter is a session running warden_take that holds the turnstile or waits in GET_LOCK
 // (state "User lock"). One that has sent the statement but not yet reached the turnstile
@@ -112,8 +112,7 @@ void add_semaphore(Pool& pool, const std::string& lock, std::uint32_t capacity, 
       " FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query' AND LOCATE('warden_take(''" +
       lock + "'',', INFO) > 0";
   const auto sets = pool.with([&](Connection& c) {
-    return c.query("SELECT ID" + taking_sql +
-                       "; SELECT h, COUNT(*) FROM (SELECT IS_USED_LOCK(CONCAT('" + lock +
+    return c.query("SELECT h, COUNT(*) FROM (SELECT IS_USED_LOCK(CONCAT('" + lock +
                        "/s', seq)) AS h FROM seq_0_to_" + std::to_string(capacity - 1) +
                        ") slots WHERE h IS NOT NULL GROUP BY h; SELECT ID, INFO" + taking_sql +
                        " AND (STATE = 'User lock' OR ID <=> IS_USED_LOCK('" + lock +
@@ -121,14 +120,10 @@ void add_semaphore(Pool& pool, const std::string& lock, std::uint32_t capacity, 
                        " DESC, TIME_MS DESC; SELECT next_not_cached_value FROM warden_tokens",
                    Clock::now() + config.op_timeout, "inspect a semaphore");
   });
-  if (sets.size() != 4) throw Error(Errc::internal, "mysql: unexpected reply to inspect");
-  std::vector<std::string> taking_before;
-  for (const Row& row : sets[0]) {
-    if (row.size() == 1 && row[0]) taking_before.push_back(*row[0]);
-  }
+  if (sets.size() != 3) throw Error(Errc::internal, "mysql: unexpected reply to inspect");
   const std::string call = "warden_take('" + lock + "', ";
   std::vector<std::string> taking_after;
-  for (const Row& row : sets[2]) {
+  for (const Row& row : sets[1]) {
     if (row.size() != 2 || !row[0] || !row[1]) continue;
     const auto at = row[1]->find(call);
     if (at == std::string::npos) continue;
@@ -137,16 +132,19 @@ void add_semaphore(Pool& pool, const std::string& lock, std::uint32_t capacity, 
     waiter.permits = static_cast<std::uint32_t>(number(Field(row[1]->substr(at + call.size()))));
     status.waiters.push_back(waiter);
   }
-  // A grant between the first read and this one may have a token above the first bound.
-  if (sets[3].size() == 1 && sets[3][0].size() == 1) bound = std::max(bound, number(sets[3][0][0]));
+  // A grant between the lock's read and this one may have a token above the first bound.
+  if (sets[2].size() == 1 && sets[2][0].size() == 1) bound = std::max(bound, number(sets[2][0][0]));
   const auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   };
   std::vector<HolderStatus> holders;
-  for (const Row& row : sets[1]) {
+  for (const Row& row : sets[0]) {
     if (row.size() != 2 || !row[0] || listed(taking_after, *row[0])) continue;
     HolderStatus holder{Mode::shared, search_token(pool, lock, *row[0], 0, bound), std::nullopt};
-    if (holder.token == 0 && listed(taking_before, *row[0])) continue;  // gave up
+    // A holder holds its token lock from its grant to its release: a session without
+    // one holds slots it was never granted (a head that gave up, or gave back what it
+    // took within this read) or has released them since.
+    if (holder.token == 0) continue;
     holder.permits = static_cast<std::uint32_t>(number(row[1]));
     holders.push_back(holder);
   }

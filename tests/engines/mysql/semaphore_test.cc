@@ -158,6 +158,39 @@ TEST_F(MysqlSemaphore, AHeadTakingSlotsIsNeverShownAsAHolder) {
   holder->release(three->grant);
 }
 
+// A session holding slots of the semaphore but no token lock is no holder: what status
+// sees of a head that began taking slots after its first read of the sessions running
+// warden_take and gave them back before its last (a try of 20 ms inside one slow read,
+// as on a loaded machine). Here a session of the engine's account holds the free slots
+// without running warden_take at all, for the whole read.
+TEST_F(MysqlSemaphore, SlotsHeldWithoutATokenAreNoHolder) {
+  auto holder = open_engine(server_);
+  auto reader = open_engine(server_);
+  const auto one = holder->acquire(permits(1, 4, Clock::time_point::min()));
+  ASSERT_TRUE(one);
+  std::string take_all = "SELECT ";
+  for (int i = 0; i < 4; ++i) {
+    take_all += "GET_LOCK('" + lock() + "/s" + std::to_string(i) + "', 0), ";
+  }
+  take_all += "SLEEP(3) /* slots without a token */";
+  auto squatter =
+      std::async(std::launch::async, [&] { server_.query_as("warden", "secret", take_all); });
+  ASSERT_TRUE(eventually(
+      [&] {
+        return server_.scalar(
+                   "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "
+                   "STATE = 'User sleep' AND LOCATE('without a token', INFO) > 0") == "1";
+      },
+      kPatience));
+  const LockStatus status = reader->inspect(core::LockKey{"g", "s"});
+  ASSERT_EQ(status.holders.size(), 1U)
+      << "a session holding slots without a token is shown as a holder";
+  EXPECT_EQ(status.holders[0].token, one->grant.token);
+  EXPECT_EQ(status.holders[0].permits, 1U);
+  squatter.get();
+  holder->release(one->grant);
+}
+
 // A session of the engine's account whose statement names warden_take on the semaphore
 // but has not reached its turnstile (here: one that sleeps first) is not queued, and a try may still go before
 // it; status must not list it as a waiter, or a caller waiting for the queue to form
