@@ -393,19 +393,30 @@ void AsyncWaits::tell(Waits::iterator it, std::optional<core::Granted> granted,
 void AsyncWaits::fail_on_wire(const Error& why) {
   std::deque<OnWire> wire;
   wire.swap(on_wire_);
-  // A silent server would not answer a withdraw either (and its entry or grant lapses by
-  // its own TTL); one that only closed the connection is reached again on a new one.
-  const bool silent = why.code() == Errc::deadline_exceeded;
+  std::vector<std::uint64_t> lost;  // the waits whose request went with the connection
   for (const OnWire& request : wire) {
     if (request.what == Sent::forget) continue;
     const auto it = waits_.find(request.id);
-    if (it == waits_.end() || !it->second->on_wire) continue;
-    // Its attempt may have run with only the answer lost, or its grant be the one the
-    // WAIT was about: whatever this wait holds or queued is given back first, ahead of
-    // anything it asks next, as the blocking acquire does. Else its next attempt would
-    // find the lock held by its own grant and wait behind it until the grant's TTL.
-    if (!silent) send(*it->second, it->second->withdraw_call(), Sent::forget, false, Clock::now());
-    failed(it, why);
+    if (it != waits_.end() && it->second->on_wire) lost.push_back(request.id);
+  }
+  // Asked again in the order they were first asked (their ids), not the order their last
+  // looks happened to be written in, so that they queue again in the order they were in.
+  std::sort(lost.begin(), lost.end());
+  // A silent server would not answer a withdraw either (and its entry or grant lapses by
+  // its own TTL); one that only closed the connection is reached again on a new one.
+  if (why.code() != Errc::deadline_exceeded) {
+    // Each lost request may have run with only its answer lost, or its grant be the one
+    // a WAIT was about: whatever these waits hold or queued is given back first, ahead of
+    // anything they ask next, as the blocking acquire does. Else a wait's next attempt
+    // would find the lock held by its own grant and wait behind it until the grant's TTL.
+    for (const std::uint64_t id : lost) {
+      Wait& w = *waits_.at(id);
+      send(w, w.withdraw_call(), Sent::forget, false, Clock::now());
+    }
+  }
+  for (const std::uint64_t id : lost) {
+    const auto it = waits_.find(id);
+    if (it != waits_.end()) failed(it, why);
     if (inbox_.stopping()) return;
   }
 }

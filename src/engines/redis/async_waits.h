@@ -12,7 +12,8 @@
 //
 // A connection that closes under a request (CLIENT KILL) makes its wait give back what
 // that request may have done (its answer lost: a grant, an entry) and ask again at once
-// on a new one, as a blocking wait whose line failed does. A request unanswered
+// on a new one, as a blocking wait whose line failed does: at the queue's tail, the
+// waits that lost a request together in the order they were first asked. A request unanswered
 // within op_timeout breaks the connection (a frozen server, a partition): every wait
 // with a request on it is told as the blocking acquire would be — a cancelled or run-out
 // one nothing, the others the error, or (behind Sentinel) asked again on a new

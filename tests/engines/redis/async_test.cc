@@ -110,8 +110,10 @@ TEST(RedisAsync, WaitsOnAServerThatDiesAreToldUnavailable) {
 
 // Every connection closed under the waits (CLIENT KILL: the waits' own, the subscriber's,
 // the pipelines') while their looks are unanswered (CLIENT PAUSE holds them): a closed
-// connection says nothing of Redis, so each wait asks again at once on a new one, keeps
-// its place, and is granted at the holder's release.
+// connection says nothing of Redis, so each wait gives back what its lost look may have
+// done and asks again at once on a new one, the waits in the order they were asked
+// (whatever order their last looks were written in), and is granted at the holder's
+// release, the first first.
 TEST(RedisAsync, WaitsWhoseConnectionsAreClosedAskAgainAndAreGranted) {
   RedisServer server;
   RedisProbe probe(server);
