@@ -157,6 +157,18 @@ class Dispatcher {
   // held beside the others; decode_table_snapshot lets none through) is skipped.
   std::size_t restore(const TableSnapshot& snapshot, Time now);
 
+  // A wardend cell's leader (server/cell/): what every member must hold of the grants.
+  //
+  // Turns the table's change recording on (table::LockTable::record_changes).
+  void record_changes() { table_.record_changes(true); }
+  // The keys whose holders or lock-delay changed since the last call.
+  std::vector<std::string> take_changed_keys() { return table_.take_changed_keys(); }
+  // The holders of `keys` (none for a key not held) with their owner secrets, and their
+  // running lock-delays, as snapshot() has them, without applying time.
+  TableSnapshot snapshot_keys(std::span<const std::string> keys, Time now) const;
+  // The last fencing token drawn (0 before the first).
+  std::uint64_t last_token() const { return tokens_->last(); }
+
   // Replaces the users table (a reloaded --users file); the next command of every
   // connection is judged by it. Null turns named users off again.
   void set_users(std::shared_ptr<const UserTable> users);
@@ -241,6 +253,8 @@ class Dispatcher {
   // The owner secret of a grant held: the one restored with it, or the one computed.
   Secret secret_of(const table::Grant& grant) const;
   void info(Time now, std::string& reply) const;
+  // Appends the holders of `key` and its lock-delay to `out` (see snapshot()).
+  void add_key(TableSnapshot& out, const std::string& key, Time now) const;
   // WATCH key: the connection becomes a watcher of the key (see Connection::watching).
   void watch(Connection& c, ConnId conn, std::span<const std::string_view> args,
              std::string& reply);

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "server/dispatcher.h"
@@ -40,24 +42,31 @@ TableSnapshot Dispatcher::snapshot(Time now) {
   });
   TableSnapshot out;
   const auto keys = table_.list("", "", std::numeric_limits<std::size_t>::max());
-  for (const auto& summary : keys) {
-    const table::KeyInfo info = table_.inspect(summary.key);
-    for (const table::HolderInfo& h : info.holders) {
-      table::Grant grant;
-      grant.id = h.id;
-      grant.key = summary.key;
-      grant.token = h.token;
-      out.holders.push_back(SnapshotHolder{summary.key, h.mode, h.token, secret_of(grant),
-                                           static_cast<std::uint64_t>(h.ttl.count()),
-                                           static_cast<std::uint64_t>(h.lock_delay.count()),
-                                           info.capacity, h.permits, h.value});
-    }
-    if (info.delayed_until && *info.delayed_until > now) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*info.delayed_until - now);
-      out.delays.push_back(SnapshotDelay{summary.key, static_cast<std::uint64_t>(left.count())});
-    }
-  }
+  for (const auto& summary : keys) add_key(out, summary.key, now);
   return out;
+}
+
+TableSnapshot Dispatcher::snapshot_keys(std::span<const std::string> keys, Time now) const {
+  TableSnapshot out;
+  for (const std::string& key : keys) add_key(out, key, now);
+  return out;
+}
+
+void Dispatcher::add_key(TableSnapshot& out, const std::string& key, Time now) const {
+  const table::KeyInfo info = table_.inspect(key);
+  for (const table::HolderInfo& h : info.holders) {
+    table::Grant grant;
+    grant.id = h.id;
+    grant.key = key;
+    grant.token = h.token;
+    out.holders.push_back(SnapshotHolder{
+        key, h.mode, h.token, secret_of(grant), static_cast<std::uint64_t>(h.ttl.count()),
+        static_cast<std::uint64_t>(h.lock_delay.count()), info.capacity, h.permits, h.value});
+  }
+  if (info.delayed_until && *info.delayed_until > now) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*info.delayed_until - now);
+    out.delays.push_back(SnapshotDelay{key, static_cast<std::uint64_t>(left.count())});
+  }
 }
 
 std::size_t Dispatcher::restore(const TableSnapshot& snapshot, Time now) {

@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <future>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "server/auth_worker.h"
+#include "server/cell/cell_member.h"
 #include "server/durable_state.h"
 #include "server/metrics_endpoint.h"
 #include "server/resp.h"
@@ -43,6 +46,8 @@ constexpr auto kSweepEvery = std::chrono::milliseconds(500);
 // TCP keep-alive after the first probe: one every 10 s, the peer gone after 3 unanswered.
 constexpr int kKeepAliveInterval = 10;
 constexpr int kKeepAliveProbes = 3;
+// How often a cell member looks whether it leads (or stopped leading).
+constexpr auto kCellRoleEvery = std::chrono::milliseconds(20);
 
 // Turns on TCP keep-alive on `socket`, first probe after `idle` of silence. A failure
 // leaves the connection as it was: keep-alive is a safety net, not a requirement.
@@ -117,8 +122,19 @@ struct Server::Impl {
     bool parked = false;
     bool closing = false;  // close once `out` is written
     bool closed = false;
+    // A cell's leader writes a reply only once the cell cannot lose what it says: `sent`
+    // counts the bytes ever moved from `out` to the socket, `released` how many of all
+    // bytes ever put in `out` may be (a single wardend: all of them).
+    std::uint64_t sent = 0;
+    std::uint64_t released = std::numeric_limits<std::uint64_t>::max();
+    bool unsealed = false;  // in Impl::unsealed: bytes in `out` await the next seal
     Clock::time_point accepted_at;
     Clock::time_point last_heard;  // when bytes last came from the client
+  };
+
+  // A reply's bytes up to each mark, on its connection, wait for one entry of the cell.
+  struct Seal {
+    std::vector<std::pair<std::shared_ptr<Connection>, std::uint64_t>> marks;
   };
 
   // A listening socket, plain or TLS, and its pause after running out of descriptors.
@@ -132,17 +148,20 @@ struct Server::Impl {
 
   Impl(ServerOptions o)
       : options(std::move(o)),
-        state(options.data_dir, options.reset_state),
-        dispatcher(
-            DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING, Clock::now()},
-            &state.tokens(), &state),
         plain(io, false),
         secure(io, true),
         timer(io),
         signals(io),
-        sweep_timer(io) {
+        sweep_timer(io),
+        role_timer(io) {
     raise_fd_limit();
-    restore_table();
+    if (options.cell.empty()) {
+      state.emplace(options.data_dir, options.reset_state);
+      dispatcher = make_dispatcher(&state->tokens(), &*state);
+      restore_table();
+    } else {
+      start_cell();
+    }
     start_users();
     // Certificates first: a bad file is the operator's to fix before anything listens.
     if (options.tls) tls_context.emplace(make_server_tls_context(*options.tls));
@@ -152,6 +171,14 @@ struct Server::Impl {
       auto [host, port] = split_host_port(options.metrics_listen);
       metrics = std::make_unique<MetricsEndpoint>(host, port, [this] { return snapshot(); });
     }
+  }
+
+  std::unique_ptr<Dispatcher> make_dispatcher(table::TokenSource* tokens, GrantGuard* guard) {
+    auto made = std::make_unique<Dispatcher>(
+        DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING, started}, tokens,
+        guard);
+    if (users) made->set_users(users);
+    return made;
   }
 
   // Binds `l`; returns the port it got. Throws Error(unavailable) naming the address.
@@ -173,14 +200,14 @@ struct Server::Impl {
   // is consumed by then), or why there is none to restore and the embargo applies.
   void restore_table() {
     const auto now = Clock::now();
-    if (auto table = state.take_restored()) {
-      const std::size_t grants = dispatcher.restore(*table, now);
+    if (auto table = state->take_restored()) {
+      const std::size_t grants = dispatcher->restore(*table, now);
       std::printf("wardend: clean restart: restored %zu grant(s) and %zu lock-delay(s)\n", grants,
                   table->delays.size());
-    } else if (!state.snapshot_defect().empty()) {
+    } else if (!state->snapshot_defect().empty()) {
       std::fprintf(stderr, "wardend: %s; not a clean restart: no grants for %llu ms\n",
-                   state.snapshot_defect().c_str(),
-                   static_cast<unsigned long long>(state.embargo_ms(now)));
+                   state->snapshot_defect().c_str(),
+                   static_cast<unsigned long long>(state->embargo_ms(now)));
     }
   }
 
@@ -188,8 +215,8 @@ struct Server::Impl {
   // table now is the whole truth, and the next start restores it (server/table_snapshot.h).
   void save_table() {
     try {
-      const auto table = dispatcher.snapshot(Clock::now());
-      state.save_table(table);
+      const auto table = dispatcher->snapshot(Clock::now());
+      state->save_table(table);
       std::printf("wardend: saved %zu grant(s) and %zu lock-delay(s) for the next start\n",
                   table.holders.size(), table.delays.size());
     } catch (const Error& e) {
@@ -201,7 +228,7 @@ struct Server::Impl {
   std::string snapshot() {
     std::promise<std::string> promise;
     auto future = promise.get_future();
-    asio::post(io, [this, &promise] { promise.set_value(render_metrics(dispatcher.stats())); });
+    asio::post(io, [this, &promise] { promise.set_value(render_metrics(dispatcher->stats())); });
     if (future.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
       return "# wardend is not answering\n";
     }
@@ -225,7 +252,7 @@ struct Server::Impl {
       if (l.tls) conn->tls = std::make_unique<Tls>(conn->socket, *tls_context, io);
       // A connection counts against the limit from accept on, a TLS one while it
       // handshakes too; over the limit, a TLS client still gets its -LIMIT over TLS.
-      if (!dispatcher.connect(id)) {
+      if (!dispatcher->connect(id)) {
         resp::error(conn->out, "LIMIT", "too many connections");
         conn->closing = true;
       } else {
@@ -366,7 +393,7 @@ struct Server::Impl {
       // A half-close ends the conversation gracefully: a parked wait is cancelled
       // (or its grant, if it won the race, is still written), then we close.
       process(c);
-      dispatcher.cancel_parked(c->id, Clock::now());
+      dispatcher->cancel_parked(c->id, Clock::now());
       c->closing = true;
       deliver_wakeups();  // a closing connection is not read again
       flush(c);
@@ -396,6 +423,7 @@ struct Server::Impl {
 
   // Executes every complete request buffered on `c`, up to a parked one.
   void process(const std::shared_ptr<Connection>& c) {
+    if (cell && !serving) return redirect(c);
     const resp::Limits limits{options.max_request_bytes};
     std::size_t offset = 0;
     while (!c->parked && !c->closing && !c->closed) {
@@ -410,7 +438,7 @@ struct Server::Impl {
       }
       offset += parsed.consumed;
       if (parsed.args.empty()) continue;
-      const auto outcome = dispatcher.execute(c->id, parsed.args, Clock::now(), c->out);
+      const auto outcome = dispatcher->execute(c->id, parsed.args, Clock::now(), c->out);
       if (outcome == Dispatcher::Outcome::parked) c->parked = true;
       if (outcome == Dispatcher::Outcome::close) c->closing = true;
     }
@@ -424,10 +452,11 @@ struct Server::Impl {
   // so an AUTH flood costs at most two hashes' memory; see auth_worker.h).
   void start_users() {
     if (options.users_file.empty()) return;
-    dispatcher.set_users(read_users_file(options.users_file));
+    users = read_users_file(options.users_file);
+    dispatcher->set_users(users);
     auth_worker = std::make_unique<AuthWorker>(2, [this](std::uint64_t id, bool matched) {
       asio::post(io, [this, id, matched] {
-        dispatcher.auth_checked(id, matched);
+        dispatcher->auth_checked(id, matched);
         deliver_wakeups();
       });
     });
@@ -437,9 +466,9 @@ struct Server::Impl {
   void reload_users() {
     if (options.users_file.empty()) return;
     try {
-      auto users = read_users_file(options.users_file);
+      users = read_users_file(options.users_file);
       const std::size_t n = users->size();
-      dispatcher.set_users(std::move(users));
+      dispatcher->set_users(users);
       std::fprintf(stderr, "wardend: reloaded %zu user(s) from %s\n", n,
                    options.users_file.c_str());
     } catch (const Error& e) {
@@ -460,12 +489,13 @@ struct Server::Impl {
 
   // Hands replies of resolved parked requests to their connections and resumes them.
   void deliver_wakeups() {
+    post_seal();
     if (auth_worker) {
-      for (auto& check : dispatcher.take_auth_checks()) {
+      for (auto& check : dispatcher->take_auth_checks()) {
         auth_worker->submit(check.id, std::move(check.hash), std::move(check.password));
       }
     }
-    auto wakeups = dispatcher.take_wakeups();
+    auto wakeups = dispatcher->take_wakeups();
     for (auto& w : wakeups) {
       auto it = connections.find(w.conn);
       if (it == connections.end()) continue;
@@ -517,7 +547,7 @@ struct Server::Impl {
       for (const auto& [id, c] : connections) {
         if (c->closing || c->closed || c->handshaking) continue;
         if (auth_required() && now - c->accepted_at >= options.auth_timeout &&
-            !dispatcher.authenticated(id)) {
+            !dispatcher->authenticated(id)) {
           late.push_back(c);
         } else if (options.idle_timeout.count() > 0 && !c->parked &&
                    now - c->last_heard >= options.idle_timeout) {
@@ -538,11 +568,22 @@ struct Server::Impl {
 
   void flush(const std::shared_ptr<Connection>& c) {
     if (c->closed || c->handshaking || !c->writing.empty()) return;
-    if (c->out.empty()) {
-      if (c->closing) close(c);
+    std::size_t n = c->out.size();
+    if (holding()) {
+      n = static_cast<std::size_t>(std::min<std::uint64_t>(n, c->released - c->sent));
+      if (n < c->out.size()) hold(c);
+    }
+    if (n == 0) {
+      if (c->out.empty() && c->closing) close(c);
       return;
     }
-    c->writing.swap(c->out);
+    if (n == c->out.size()) {
+      c->writing.swap(c->out);
+    } else {
+      c->writing.assign(c->out, 0, n);
+      c->out.erase(0, n);
+    }
+    c->sent += n;
     auto written = [this, c](std::error_code ec, std::size_t) {
       c->writing.clear();
       if (ec) {
@@ -566,7 +607,7 @@ struct Server::Impl {
     c->socket.shutdown(tcp::socket::shutdown_both, ignored);
     c->socket.close(ignored);
     if (connections.erase(c->id) > 0) {
-      dispatcher.disconnect(c->id, Clock::now());
+      dispatcher->disconnect(c->id, Clock::now());
       deliver_wakeups();
     }
   }
@@ -576,17 +617,210 @@ struct Server::Impl {
   // never cancelled: cancelling when the table empties and re-arming on the next
   // acquire would cost two timerfd syscalls per lock cycle.
   void reschedule() {
-    const auto next = dispatcher.next_wakeup();
+    const auto next = dispatcher->next_wakeup();
     if (!next || (armed && *armed <= *next)) return;
     armed = *next;
     timer.expires_at(*next);
     timer.async_wait([this](std::error_code ec) {
       if (ec == asio::error::operation_aborted) return;
       armed.reset();
-      dispatcher.advance(Clock::now());
+      dispatcher->advance(Clock::now());
       deliver_wakeups();
       reschedule();
     });
+  }
+
+  // --- a cell's member (server/cell/; docs/cell.md)
+
+  // Joins the cell: listens on this member's address from --cell, serves nothing until
+  // it leads.
+  void start_cell() {
+    cell::CellOptions o;
+    o.members = options.cell;
+    o.node = options.node;
+    o.data_dir = options.data_dir;
+    o.election_timeout = options.cell_election_timeout;
+    o.heartbeat = options.cell_heartbeat;
+    const auto members = cell::parse_cell_members(o.members);
+    const auto self = std::find_if(members.begin(), members.end(),
+                                   [&](const cell::CellAddress& m) { return m.id == o.node; });
+    if (self == members.end()) {
+      throw Error(Errc::invalid_argument,
+                  "--node " + std::to_string(o.node) + " is not one of the members --cell lists");
+    }
+    options.host = self->host;
+    options.port = self->port;
+    serving = false;
+    dispatcher = make_dispatcher(nullptr, nullptr);
+    cell = std::make_unique<cell::CellMember>(o);
+    std::printf("wardend: cell member %llu of %zu; its bus on %s\n",
+                static_cast<unsigned long long>(o.node), members.size(),
+                self->bus_address().c_str());
+  }
+
+  // A leader that does not lead any more cannot make anything it says durable.
+  bool holding() const { return cell != nullptr && serving; }
+
+  // A member that does not lead answers PING and QUIT, and every other request with
+  // where the leader is (-MOVED host:port), or -TRYAGAIN while the cell has none.
+  void redirect(const std::shared_ptr<Connection>& c) {
+    const resp::Limits limits{options.max_request_bytes};
+    std::size_t offset = 0;
+    while (!c->closing && !c->closed) {
+      const auto parsed = resp::parse_request(std::string_view(c->in).substr(offset), limits);
+      if (parsed.status == resp::Status::incomplete) break;
+      if (parsed.status == resp::Status::error) {
+        resp::error(c->out, "ERR", parsed.error);
+        c->closing = true;
+        break;
+      }
+      offset += parsed.consumed;
+      if (parsed.args.empty()) continue;
+      std::string cmd(parsed.args[0]);
+      std::transform(cmd.begin(), cmd.end(), cmd.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+      if (cmd == "PING") {
+        c->out += "+PONG\r\n";
+      } else if (cmd == "QUIT") {
+        c->out += "+OK\r\n";
+        c->closing = true;
+      } else if (const auto leader = cell->leader_address(); leader && !cell->leading()) {
+        resp::error(c->out, "MOVED", *leader);
+      } else {
+        resp::error(c->out, "TRYAGAIN", "the cell has no leader yet");
+      }
+    }
+    c->in.erase(0, offset);
+    flush(c);
+    read(c);
+  }
+
+  // `c` has bytes the next seal must cover.
+  void hold(const std::shared_ptr<Connection>& c) {
+    if (!c->unsealed) {
+      c->unsealed = true;
+      unsealed.push_back(c);
+    }
+    post_seal();
+  }
+
+  void post_seal() {
+    if (!holding() || seal_posted) return;
+    seal_posted = true;
+    asio::post(io, [this] { seal(); });
+  }
+
+  // Once per turn of the loop, after the requests and timers that were ready: what this
+  // turn changed goes to the cell as one entry, and the replies written meanwhile wait
+  // for it (or, when nothing changed, for the entries before it; with none, they go).
+  void seal() {
+    seal_posted = false;
+    if (!holding()) return;
+    std::vector<std::string> keys = dispatcher->take_changed_keys();
+    Seal turn;
+    for (auto& c : unsealed) {
+      c->unsealed = false;
+      if (!c->closed) turn.marks.emplace_back(c, c->sent + c->out.size());
+    }
+    unsealed.clear();
+    if (keys.empty()) {
+      if (seals.empty()) return release(turn);
+      auto& last = seals.back().marks;
+      last.insert(last.end(), turn.marks.begin(), turn.marks.end());
+      return;
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    cell::CellChanges changes;
+    changes.token_floor = dispatcher->last_token();
+    TableSnapshot held = dispatcher->snapshot_keys(keys, Clock::now());
+    changes.keys = std::move(keys);
+    changes.holders = std::move(held.holders);
+    changes.delays = std::move(held.delays);
+    seals.push_back(std::move(turn));
+    cell->propose(changes, [this, leadership = epoch](cell::Proposed outcome, std::uint64_t) {
+      asio::post(io, [this, leadership, outcome] { sealed(leadership, outcome); });
+    });
+  }
+
+  // The oldest seal's entry was committed (its replies go) or not (the leadership ends).
+  void sealed(std::uint64_t leadership, cell::Proposed outcome) {
+    if (leadership != epoch || seals.empty()) return;
+    if (outcome != cell::Proposed::committed) {
+      return step_down("a change could not be committed (the cell elected another leader)");
+    }
+    Seal done = std::move(seals.front());
+    seals.pop_front();
+    release(done);
+  }
+
+  void release(const Seal& seal) {
+    for (const auto& [c, upto] : seal.marks) {
+      c->released = std::max(c->released, upto);
+      flush(c);
+    }
+  }
+
+  // Every kCellRoleEvery: starts serving once this member leads, stops when it does not.
+  void watch_role() {
+    role_timer.expires_after(kCellRoleEvery);
+    role_timer.async_wait([this](std::error_code ec) {
+      if (ec) return;
+      const bool leads = cell->leading();
+      if (leads && !serving) lead();
+      if (!leads && serving) step_down("another member leads the cell");
+      watch_role();
+    });
+  }
+
+  // This member leads, every entry before its leadership applied: its table starts from
+  // what the cell holds, each grant with a full lease from now.
+  void lead() {
+    drop_connections();  // they were told -MOVED or -TRYAGAIN
+    const TableSnapshot held = cell->held();
+    dispatcher.reset();
+    cell_tokens = std::make_unique<table::CountingTokenSource>(held.state.reserved_upto);
+    dispatcher = make_dispatcher(cell_tokens.get(), nullptr);
+    const std::size_t grants = dispatcher->restore(held, Clock::now());
+    dispatcher->record_changes();
+    ++epoch;
+    serving = true;
+    rearm();
+    std::printf(
+        "wardend: cell member %llu leads: restored %zu grant(s) and %zu lock-delay(s); tokens "
+        "continue after %llu\n",
+        static_cast<unsigned long long>(cell->id()), grants, held.delays.size(),
+        static_cast<unsigned long long>(held.state.reserved_upto));
+    std::fflush(stdout);
+  }
+
+  // Nothing this member answers from now on could be made durable: every connection
+  // closes without the replies it was still owed, and the table goes.
+  void step_down(const std::string& why) {
+    if (!serving) return;
+    serving = false;
+    ++epoch;
+    seals.clear();
+    for (auto& c : unsealed) c->unsealed = false;
+    unsealed.clear();
+    drop_connections();
+    dispatcher = make_dispatcher(nullptr, nullptr);
+    cell_tokens.reset();
+    rearm();
+    std::fprintf(stderr, "wardend: cell member %llu stops serving: %s\n",
+                 static_cast<unsigned long long>(cell->id()), why.c_str());
+  }
+
+  void drop_connections() {
+    auto all = connections;
+    for (auto& [id, c] : all) close(c);
+  }
+
+  // A new table's wake-ups, not the old one's.
+  void rearm() {
+    timer.cancel();
+    armed.reset();
+    reschedule();
   }
 
   void shutdown() {
@@ -597,18 +831,22 @@ struct Server::Impl {
     }
     timer.cancel();
     sweep_timer.cancel();
+    role_timer.cancel();
     signals.cancel(ignored);
     // Waiters leave without a reply before their connections close, so that closing
     // one cannot grant another's request that nobody would hear of.
-    dispatcher.drop_waiters(Clock::now());
+    dispatcher->drop_waiters(Clock::now());
     auto all = connections;
     for (auto& [id, c] : all) close(c);
     io.stop();
   }
 
   ServerOptions options;
-  DurableState state;
-  Dispatcher dispatcher;
+  Clock::time_point started = Clock::now();
+  std::optional<DurableState> state;  // a single wardend's; a cell's is its log
+  std::shared_ptr<const UserTable> users;
+  std::unique_ptr<table::CountingTokenSource> cell_tokens;  // a cell leader's, from the cell
+  std::unique_ptr<Dispatcher> dispatcher;
   asio::io_context io;
   std::optional<asio::ssl::context> tls_context;  // with a TLS listener
   Listener plain;                                 // open unless `--listen none`
@@ -629,6 +867,15 @@ struct Server::Impl {
   std::uint16_t bound_port = 0;
   std::uint16_t bound_tls_port = 0;
   std::unique_ptr<MetricsEndpoint> metrics;
+  // A cell member's (null for a single wardend). After `io`: stopping it tells the
+  // proposals in flight `lost`, which post to the loop.
+  std::unique_ptr<cell::CellMember> cell;
+  bool serving = true;      // false while a cell member does not lead
+  std::uint64_t epoch = 0;  // counts leaderships: a seal's outcome from an earlier one is void
+  std::deque<Seal> seals;   // proposed, not yet committed, in log order
+  std::vector<std::shared_ptr<Connection>> unsealed;
+  bool seal_posted = false;
+  asio::steady_timer role_timer;
   std::unique_ptr<AuthWorker> auth_worker;  // last: joined before the loop goes away
 };
 
@@ -654,8 +901,9 @@ void Server::run(bool handle_signals) {
     if (l->acceptor.is_open()) s.start_accept(*l);
   }
   s.sweep();
+  if (s.cell) s.watch_role();
   s.io.run();
-  s.save_table();
+  if (!s.cell) s.save_table();
 }
 
 void Server::stop() {

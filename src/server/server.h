@@ -59,6 +59,13 @@ struct ServerOptions {
   // TCP keep-alive on every accepted socket, first probe after this much silence (then
   // every 10 s, 3 probes): a client whose host vanished is found and closed; 0: off.
   std::chrono::seconds tcp_keepalive{60};
+  // A member of a cell (docs/cell.md): `cell` lists every member as id@a.b.c.d:port,
+  // `node` says which one this is; it then listens on that address, keeps its log in
+  // data_dir/cell, and host and port above are not used. Empty: a single wardend.
+  std::string cell;
+  std::uint64_t node = 0;
+  std::chrono::milliseconds cell_election_timeout{1000};
+  std::chrono::milliseconds cell_heartbeat{100};
 };
 
 class Server {

@@ -177,6 +177,28 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
          "TCP keep-alive on every connection, first probe after SECONDS of silence, so a "
          "client whose host vanished is closed (default 60; 0: off)")
       ->default_str(std::to_string(o.tcp_keepalive.count()));
+  auto* cell = app.add_option("--cell", o.cell,
+                              "be a member of a cell: every member as ID@A.B.C.D:PORT, "
+                              "comma-separated, the same list on each (docs/cell.md); the "
+                              "members talk on PORT+1");
+  auto* node = app.add_option("--node", o.node, "which member of --cell this wardend is (its ID)")
+                   ->check(CLI::PositiveNumber);
+  cell->needs(node);
+  node->needs(cell);
+  app.add_option_function<unsigned>(
+         "--cell-election-timeout",
+         [&o](unsigned ms) { o.cell_election_timeout = std::chrono::milliseconds(ms); },
+         "milliseconds a member hears no leader before it stands (default 1000); failing "
+         "over takes about three of them")
+      ->default_str(std::to_string(o.cell_election_timeout.count()))
+      ->needs(cell);
+  app.add_option_function<unsigned>(
+         "--cell-heartbeat",
+         [&o](unsigned ms) { o.cell_heartbeat = std::chrono::milliseconds(ms); },
+         "milliseconds between the leader's heartbeats (default 100; below the election "
+         "timeout)")
+      ->default_str(std::to_string(o.cell_heartbeat.count()))
+      ->needs(cell);
   app.add_flag("--reset-state", o.reset_state,
                "start with fresh state even though the data dir lost it: fencing tokens "
                "may go backwards (dangerous; for disaster recovery only)")

@@ -158,6 +158,10 @@ struct LockTable::Impl {
   std::vector<std::uint32_t> dirty;  // keys whose queue may have become grantable
   std::size_t holder_count = 0;
   std::unordered_map<std::uint32_t, Time> delays;  // slot -> end of its running lock-delay
+  // While recording (a wardend cell's leader): the keys whose holders or lock-delay
+  // changed, in order, repeats included, until taken.
+  bool recording = false;
+  std::vector<std::string> changed;
   RequestId last_id = 0;
   Time latest = Time::min();
 
@@ -165,6 +169,11 @@ struct LockTable::Impl {
 
   Node* find_node(std::string_view key) { return keys.find(key); }
   const Node* find_node(std::string_view key) const { return keys.find(key); }
+
+  // The holders of the key in `slot`, or their leases, values or lock-delay, changed.
+  void note_changed(std::uint32_t slot) {
+    if (recording) changed.emplace_back(slots[slot]->key());
+  }
 
   Node& create(std::string_view key) {
     Node& node = *keys.try_emplace(key).first;
@@ -257,6 +266,7 @@ struct LockTable::Impl {
   }
 
   void remove_holder(KeyState& k, std::size_t i) {
+    note_changed(k.slot);
     if (k.entries[i].permits > 0) semaphores.at(k.slot).held -= k.entries[i].permits;
     forget_value(k.entries[i].id);
     k.entries.erase(k.entries.begin() + static_cast<std::ptrdiff_t>(i));
@@ -274,6 +284,7 @@ struct LockTable::Impl {
   // Callers draw `token` before changing anything: a TokenSource that persists its
   // reservations may throw, and the call must then leave the request as it was.
   void make_holder(KeyState& k, Entry& e, std::uint64_t token, Time now) {
+    note_changed(k.slot);
     e.token = token;
     e.time = add_saturating(now, e.ttl);
     if (e.permits > 0) semaphores.at(k.slot).held += e.permits;
@@ -514,6 +525,7 @@ struct LockTable::Impl {
       case TimerKind::delay: {
         Node* node = slots[t.slot];
         if (node == nullptr || delayed_until(node->value) != t.time) return;
+        note_changed(node->value.slot);
         delays.erase(node->value.slot);
         mark_dirty(node->value.slot);
         return;
@@ -654,6 +666,9 @@ struct LockTable::Impl {
     std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return std::nullopt;
     Entry& e = k.entries[i];
+    // A replica keeps lease lengths, not ends (it restores a full lease): a renew for
+    // the same length changes nothing it holds.
+    if (milliseconds(e.ttl) != milliseconds(Ms32(ttl))) note_changed(k.slot);
     e.ttl = ttl;  // the lease length a snapshot carries over a restart
     Time expires = add_saturating(now, ttl);
     if (expires != e.time) {
@@ -692,6 +707,7 @@ struct LockTable::Impl {
     if (node == nullptr) node = &create(key);
     KeyState& k = node->value;
     if (until <= delayed_until(k)) return true;
+    note_changed(k.slot);
     delays[k.slot] = until;
     // token 0: no grant caused it; a delay timer is matched by key slot and time alone.
     if (until != Time::max()) push_timer({until, 0, k.slot, TimerKind::delay});
@@ -704,6 +720,7 @@ struct LockTable::Impl {
     const KeyState& k = node->value;
     const std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return false;
+    note_changed(k.slot);
     if (value.empty()) {
       forget_value(k.entries[i].id);
     } else {
@@ -875,5 +892,14 @@ std::optional<Time> LockTable::next_wakeup() const {
 }
 
 std::vector<Event> LockTable::take_events() { return std::exchange(impl_->events, {}); }
+
+void LockTable::record_changes(bool on) {
+  impl_->recording = on;
+  if (!on) impl_->changed.clear();
+}
+
+std::vector<std::string> LockTable::take_changed_keys() {
+  return std::exchange(impl_->changed, {});
+}
 
 }  // namespace warden::table

@@ -263,6 +263,15 @@ class LockTable {
   // Events caused since the last call, in the order they happened.
   std::vector<Event> take_events();
 
+  // Change recording, for a replica of the held grants (a wardend cell's leader sends
+  // every member the holders of each key it changed). While on, every key whose holders,
+  // their leases (a renew), values or running lock-delay changed is noted; waiters
+  // alone are not. Off by default: a table that does not record pays one branch.
+  void record_changes(bool on);
+  // The keys changed since the last call, in the order of their changes, repeats
+  // included; a key may since have been forgotten (nothing held, no lock-delay).
+  std::vector<std::string> take_changed_keys();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

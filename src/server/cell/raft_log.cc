@@ -21,6 +21,7 @@ extern "C" {
 #include <raft/uv.h>
 }
 
+#include "core/uri.h"
 #include "warden/error.h"
 
 namespace warden::server::cell {
@@ -40,13 +41,8 @@ bool ipv4_address(const std::string& address) {
   if (colon == std::string::npos || colon + 1 == address.size()) return false;
   in_addr ip{};
   if (::inet_pton(AF_INET, address.substr(0, colon).c_str(), &ip) != 1) return false;
-  const std::string port = address.substr(colon + 1);
-  if (port.empty() || port.size() > 5 ||
-      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return false;
-  }
-  const int n = std::stoi(port);
-  return n >= 1 && n <= 65535;
+  return core::parse_int_in_range(std::string_view(address).substr(colon + 1), 1, 65535)
+      .has_value();
 }
 
 void check_config(const RaftLogConfig& config) {

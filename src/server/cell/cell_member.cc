@@ -1,0 +1,90 @@
+#include "server/cell/cell_member.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/uri.h"
+#include "warden/error.h"
+
+namespace warden::server::cell {
+namespace {
+
+Error bad_members(const std::string& what) {
+  return Error(Errc::invalid_argument, "--cell: " + what);
+}
+
+CellAddress parse_member(std::string_view text) {
+  const std::string quoted = "'" + std::string(text) + "'";
+  const auto at = text.find('@');
+  if (at == std::string_view::npos) throw bad_members(quoted + " is not id@a.b.c.d:port");
+  const auto id = core::parse_int_in_range(text.substr(0, at), 1, 1'000'000);
+  if (!id) throw bad_members(quoted + ": the id must be a number from 1 to 1000000");
+  const std::string_view address = text.substr(at + 1);
+  const auto colon = address.rfind(':');
+  if (colon == std::string_view::npos) throw bad_members(quoted + " has no port");
+  CellAddress m;
+  m.id = static_cast<std::uint64_t>(*id);
+  m.host = std::string(address.substr(0, colon));
+  in_addr ip{};
+  if (::inet_pton(AF_INET, m.host.c_str(), &ip) != 1) {
+    throw bad_members(quoted + ": '" + m.host +
+                      "' is not an IPv4 address (the cell's log takes no "
+                      "host names or IPv6)");
+  }
+  const auto port = core::parse_int_in_range(address.substr(colon + 1), 1, 65534);
+  if (!port) {
+    throw bad_members(quoted + ": the port must be 1 to 65534 (the cell's bus takes the next one)");
+  }
+  m.port = static_cast<std::uint16_t>(*port);
+  return m;
+}
+
+}  // namespace
+
+std::vector<CellAddress> parse_cell_members(std::string_view text) {
+  std::vector<CellAddress> members;
+  std::set<std::uint64_t> ids;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view one = text.substr(0, comma);
+    members.push_back(parse_member(one));
+    if (!ids.insert(members.back().id).second) {
+      throw bad_members("member " + std::to_string(members.back().id) + " is given twice");
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) throw bad_members("a member is missing after the last ','");
+  }
+  if (members.empty()) throw bad_members("no members");
+  return members;
+}
+
+CellMember::CellMember(const CellOptions& options)
+    : id_(options.node), members_(parse_cell_members(options.members)) {
+  RaftLogConfig config;
+  config.id = options.node;
+  for (const CellAddress& m : members_) config.members.push_back({m.id, m.bus_address()});
+  config.data_dir = options.data_dir / "cell";
+  config.election_timeout = options.election_timeout;
+  config.heartbeat = options.heartbeat;
+  log_ = std::make_unique<RaftLog>(std::move(config), state_);
+}
+
+CellMember::~CellMember() = default;
+
+std::optional<std::string> CellMember::leader_address() const {
+  const auto leader = log_->leader();
+  if (!leader) return std::nullopt;
+  const auto it = std::find_if(members_.begin(), members_.end(),
+                               [&](const CellAddress& m) { return m.id == leader->id; });
+  if (it == members_.end()) return std::nullopt;
+  return it->client_address();
+}
+
+void CellMember::propose(const CellChanges& changes, ProposeDone done) {
+  log_->propose(encode_changes(changes), std::move(done));
+}
+
+}  // namespace warden::server::cell
