@@ -249,6 +249,7 @@ struct Server::Impl {
       socket.non_blocking(true);  // read() reads only after a readiness wait
       const ConnId id = ++next_id;
       auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
+      if (cell) conn->released = 0;  // a cell's leader writes what the cell holds
       if (l.tls) conn->tls = std::make_unique<Tls>(conn->socket, *tls_context, io);
       // A connection counts against the limit from accept on, a TLS one while it
       // handshakes too; over the limit, a TLS client still gets its -LIMIT over TLS.
@@ -712,7 +713,9 @@ struct Server::Impl {
 
   // Once per turn of the loop, after the requests and timers that were ready: what this
   // turn changed goes to the cell as one entry, and the replies written meanwhile wait
-  // for it (or, when nothing changed, for the entries before it; with none, they go).
+  // for it. When nothing changed, they wait for the entries before it, or with none an
+  // empty entry: a reply (a CHECK, a read) is only ever sent by a member that the cell
+  // still followed after it was written, never by a leader deposed without knowing it.
   void seal() {
     seal_posted = false;
     if (!holding()) return;
@@ -724,10 +727,12 @@ struct Server::Impl {
     }
     unsealed.clear();
     if (keys.empty()) {
-      if (seals.empty()) return release(turn);
-      auto& last = seals.back().marks;
-      last.insert(last.end(), turn.marks.begin(), turn.marks.end());
-      return;
+      if (turn.marks.empty()) return;
+      if (!seals.empty()) {
+        auto& last = seals.back().marks;
+        last.insert(last.end(), turn.marks.begin(), turn.marks.end());
+        return;
+      }
     }
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());

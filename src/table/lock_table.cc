@@ -666,9 +666,7 @@ struct LockTable::Impl {
     std::size_t i = find_holder(k, token);
     if (i == k.entries.size()) return std::nullopt;
     Entry& e = k.entries[i];
-    // A replica keeps lease lengths, not ends (it restores a full lease): a renew for
-    // the same length changes nothing it holds.
-    if (milliseconds(e.ttl) != milliseconds(Ms32(ttl))) note_changed(k.slot);
+    note_changed(k.slot);
     e.ttl = ttl;  // the lease length a snapshot carries over a restart
     Time expires = add_saturating(now, ttl);
     if (expires != e.time) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/server_process.h"
+#include "support/text_client.h"
 
 namespace warden::testing {
 namespace {
@@ -27,89 +28,6 @@ using namespace std::chrono_literals;
 
 // One hiredis connection; each call returns the reply as text: ":1", "(nil)", "-ERR ...",
 // "$text", "[a, b]".
-class Conn {
- public:
-  explicit Conn(std::uint16_t port)
-      : ctx_(redisConnectWithTimeout("127.0.0.1", port, timeval{10, 0}), &redisFree) {
-    if (!ctx_ || ctx_->err != 0) throw std::runtime_error("cannot connect to wardend");
-    redisSetTimeout(ctx_.get(), timeval{10, 0});
-  }
-
-  std::string operator()(const std::vector<std::string>& args) {
-    send(args);
-    void* raw = nullptr;
-    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) return "<no reply>";
-    std::string out = describe(static_cast<redisReply*>(raw));
-    freeReplyObject(raw);
-    return out;
-  }
-
-  // Sends without waiting for the reply (a parked ACQUIRE).
-  void send(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    redisAppendCommandArgv(ctx_.get(), static_cast<int>(args.size()), argv.data(), lens.data());
-    int done = 0;
-    while (done == 0) {
-      if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return;
-    }
-  }
-
-  // true once the server closed the connection (a reply, if any, is read past).
-  bool closed_by_server() {
-    void* raw = nullptr;
-    while (redisGetReply(ctx_.get(), &raw) == REDIS_OK) freeReplyObject(raw);
-    return ctx_->err == REDIS_ERR_EOF || ctx_->err == REDIS_ERR_IO;
-  }
-
- private:
-  static std::string describe(const redisReply* r) {
-    switch (r->type) {
-      case REDIS_REPLY_INTEGER:
-        return ":" + std::to_string(r->integer);
-      case REDIS_REPLY_NIL:
-        return "(nil)";
-      case REDIS_REPLY_ERROR:
-        return "-" + std::string(r->str, r->len);
-      case REDIS_REPLY_STRING:
-      case REDIS_REPLY_STATUS:
-        return "$" + std::string(r->str, r->len);
-      case REDIS_REPLY_ARRAY: {
-        std::string out = "[";
-        for (std::size_t i = 0; i < r->elements; ++i) {
-          out += (i ? ", " : "") + describe(r->element[i]);
-        }
-        return out + "]";
-      }
-    }
-    return "?";
-  }
-  std::unique_ptr<redisContext, decltype(&redisFree)> ctx_;
-};
-
-struct Grant {
-  std::uint64_t token = 0;
-  std::string secret;
-};
-
-// A grant reply "[:token, :waited_us, $secret]" parsed; token 0 for anything else.
-Grant grant_of(const std::string& reply) {
-  if (!reply.starts_with("[:")) return {};
-  const auto secret = reply.find(", $");
-  if (secret == std::string::npos) return {};
-  return Grant{std::stoull(reply.substr(2)), reply.substr(secret + 3, 32)};
-}
-
-std::string renew(Conn& c, const std::string& key, const Grant& g, const std::string& ttl) {
-  return c({"RENEW", key, std::to_string(g.token), g.secret, ttl});
-}
-std::string release(Conn& c, const std::string& key, const Grant& g) {
-  return c({"RELEASE", key, std::to_string(g.token), g.secret});
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -117,7 +35,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 // Makes the durable longest hold 20 s, so that a restart under the crash rule refuses
 // grants for 20 s: far longer than any of these tests waits.
-void make_max_hold_long(Conn& c) {
+void make_max_hold_long(TextClient& c) {
   const Grant g = grant_of(c({"ACQUIRE", "setup/long", "x", "20000"}));
   ASSERT_NE(g.token, 0u);
   ASSERT_EQ(release(c, "setup/long", g), ":1");
@@ -134,7 +52,7 @@ TEST(WardendRestartTest, SigtermRestartKeepsHoldersAndGrantsFreeLocksAtOnce) {
   Grant shared1;
   Grant shared2;
   {
-    Conn c(server.port());
+    TextClient c(server.port());
     make_max_hold_long(c);
     held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
     shared1 = grant_of(c({"ACQUIRE", "t/shared", "s", "10000"}));
@@ -151,7 +69,7 @@ TEST(WardendRestartTest, SigtermRestartKeepsHoldersAndGrantsFreeLocksAtOnce) {
   EXPECT_TRUE(contains(server.process().log_text(), "clean restart: restored 3 grant(s)"))
       << server.process().log_text();
 
-  Conn other(server.port());
+  TextClient other(server.port());
   // A free lock is granted on the first try, where the crash rule would answer
   // -STARTING for 20 s; its token is above every token from before.
   const Grant free = grant_of(other({"ACQUIRE", "t/free", "x", "5000"}));
@@ -166,7 +84,7 @@ TEST(WardendRestartTest, SigtermRestartKeepsHoldersAndGrantsFreeLocksAtOnce) {
   EXPECT_EQ(release(other, "t/held", Grant{held.token, std::string(32, 'f')}), ":0");
 
   // The holders, reconnected, renew and release with token and secret as before.
-  Conn holder(server.port());
+  TextClient holder(server.port());
   EXPECT_EQ(renew(holder, "t/held", held, "10000"), ":1");
   EXPECT_EQ(renew(holder, "t/shared", shared1, "10000"), ":1");
   EXPECT_EQ(release(holder, "t/shared", shared1), ":1");
@@ -180,7 +98,7 @@ TEST(WardendRestartTest, SigtermRestartKeepsHoldersAndGrantsFreeLocksAtOnce) {
 TEST(WardendRestartTest, RunningLockDelayIsRestoredAndWaitersAreDropped) {
   Wardend server;
   {
-    Conn c(server.port());
+    TextClient c(server.port());
     make_max_hold_long(c);
     // A lease that expires (never renewed) starts a 15 s lock-delay.
     ASSERT_NE(grant_of(c({"ACQUIRE", "t/crashed", "x", "10", "DELAY", "15000"})).token, 0u);
@@ -189,10 +107,10 @@ TEST(WardendRestartTest, RunningLockDelayIsRestoredAndWaitersAreDropped) {
     ASSERT_NE(grant_of(c({"ACQUIRE", "t/queue", "x", "10000"})).token, 0u);
   }
   // A waiter parked at the shutdown: its connection closes, it is not carried over.
-  Conn waiter(server.port());
+  TextClient waiter(server.port());
   waiter.send({"ACQUIRE", "t/queue", "x", "10000", "FOREVER"});
   {
-    Conn c(server.port());
+    TextClient c(server.port());
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (!contains(c({"INFO"}), "waiters:1") && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(10ms);
@@ -203,7 +121,7 @@ TEST(WardendRestartTest, RunningLockDelayIsRestoredAndWaitersAreDropped) {
   EXPECT_TRUE(waiter.closed_by_server());
   EXPECT_TRUE(contains(server.process().log_text(), "saved 1 grant(s) and 1 lock-delay(s)"))
       << server.process().log_text();
-  Conn c(server.port());
+  TextClient c(server.port());
   // The lock-delay goes on after the restart: nobody gets the lock yet.
   EXPECT_EQ(c({"ACQUIRE", "t/crashed", "x", "1000"}), "(nil)");
   const std::string delayed = c({"INSPECT", "t/crashed"});
@@ -223,7 +141,7 @@ TEST(WardendRestartTest, SigtermRestartKeepsSemaphoreAndMultiLockGrants) {
   Grant a;
   Grant b;
   {
-    Conn c(server.port());
+    TextClient c(server.port());
     make_max_hold_long(c);
     permits = grant_of(c({"ACQUIRE", "t/sem", "s", "10000", "PERMITS", "2", "3"}));
     ASSERT_NE(permits.token, 0u);
@@ -240,7 +158,7 @@ TEST(WardendRestartTest, SigtermRestartKeepsSemaphoreAndMultiLockGrants) {
   EXPECT_TRUE(contains(server.process().log_text(), "clean restart: restored 3 grant(s)"))
       << server.process().log_text();
 
-  Conn other(server.port());
+  TextClient other(server.port());
   const Grant third = grant_of(other({"ACQUIRE", "t/sem", "s", "5000", "PERMITS", "1", "3"}));
   EXPECT_NE(third.token, 0u) << "one permit of three was free";
   EXPECT_EQ(other({"ACQUIRE", "t/sem", "s", "5000", "PERMITS", "1", "3"}), "(nil)")
@@ -249,7 +167,7 @@ TEST(WardendRestartTest, SigtermRestartKeepsSemaphoreAndMultiLockGrants) {
       << "the semaphore kept its number of permits";
   EXPECT_EQ(other({"ACQUIRESET", "5000", "2", "t/a", "x", "t/c", "x"}), "(nil)");
 
-  Conn holder(server.port());
+  TextClient holder(server.port());
   EXPECT_EQ(release(holder, "t/sem", permits), ":1");
   EXPECT_EQ(release(holder, "t/a", a), ":1");
   EXPECT_EQ(release(holder, "t/b", b), ":1");
@@ -262,20 +180,20 @@ TEST(WardendRestartTest, TwoCleanRestartsInARowKeepTheHolder) {
   Wardend server;
   Grant held;
   {
-    Conn c(server.port());
+    TextClient c(server.port());
     make_max_hold_long(c);
     held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
     ASSERT_NE(held.token, 0u);
   }
   for (int restart = 0; restart < 2; ++restart) {
     restart_cleanly(server);
-    Conn c(server.port());
+    TextClient c(server.port());
     EXPECT_EQ(renew(c, "t/held", held, "10000"), ":1") << "after restart " << restart;
     EXPECT_EQ(c({"ACQUIRE", "t/held", "x", "5000"}), "(nil)") << "after restart " << restart;
     EXPECT_NE(grant_of(c({"ACQUIRE", "t/free" + std::to_string(restart), "x", "5000"})).token, 0u)
         << "after restart " << restart;
   }
-  Conn c(server.port());
+  TextClient c(server.port());
   EXPECT_EQ(release(c, "t/held", held), ":1");
 }
 
@@ -283,7 +201,7 @@ TEST(WardendRestartTest, KillNineKeepsTheEmbargoEvenAfterACleanRestart) {
   Wardend server;
   Grant held;
   {
-    Conn c(server.port());
+    TextClient c(server.port());
     make_max_hold_long(c);
     held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
   }
@@ -292,7 +210,7 @@ TEST(WardendRestartTest, KillNineKeepsTheEmbargoEvenAfterACleanRestart) {
   restart_cleanly(server);
   server.process().kill9();
   server.start();
-  Conn c(server.port());
+  TextClient c(server.port());
   const std::string refused = c({"ACQUIRE", "t/free", "x", "5000"});
   EXPECT_TRUE(contains(refused, "-STARTING restarted recently")) << refused;
   EXPECT_EQ(renew(c, "t/held", held, "10000"), ":0");  // holders are not restored
@@ -303,7 +221,7 @@ TEST(WardendRestartTest, DamagedSnapshotFallsBackToTheEmbargoAndSaysWhy) {
   Wardend server;
   Grant held;
   {
-    Conn c(server.port());
+    TextClient c(server.port());
     make_max_hold_long(c);
     held = grant_of(c({"ACQUIRE", "t/held", "x", "10000"}));
   }
@@ -323,7 +241,7 @@ TEST(WardendRestartTest, DamagedSnapshotFallsBackToTheEmbargoAndSaysWhy) {
   EXPECT_TRUE(contains(log, table.string())) << log;
   EXPECT_TRUE(contains(log, "damaged")) << log;
   EXPECT_TRUE(contains(log, "not a clean restart")) << log;
-  Conn c(server.port());
+  TextClient c(server.port());
   EXPECT_TRUE(contains(c({"ACQUIRE", "t/free", "x", "5000"}), "-STARTING"));
   EXPECT_EQ(renew(c, "t/held", held, "10000"), ":0");
   EXPECT_TRUE(fs::exists(server.data_dir() / "table.damaged"));

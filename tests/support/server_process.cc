@@ -142,12 +142,27 @@ class PortReservations {
 
 }  // namespace
 
+namespace {
+
+// One per process, shared by free_port() and free_port_pair().
+PortReservations& port_reservations() {
+  static PortReservations reservations;
+  return reservations;
+}
+
+std::mt19937& port_random() {
+  static std::mt19937 random(std::random_device{}());
+  return random;
+}
+
+}  // namespace
+
 std::uint16_t free_port() {
   // Below the ephemeral range, so that neither bind(0) nor an outgoing connection's
   // local end (thousands of them in a test run) takes the port while a test's server is
   // down for a restart; reserved, so that no other test process picks it meanwhile.
-  static PortReservations reservations;
-  static std::mt19937 random(std::random_device{}());
+  PortReservations& reservations = port_reservations();
+  std::mt19937& random = port_random();
   const int low = 10000;
   const int high = std::min(ephemeral_low(), 65536) - 1;
   if (high - low >= 1000) {
@@ -158,6 +173,24 @@ std::uint16_t free_port() {
     }
   }
   return kernels_choice();
+}
+
+std::uint16_t free_port_pair() {
+  PortReservations& reservations = port_reservations();
+  std::mt19937& random = port_random();
+  const int low = 10000;
+  const int high = std::min(ephemeral_low(), 65536) - 2;
+  if (high - low < 1000) throw std::runtime_error("no port range below the ephemeral one");
+  std::uniform_int_distribution<int> pick(low, high);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const auto port = static_cast<std::uint16_t>(pick(random));
+    const auto next = static_cast<std::uint16_t>(port + 1);
+    if (reservations.reserve(port) && reservations.reserve(next) && bindable(port) &&
+        bindable(next)) {
+      return port;
+    }
+  }
+  throw std::runtime_error("no two free ports side by side");
 }
 
 bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout) {

@@ -41,6 +41,10 @@ class TempDir {
 // callers that start a server on it wait for readiness and retry on failure.
 std::uint16_t free_port();
 
+// Two free ports side by side, reserved as free_port() reserves one: the first is
+// returned (a wardend cell member's, whose bus takes the next).
+std::uint16_t free_port_pair();
+
 // true once something accepts TCP connections on 127.0.0.1:port, false after `timeout`.
 bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout);
 

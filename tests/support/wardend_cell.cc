@@ -1,0 +1,77 @@
+#include "support/wardend_cell.h"
+
+#include <stdexcept>
+#include <thread>
+
+#include "support/text_client.h"
+
+namespace warden::testing {
+
+using namespace std::chrono_literals;
+
+WardendCell::WardendCell(std::size_t members, std::vector<std::string> extra_args)
+    : dir_("wardend-cell"), extra_args_(std::move(extra_args)) {
+  for (std::size_t i = 0; i < members; ++i) {
+    ports_.push_back(free_port_pair());
+    members_ += (i ? "," : "") + std::to_string(i + 1) + "@127.0.0.1:" + std::to_string(ports_[i]);
+  }
+  processes_.resize(members);
+  for (std::size_t i = 0; i < members; ++i) start(i);
+  wait_for_leader();
+}
+
+void WardendCell::start(std::size_t i) {
+  const std::string name = "member" + std::to_string(i + 1);
+  std::vector<std::string> argv = {wardend_path(),
+                                   "--cell",
+                                   members_,
+                                   "--node",
+                                   std::to_string(i + 1),
+                                   "--data-dir",
+                                   (dir_.path() / name).string()};
+  argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
+  if (processes_[i].pid() > 0) processes_[i].kill9();
+  processes_[i] = ServerProcess(argv, dir_.path() / (name + ".log"));
+  processes_[i].start();
+  if (!processes_[i].wait_for_log("listening on", 30s) || !wait_for_port(ports_[i], 10s)) {
+    throw std::runtime_error("cell member " + std::to_string(i + 1) + " did not start:\n" + logs());
+  }
+}
+
+std::size_t WardendCell::wait_for_leader(std::chrono::milliseconds timeout,
+                                         std::optional<std::size_t> not_this) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::optional<std::size_t> leader;
+    std::vector<std::string> answers(size());
+    for (std::size_t i = 0; i < size(); ++i) {
+      if (i == not_this || !processes_[i].running()) continue;
+      try {
+        answers[i] = TextClient(ports_[i], 2)({"INFO"});
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (answers[i].starts_with("$")) leader = i;
+    }
+    if (leader) {
+      const std::string moved = "-MOVED 127.0.0.1:" + std::to_string(ports_[*leader]);
+      bool agreed = true;
+      for (std::size_t i = 0; i < size(); ++i) {
+        if (i != *leader && !answers[i].empty() && answers[i] != moved) agreed = false;
+      }
+      if (agreed) return *leader;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  throw std::runtime_error("the cell found no leader in time:\n" + logs());
+}
+
+std::string WardendCell::logs() const {
+  std::string out;
+  for (std::size_t i = 0; i < processes_.size(); ++i) {
+    out += "--- member " + std::to_string(i + 1) + "\n" + processes_[i].log_text();
+  }
+  return out;
+}
+
+}  // namespace warden::testing

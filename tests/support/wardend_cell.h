@@ -1,0 +1,45 @@
+// support/wardend_cell.h — a wardend cell on loopback: N members, each on a free port
+// pair (clients, then the bus), its own data dir, started and stopped by PID.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/server_process.h"
+
+namespace warden::testing {
+
+class WardendCell {
+ public:
+  // Starts every member (`extra_args` given to each) and waits for a leader.
+  explicit WardendCell(std::size_t members = 3, std::vector<std::string> extra_args = {});
+
+  std::size_t size() const { return ports_.size(); }
+  std::uint16_t port(std::size_t i) const { return ports_.at(i); }
+  ServerProcess& process(std::size_t i) { return processes_.at(i); }
+  // The --cell list every member is given.
+  const std::string& members() const { return members_; }
+
+  // (Re)starts member i on its ports with its data dir; waits until it listens.
+  void start(std::size_t i);
+  // The member that serves as leader, once it does and every other running member
+  // sends its clients there (-MOVED); `not_this` is skipped (the old leader, frozen).
+  // Throws std::runtime_error, with every member's log, after `timeout`.
+  std::size_t wait_for_leader(std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                              std::optional<std::size_t> not_this = std::nullopt);
+  // Every member's log, for a failure message.
+  std::string logs() const;
+
+ private:
+  TempDir dir_;
+  std::vector<std::string> extra_args_;
+  std::vector<std::uint16_t> ports_;
+  std::string members_;
+  std::vector<ServerProcess> processes_;
+};
+
+}  // namespace warden::testing
