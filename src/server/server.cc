@@ -663,11 +663,14 @@ struct Server::Impl {
   bool holding() const { return cell != nullptr && serving; }
 
   // A member that does not lead answers PING and QUIT, and every other request with
-  // where the leader is (-MOVED host:port), or -TRYAGAIN while the cell has none.
+  // where the leader is (-MOVED host:port), or -TRYAGAIN while the cell has none. AUTH,
+  // and whatever comes before it when AUTH is required, its dispatcher answers as the
+  // leader's would: a client authenticates before it asks where the leader is, and
+  // nobody learns it without the password.
   void redirect(const std::shared_ptr<Connection>& c) {
     const resp::Limits limits{options.max_request_bytes};
     std::size_t offset = 0;
-    while (!c->closing && !c->closed) {
+    while (!c->parked && !c->closing && !c->closed) {
       const auto parsed = resp::parse_request(std::string_view(c->in).substr(offset), limits);
       if (parsed.status == resp::Status::incomplete) break;
       if (parsed.status == resp::Status::error) {
@@ -680,7 +683,11 @@ struct Server::Impl {
       std::string cmd(parsed.args[0]);
       std::transform(cmd.begin(), cmd.end(), cmd.begin(),
                      [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-      if (cmd == "PING") {
+      if (cmd == "AUTH" || !dispatcher->authenticated(c->id)) {
+        const auto outcome = dispatcher->execute(c->id, parsed.args, Clock::now(), c->out);
+        if (outcome == Dispatcher::Outcome::parked) c->parked = true;
+        if (outcome == Dispatcher::Outcome::close) c->closing = true;
+      } else if (cmd == "PING") {
         c->out += "+PONG\r\n";
       } else if (cmd == "QUIT") {
         c->out += "+OK\r\n";
@@ -692,6 +699,7 @@ struct Server::Impl {
       }
     }
     c->in.erase(0, offset);
+    deliver_wakeups();  // a password check to start
     flush(c);
     read(c);
   }

@@ -11,6 +11,9 @@ using namespace std::chrono_literals;
 
 WardendCell::WardendCell(std::size_t members, std::vector<std::string> extra_args)
     : dir_("wardend-cell"), extra_args_(std::move(extra_args)) {
+  for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
+    if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
+  }
   for (std::size_t i = 0; i < members; ++i) {
     ports_.push_back(free_port_pair());
     members_ += (i ? "," : "") + std::to_string(i + 1) + "@127.0.0.1:" + std::to_string(ports_[i]);
@@ -47,7 +50,9 @@ std::size_t WardendCell::wait_for_leader(std::chrono::milliseconds timeout,
     for (std::size_t i = 0; i < size(); ++i) {
       if (i == not_this || !processes_[i].running()) continue;
       try {
-        answers[i] = TextClient(ports_[i], 2)({"INFO"});
+        TextClient c(ports_[i], 2);
+        if (password_) c({"AUTH", *password_});
+        answers[i] = c({"INFO"});
       } catch (const std::exception&) {
         continue;
       }

@@ -15,7 +15,8 @@ namespace warden::testing {
 
 class WardendCell {
  public:
-  // Starts every member (`extra_args` given to each) and waits for a leader.
+  // Starts every member (`extra_args` given to each; with --requirepass, the fixture
+  // authenticates) and waits for a leader.
   explicit WardendCell(std::size_t members = 3, std::vector<std::string> extra_args = {});
 
   std::size_t size() const { return ports_.size(); }
@@ -39,6 +40,7 @@ class WardendCell {
   std::vector<std::string> extra_args_;
   std::vector<std::uint16_t> ports_;
   std::string members_;
+  std::optional<std::string> password_;  // from --requirepass in the extra arguments
   std::vector<ServerProcess> processes_;
 };
 

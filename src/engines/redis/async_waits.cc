@@ -184,7 +184,7 @@ void AsyncWaits::answered(const OnWire& request, const Reply& reply) {
   // its connection fails as a closed connection's would, and the next one asks the
   // sentinels where the master is now.
   if (reply.error_code() == "READONLY") {
-    setup_.connector->not_master(*conn_);
+    setup_.connector->server_moved(*conn_);
     const Error why(Errc::unavailable, conn_->endpoint() + " is no longer the master");
     failed(it, why);
     throw why;

@@ -46,6 +46,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,8 @@ struct RedisConfig {
   resp_client::ConnectOptions connect;  // timeout = op_timeout
   // redis+sentinel://: where to find the master (connect.host/port are then unused).
   std::optional<resp_client::SentinelOptions> sentinel;
+  // Made from `sentinel` when the engine opens; connect.locator is the same one.
+  std::shared_ptr<resp_client::MasterLocator> master;
   // redis+cluster://: the nodes to learn the cluster from (connect.host/port unused).
   std::vector<resp_client::Endpoint> cluster_seeds;
   std::size_t pool_size = kDefaultPoolSize;

@@ -150,8 +150,8 @@ class RedisEngine final : public core::Engine {
     for (std::size_t i = 0; connector_ && i < config_.pool_size; ++i) {
       pipelines_.push_back(std::make_unique<Pipeline>(connector_, config_.op_timeout));
     }
-    if (config_.connect.master) {
-      config_.connect.master->watch([this] { recheck_after_failover(); });
+    if (config_.master) {
+      config_.master->watch([this] { recheck_after_failover(); });
     }
   }
 
@@ -161,7 +161,7 @@ class RedisEngine final : public core::Engine {
     // Completions of releases still owed touch held_, which goes before the pipelines.
     settle_releases();
     // The listener uses this engine's pipelines: no failover is handled past this point.
-    if (config_.connect.master) config_.connect.master->stop_watching();
+    if (config_.master) config_.master->stop_watching();
   }
 
   // Connects the first pipelined connection (AUTH, SELECT) and asks PING; in a cluster,
@@ -273,7 +273,7 @@ class RedisEngine final : public core::Engine {
       if (attempt.granted) {
         GrantRef grant{request.key,         request.mode, attempt.token,
                        request.options.ttl, owner,        request.permits};
-        if (config_.connect.master) {
+        if (config_.master) {
           std::lock_guard lock(held_mu_);
           held_.emplace(owner, grant);
         }
@@ -378,7 +378,7 @@ class RedisEngine final : public core::Engine {
       for (std::size_t n = 0; n < count; ++n) {
         const GrantRef& grant = grants[c * kRenewChunk + n];
         const bool held = integer_of(reply.elements[n], what) == 1;
-        if (!held && config_.connect.master) {
+        if (!held && config_.master) {
           std::lock_guard lock(held_mu_);
           held_.erase(grant.owner);
         }
@@ -549,7 +549,7 @@ class RedisEngine final : public core::Engine {
       setup.replicas_wait = wait_;
       setup.min_replicas = config_.min_replicas;
       setup.replica_timeout = config_.replica_timeout;
-      if (config_.connect.master) {
+      if (config_.master) {
         setup.granted = [this](const GrantRef& grant) {
           std::lock_guard lock(held_mu_);
           held_.emplace(grant.owner, grant);
@@ -582,7 +582,7 @@ class RedisEngine final : public core::Engine {
 
   // A released grant no longer needs checking after a failover.
   void forget_held(const std::string& owner) {
-    if (!config_.connect.master) return;
+    if (!config_.master) return;
     std::lock_guard lock(held_mu_);
     held_.erase(owner);
   }
@@ -595,7 +595,7 @@ class RedisEngine final : public core::Engine {
 
   // A failed call may be a master that is being replaced (Sentinel, a cluster's
   // replica promotion): waiters ask again within their wait.
-  bool follows_failover() const { return config_.connect.master || router_; }
+  bool follows_failover() const { return config_.master || router_; }
 
   // The master holding `keys` now (in a cluster); the one server's empty Endpoint
   // otherwise. Throws Error(unavailable) when no master serves the lock's slot.
@@ -787,8 +787,8 @@ class RedisEngine final : public core::Engine {
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
   RedisConfig config = parse_config(uri, options);
   if (config.sentinel) {
-    config.connect.master =
-        std::make_shared<resp_client::MasterLocator>(*config.sentinel, config.retry);
+    config.master = std::make_shared<resp_client::MasterLocator>(*config.sentinel, config.retry);
+    config.connect.locator = config.master;
   }
   auto engine = std::make_unique<RedisEngine>(std::move(config));
   engine->ping();

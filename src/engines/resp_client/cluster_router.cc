@@ -157,7 +157,7 @@ ConnectOptions ClusterRouter::node_options(const Endpoint& endpoint) const {
   out.host = endpoint.host;
   out.port = endpoint.port;
   out.db.reset();  // a cluster has database 0 only
-  out.master.reset();
+  out.locator.reset();
   return out;
 }
 

@@ -37,7 +37,7 @@ namespace warden::engines::resp_client {
 // One command: its arguments, binary-safe ("SET", key, value, ...).
 using Command = std::vector<std::string>;
 
-class MasterLocator;
+class ServerLocator;
 
 struct ConnectOptions {
   std::string host;  // a name or an IPv4/IPv6 address
@@ -52,10 +52,10 @@ struct ConnectOptions {
   std::chrono::milliseconds timeout{5'000};
   // TLS (core/tls_options.h); tls.enabled false: plain TCP.
   core::TlsOptions tls;
-  // A master behind Redis Sentinel: host and port are then the master's as the locator
-  // finds it, and a server that is not the master is refused (master_locator.h). Used by
-  // open_connection(), not by Connection::open.
-  std::shared_ptr<MasterLocator> master;
+  // A server that moves (a master behind Redis Sentinel, a wardend cell's leader): host
+  // and port are then the server's as the locator finds it, and one that does not serve
+  // is refused (server_locator.h). Used by open_connection(), not by Connection::open.
+  std::shared_ptr<ServerLocator> locator;
 };
 
 // "host:port", or "[v6-address]:port".

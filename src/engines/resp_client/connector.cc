@@ -9,19 +9,19 @@ namespace warden::engines::resp_client {
 
 std::unique_ptr<Connection> open_connection(const ConnectOptions& options,
                                             const std::shared_ptr<const TlsContext>& tls) {
-  if (options.master) return options.master->connect(options, tls);
+  if (options.locator) return options.locator->connect(options, tls);
   return Connection::open(options, tls);
 }
 
 bool still_current(const Connection& conn, const ConnectOptions& options) {
-  return !options.master || options.master->is_current(conn.endpoint());
+  return !options.locator || options.locator->is_current(conn.endpoint());
 }
 
 Connector::Connector(ConnectOptions options, const RetryPolicy& retry,
                      std::shared_ptr<const TlsContext> tls)
     : options_(std::move(options)),
-      endpoint_(options_.master ? options_.master->description()
-                                : endpoint_name(options_.host, options_.port)),
+      endpoint_(options_.locator ? options_.locator->description()
+                                 : endpoint_name(options_.host, options_.port)),
       tls_(!options_.tls.enabled ? nullptr
            : tls                 ? std::move(tls)
                                  : TlsContext::create(options_.tls, endpoint_)),
@@ -55,8 +55,8 @@ void Connector::answered() {
   suspect_until_ = {};
 }
 
-void Connector::not_master(const Connection& conn) {
-  if (options_.master) options_.master->forget(conn.endpoint());
+void Connector::server_moved(const Connection& conn) {
+  if (options_.locator) options_.locator->forget(conn.endpoint());
 }
 
 std::unique_ptr<Connection> Connector::connect() {

@@ -56,9 +56,9 @@ class Connector {
   // connection into a backlog nobody reads. answered() ends the suspicion.
   void suspect(const Error& why);
   void answered();
-  // The server behind `conn` said it is no longer the master (READONLY): behind
-  // Sentinel, the next connect asks the sentinels again.
-  void not_master(const Connection& conn);
+  // The server behind `conn` said it no longer serves (READONLY: no longer the master):
+  // the next connect asks its locator (the sentinels, the cell) again.
+  void server_moved(const Connection& conn);
 
   // "host:port", for messages.
   const std::string& endpoint() const { return endpoint_; }

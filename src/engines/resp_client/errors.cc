@@ -7,7 +7,7 @@ namespace warden::engines::resp_client {
 namespace {
 
 Errc errc_for_code(std::string_view code) {
-  static constexpr std::array<std::pair<std::string_view, Errc>, 13> kCodes = {{
+  static constexpr std::array<std::pair<std::string_view, Errc>, 14> kCodes = {{
       {"NOAUTH", Errc::permission_denied},
       {"WRONGPASS", Errc::permission_denied},
       {"NOPERM", Errc::permission_denied},
@@ -21,6 +21,7 @@ Errc errc_for_code(std::string_view code) {
       {"MASTERDOWN", Errc::unavailable},
       {"CLUSTERDOWN", Errc::unavailable},
       {"READONLY", Errc::unavailable},
+      {"MOVED", Errc::unavailable},  // a wardend cell member that does not lead
   }};
   for (const auto& [word, errc] : kCodes) {
     if (code == word) return errc;

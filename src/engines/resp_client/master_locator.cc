@@ -149,7 +149,7 @@ std::unique_ptr<Connection> MasterLocator::connect(const ConnectOptions& data,
   for (int attempt = 0;; ++attempt) {
     const SentinelOptions::Address address = master();
     ConnectOptions options = data;
-    options.master = nullptr;
+    options.locator = nullptr;
     options.host = address.host;
     options.port = address.port;
     const std::string endpoint = endpoint_name(address.host, address.port);

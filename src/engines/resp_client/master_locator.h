@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engines/resp_client/connection.h"
+#include "engines/resp_client/server_locator.h"
 #include "warden/options.h"
 
 namespace warden::engines::resp_client {
@@ -44,11 +45,11 @@ struct SentinelOptions {
   core::TlsOptions tls;  // the sentinels' TLS, as the data nodes'
 };
 
-class MasterLocator {
+class MasterLocator final : public ServerLocator {
  public:
   MasterLocator(SentinelOptions options, const RetryPolicy& retry,
                 std::shared_ptr<const TlsContext> tls = nullptr);
-  ~MasterLocator();  // stops the watch thread
+  ~MasterLocator() override;  // stops the watch thread
   MasterLocator(const MasterLocator&) = delete;
   MasterLocator& operator=(const MasterLocator&) = delete;
 
@@ -57,9 +58,9 @@ class MasterLocator {
   // our password, does not know the master name).
   SentinelOptions::Address master();
   // The cached address was wrong: the next master() asks the sentinels again.
-  void forget(const std::string& endpoint);
+  void forget(const std::string& endpoint) override;
   // true if `endpoint` ("host:port") is the master as last known (or nothing is known).
-  bool is_current(const std::string& endpoint);
+  bool is_current(const std::string& endpoint) override;
 
   // Opens a connection to the master with `data` (its credentials, db, TLS, timeout;
   // host and port are the master's) and confirms with ROLE that the server is the
@@ -67,7 +68,7 @@ class MasterLocator {
   // locator forget the address and ask the sentinels once more before giving up: throws
   // what Connection::open throws, or Error(unavailable) for a server that is not master.
   std::unique_ptr<Connection> connect(const ConnectOptions& data,
-                                      const std::shared_ptr<const TlsContext>& tls);
+                                      const std::shared_ptr<const TlsContext>& tls) override;
 
   // Starts following +switch-master; `on_switch` runs on a thread of the locator's after
   // the master moved (announced by a sentinel, or found by a connection). Call at most
@@ -77,7 +78,7 @@ class MasterLocator {
   void stop_watching();
 
   // "master NAME via sentinels h1:p1,h2:p2", for messages.
-  const std::string& description() const { return description_; }
+  const std::string& description() const override { return description_; }
 
  private:
   // Asks one sentinel; nullopt if it does not know the master. Throws Error if it

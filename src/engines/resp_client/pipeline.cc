@@ -195,7 +195,7 @@ void Pipeline::read_owed(std::size_t must, bool read_all, std::vector<BatchPtr>&
     if (batch->completion) completed.push_back(std::move(batch));
   }
   if (demoted) {
-    connector_->not_master(*conn_);
+    connector_->server_moved(*conn_);
     fail_owed(std::make_exception_ptr(
                   Error(Errc::unavailable, conn_->endpoint() + " is no longer the master")),
               completed);

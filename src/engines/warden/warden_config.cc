@@ -10,9 +10,10 @@ namespace warden::engines::wardend {
 namespace {
 
 [[noreturn]] void invalid(const std::string& why) {
-  throw Error(Errc::invalid_argument, "warden:// URI: " + why +
-                                          " (expected warden://[[USER]:PASSWORD@]HOST[:PORT]"
-                                          "[?pool=N][&tls=1&ca=FILE&cert=FILE&key=FILE])");
+  throw Error(Errc::invalid_argument,
+              "warden:// URI: " + why +
+                  " (expected warden://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]"
+                  "[?pool=N][&tls=1&ca=FILE&cert=FILE&key=FILE])");
 }
 
 std::size_t parse_pool(const std::string& text) {
@@ -30,11 +31,6 @@ std::size_t parse_pool(const std::string& text) {
 WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   if (uri.scheme != "warden") invalid("scheme is '" + uri.scheme + "'");
   if (uri.hosts.empty()) invalid("no host");
-  if (uri.hosts.size() > 1) {
-    invalid(
-        "more than one host; wardend is a single server (for replicated locks use "
-        "etcd:// or zk://)");
-  }
   if (uri.password && uri.password->empty()) invalid("empty password");
   // A user (wardend --users) is sent as AUTH USER PASSWORD; without one, AUTH PASSWORD.
   if (uri.user && !uri.user->empty() && !uri.password) invalid("a user needs a password");
@@ -51,6 +47,15 @@ WardenConfig parse_config(const core::Uri& uri, const ClientOptions& options) {
   }
   config.connect.host = uri.hosts[0].host;
   config.connect.port = uri.hosts[0].port.value_or(kDefaultPort);
+  if (uri.hosts.size() > 1) {
+    for (const auto& host : uri.hosts) {
+      const resp_client::Endpoint member{host.host, host.port.value_or(kDefaultPort)};
+      for (const auto& seen : config.cell) {
+        if (seen == member) invalid("member " + member.to_string() + " is given twice");
+      }
+      config.cell.push_back(member);
+    }
+  }
   if (uri.user && !uri.user->empty()) config.connect.user = uri.user;
   config.connect.password = uri.password;
   config.connect.timeout = options.op_timeout;

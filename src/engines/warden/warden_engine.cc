@@ -1,6 +1,7 @@
 #include "engines/warden/warden_engine.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "engines/resp_client/pipeline.h"
 #include "engines/resp_client/pool.h"
 #include "engines/warden/acquire_call.h"
+#include "engines/warden/cell_locator.h"
 #include "engines/warden/key_watch.h"
 #include "engines/warden/protocol.h"
 #include "engines/warden/revoke_listener.h"
@@ -195,24 +197,40 @@ class WardenEngine final : public core::Engine {
       const std::function<AcquireCommand(Clock::time_point)>& command, Clock::time_point deadline,
       const std::stop_token& stop, std::size_t set_members, bool semaphore) {
     Backoff embargo_backoff(config_.retry);
+    Backoff failover_backoff(config_.retry);
     const std::string what = set_members > 0 ? "ACQUIRESET" : "ACQUIRE";
+    // A cell's failover is waited out until then: the wait's deadline, a try's op_timeout.
+    std::optional<Clock::time_point> failover_until;
     while (true) {
       if (stop.stop_requested()) return std::nullopt;
       const auto now = Clock::now();
       AcquireCall call{
           command(now), deadline, stop, config_.op_timeout, what + " on " + connector_->endpoint(),
           set_members};
+      if (!failover_until)
+        failover_until = call.command.waits ? deadline : now + config_.op_timeout;
 
-      // One connection per waiting acquire; a try waits for a free one up to op_timeout.
-      auto conn = pool_.take(call.command.waits ? deadline : now + config_.op_timeout, stop);
-      if (!conn) {
-        if (stop.stop_requested() || call.command.waits) return std::nullopt;
-        throw Error(Errc::resource_exhausted,
-                    "all " + std::to_string(pool_.max_size()) + " connections to " +
-                        connector_->endpoint() +
-                        " are busy with waiting acquires; raise ?pool= in the URI");
+      AcquireOutcome out;
+      try {
+        // One connection per waiting acquire; a try waits for a free one up to op_timeout.
+        auto conn = pool_.take(call.command.waits ? deadline : now + config_.op_timeout, stop);
+        if (!conn) {
+          if (stop.stop_requested() || call.command.waits) return std::nullopt;
+          throw Error(Errc::resource_exhausted,
+                      "all " + std::to_string(pool_.max_size()) + " connections to " +
+                          connector_->endpoint() +
+                          " are busy with waiting acquires; raise ?pool= in the URI");
+        }
+        out = run(**conn, call, semaphore);
+      } catch (const Error& e) {
+        // A cell's leader that dies or stops leading closes the connection; the request
+        // is asked again of the next leader while the caller's time lasts.
+        if (!fails_over(e, *failover_until)) throw;
+        const auto retry_at =
+            std::min(Clock::now() + failover_backoff.next_delay(), *failover_until);
+        if (!core::sleep_until(retry_at, stop)) return std::nullopt;
+        continue;
       }
-      AcquireOutcome out = run(**conn, call, semaphore);
       switch (out.kind) {
         case AcquireOutcome::Kind::granted:
         case AcquireOutcome::Kind::withdrawn_granted:
@@ -225,11 +243,20 @@ class WardenEngine final : public core::Engine {
       }
       // Restart embargo: a try is simply not granted; a wait asks again later.
       if (!call.command.waits) return std::nullopt;
-      conn.reset();
       const auto retry_at = std::min(Clock::now() + embargo_backoff.next_delay(), deadline);
       if (!core::sleep_until(retry_at, stop)) return std::nullopt;
       if (Clock::now() >= deadline) return std::nullopt;
     }
+  }
+
+  // Whether a request that failed with `e` is asked again, until `until`: only of a cell
+  // (a single wardend that went away is an error at once), only when the connection
+  // was lost or the member does not lead. A request lost with its connection may have
+  // been granted unseen; asked again, it then waits behind that grant's lease
+  // (docs/cell.md).
+  bool fails_over(const Error& e, Clock::time_point until) const {
+    if (config_.cell.empty() || Clock::now() >= until) return false;
+    return e.code() == Errc::unavailable || e.code() == Errc::deadline_exceeded;
   }
 
   // One call. A semaphore's request to a wardend from before semaphores (protocol 2)
@@ -292,7 +319,9 @@ class WardenEngine final : public core::Engine {
 }  // namespace
 
 std::unique_ptr<core::Engine> open(const core::Uri& uri, const ClientOptions& options) {
-  auto engine = std::make_unique<WardenEngine>(parse_config(uri, options));
+  WardenConfig config = parse_config(uri, options);
+  if (!config.cell.empty()) config.connect.locator = std::make_shared<CellLocator>(config.cell);
+  auto engine = std::make_unique<WardenEngine>(std::move(config));
   engine->hello();
   return engine;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/tls_options.h"
+#include "engines/warden/cell_locator.h"
 #include "warden/client.h"
 #include "warden/error.h"
 
@@ -54,10 +55,30 @@ TEST(WardenConfig, Ipv6HostIsAccepted) {
   EXPECT_EQ(c.connect.port, 7381);
 }
 
+TEST(WardenConfig, SeveralHostsAreTheMembersOfACell) {
+  const WardenConfig c = parse("warden://:pw@10.0.0.1:7380,10.0.0.2,[::1]:9000");
+  ASSERT_EQ(c.cell.size(), 3u);
+  EXPECT_EQ(c.cell[0].to_string(), "10.0.0.1:7380");
+  EXPECT_EQ(c.cell[1].to_string(), "10.0.0.2:7380");
+  EXPECT_EQ(c.cell[2].to_string(), "[::1]:9000");
+  EXPECT_EQ(c.connect.password, "pw");
+  EXPECT_TRUE(parse("warden://lockhost").cell.empty());
+}
+
+TEST(CellLocator, AMovedErrorNamesTheLeader) {
+  EXPECT_EQ(moved_to("MOVED 10.0.0.2:7380"), (resp_client::Endpoint{"10.0.0.2", 7380}));
+  EXPECT_EQ(moved_to("MOVED [::1]:7380"), (resp_client::Endpoint{"::1", 7380}));
+  for (const char* other : {"MOVED", "MOVED 10.0.0.2", "MOVED 10.0.0.2:0", "MOVED :7380",
+                            "MOVED h:99999", "TRYAGAIN the cell has no leader yet", "ERR x"}) {
+    EXPECT_FALSE(moved_to(other).has_value()) << other;
+  }
+}
+
 TEST(WardenConfig, AnythingElseIsRejectedAsInvalidArgument) {
   for (const std::string bad : {
            "warden://",                // no host
-           "warden://a:1,b:2",         // wardend is one server
+           "warden://a:1,a:1",         // a cell's member twice
+           "warden://a,a:7380",        //
            "warden://user@host",       // a user needs a password
            "warden://:@host",          // empty password
            "warden://host/db0",        // no path
