@@ -23,15 +23,15 @@ WardendCell::WardendCell(std::size_t members, std::vector<std::string> extra_arg
   wait_for_leader();
 }
 
+std::filesystem::path WardendCell::data_dir(std::size_t i) const {
+  return dir_.path() / ("member" + std::to_string(i + 1));
+}
+
 void WardendCell::start(std::size_t i) {
   const std::string name = "member" + std::to_string(i + 1);
-  std::vector<std::string> argv = {wardend_path(),
-                                   "--cell",
-                                   members_,
-                                   "--node",
-                                   std::to_string(i + 1),
-                                   "--data-dir",
-                                   (dir_.path() / name).string()};
+  std::vector<std::string> argv = {
+      wardend_path(),      "--cell", members_, "--node", std::to_string(i + 1), "--data-dir",
+      data_dir(i).string()};
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   if (processes_[i].pid() > 0) processes_[i].kill9();
   processes_[i] = ServerProcess(argv, dir_.path() / (name + ".log"));

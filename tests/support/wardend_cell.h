@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ class WardendCell {
   std::size_t size() const { return ports_.size(); }
   std::uint16_t port(std::size_t i) const { return ports_.at(i); }
   ServerProcess& process(std::size_t i) { return processes_.at(i); }
+  // Member i's data dir.
+  std::filesystem::path data_dir(std::size_t i) const;
   // The --cell list every member is given.
   const std::string& members() const { return members_; }
 

@@ -1,8 +1,13 @@
 #include "server/cell/cell_member.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "core/uri.h"
@@ -41,6 +46,26 @@ CellAddress parse_member(std::string_view text) {
   return m;
 }
 
+// Locks `dir` (made if missing) for this process: two members on one log would each
+// take the other's writes for their own. Returns the descriptor that holds the lock.
+int lock_directory(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw Error(Errc::unavailable, "cannot create " + dir.string() + ": " + ec.message());
+  }
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error(Errc::unavailable, "cannot open " + dir.string() + ": " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw Error(Errc::unavailable, "the cell's log in " + dir.string() +
+                                       " is in use by another wardend (it is locked)");
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::vector<CellAddress> parse_cell_members(std::string_view text) {
@@ -69,10 +94,19 @@ CellMember::CellMember(const CellOptions& options)
   config.data_dir = options.data_dir / "cell";
   config.election_timeout = options.election_timeout;
   config.heartbeat = options.heartbeat;
-  log_ = std::make_unique<RaftLog>(std::move(config), state_);
+  dir_lock_ = lock_directory(config.data_dir);
+  try {
+    log_ = std::make_unique<RaftLog>(std::move(config), state_);
+  } catch (...) {
+    ::close(dir_lock_);
+    throw;
+  }
 }
 
-CellMember::~CellMember() = default;
+CellMember::~CellMember() {
+  log_.reset();
+  ::close(dir_lock_);
+}
 
 std::optional<std::string> CellMember::leader_address() const {
   const auto leader = log_->leader();

@@ -67,6 +67,7 @@ class CellMember {
   std::uint64_t id_;
   std::vector<CellAddress> members_;
   CellState state_;
+  int dir_lock_ = -1;             // holds the lock on data_dir/cell while the member runs
   std::unique_ptr<RaftLog> log_;  // last: stopped before the state it applies to
 };
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -219,15 +220,23 @@ TEST(WardendCell, ARestartOfEveryMemberKeepsTheGrantsAndTheTokens) {
 
 TEST(WardendCell, ABadMemberListStopsTheStartWithItsReason) {
   TempDir dir("wardend-cell-bad");
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--cell", "1@localhost:7380", "--node", "1"}, "not an IPv4 address"},
       {{"--cell", "1@127.0.0.1:7380,2@127.0.0.1:7390", "--node", "3"}, "not one of the members"},
       {{"--cell", "1@127.0.0.1:7380"}, "--node"},
       {{"--cell", "1@127.0.0.1:7380", "--node", "1", "--cell-heartbeat", "2000"},
        "must be shorter than the election timeout"},
   };
+  // A second wardend on a running member's data dir.
+  WardendCell cell(1);
+  cases.push_back(
+      {{"--cell", cell.members(), "--node", "1", "--data-dir", cell.data_dir(0).string()},
+       "in use by another wardend"});
   for (const auto& [args, reason] : cases) {
-    std::vector<std::string> argv = {wardend_path(), "--data-dir", (dir.path() / "d").string()};
+    std::vector<std::string> argv = {wardend_path()};
+    if (std::find(args.begin(), args.end(), "--data-dir") == args.end()) {
+      argv.insert(argv.end(), {"--data-dir", (dir.path() / "d").string()});
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     ServerProcess p(argv, dir.path() / "log");
     p.start();
