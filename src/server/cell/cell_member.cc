@@ -94,6 +94,8 @@ CellMember::CellMember(const CellOptions& options)
   config.data_dir = options.data_dir / "cell";
   config.election_timeout = options.election_timeout;
   config.heartbeat = options.heartbeat;
+  config.snapshot_threshold = 16384;
+  config.snapshot_trailing = 4096;
   dir_lock_ = lock_directory(config.data_dir);
   try {
     log_ = std::make_unique<RaftLog>(std::move(config), state_);
