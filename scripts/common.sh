@@ -17,6 +17,21 @@ free_port() {
   return 1
 }
 
+# free_port_pair: prints a free port whose next port is free too (a wardend cell
+# member's: clients on the first, the cell's bus on the next).
+free_port_pair() {
+  local port
+  for _ in $(seq 1 100); do
+    port=$(free_port) || return 1
+    if [ -z "$(ss -Htan "sport = :$((port + 1))")" ]; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "${0##*/}: no two free ports side by side" >&2
+  return 1
+}
+
 # wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; fails after SECONDS.
 wait_until() {
   local tries=$(( $1 * 10 )) try; shift

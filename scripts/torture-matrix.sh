@@ -18,8 +18,10 @@
 # mariadb-install-db + mariadbd), redis-sentinel (a master, 2 replicas and 3 sentinels:
 # redis+sentinel://), redis-sentinel-wait (the same with min_replicas=1) and
 # redis-cluster (3 masters with a replica each, cluster-node-timeout 2 s:
-# redis+cluster://). The failover nemesis runs on the sentinel and cluster engines only
-# (the others have no replica to promote).
+# redis+cluster://), warden-cell (a wardend cell of 3 members, its default timings:
+# docs/cell.md). The failover nemesis runs on the sentinel and cluster engines only
+# (the others have no replica to promote); kill-leader, pause-leader and restart-cell
+# on warden-cell only.
 # mem:// is left out: its lock table lives inside each
 # client process, so separate client processes never contend.
 #
@@ -33,8 +35,8 @@ build=${WARDEN_BUILD:-$root/build/release}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
-all_engines="warden redis redis-aof redlock redlock-aof etcd zk postgres mysql redis-sentinel redis-sentinel-wait redis-cluster"
-all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client failover"
+all_engines="warden warden-cell redis redis-aof redlock redlock-aof etcd zk postgres mysql redis-sentinel redis-sentinel-wait redis-cluster"
+all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client failover kill-leader pause-leader restart-cell"
 engines=${TORTURE_ENGINES:-$all_engines}
 # What the clients take (docs/torture.md): lock, semaphore (of 2 permits) or election.
 primitive=${TORTURE_PRIMITIVE:-lock}
@@ -155,6 +157,34 @@ start_engine() {
       server wardend "$wardend" --listen "127.0.0.1:$port" --data-dir "$cell/data"
       wait_until 10 grep -q "listening on" "$cell/wardend.log" || { cat "$cell/wardend.log" >&2; exit 1; }
       url=warden://127.0.0.1:$port epsilon=500ms ;;
+    warden-cell)
+      local members=""
+      for i in 1 2 3; do
+        ports+=("$(free_port_pair)")
+        members+="${members:+,}$i@127.0.0.1:${ports[i-1]}"
+      done
+      for i in 1 2 3; do
+        mkdir -p "$cell/member$i"
+        server "member$i" "$wardend" --cell "$members" --node "$i" --data-dir "$cell/member$i"
+      done
+      # The PID of the member that leads now (kill-leader, pause-leader): the one that
+      # answers INFO rather than sending it on with -MOVED.
+      printf '%s\n' "${ports[@]}" >"$cell/ports"
+      cat >"$cell/master.sh" <<'EOF'
+#!/usr/bin/env bash
+while read -r p; do
+  if redis-cli -p "$p" INFO 2>/dev/null | grep -q '^server:wardend'; then
+    ss -Hltnp "sport = :$p" | grep -o "pid=[0-9]*" | head -1 | cut -d= -f2
+    exit 0
+  fi
+done <"$(dirname "$0")/ports"
+exit 1
+EOF
+      chmod +x "$cell/master.sh"
+      wait_until 30 "$cell/master.sh" || { cat "$cell"/member*.log >&2; exit 1; }
+      server_args+=(--master-command "$cell/master.sh")
+      url=warden://$(printf '127.0.0.1:%s\n' "${ports[@]}" | paste -sd,)
+      epsilon=500ms ;;
     redis | redis-aof)
       port=$(free_port)
       redis_server redis "$port" "$([ "$1" = redis-aof ] && echo yes || echo no)"
@@ -322,6 +352,9 @@ for engine in $engines; do
     if [ "$nemesis" = failover ] && [[ $engine != redis-sentinel* && $engine != redis-cluster ]]; then
       continue
     fi
+    case $nemesis in
+      kill-leader | pause-leader | restart-cell) [ "$engine" = warden-cell ] || continue ;;
+    esac
     cell=$tmp/$engine-$nemesis
     mkdir -p "$cell"
     server_args=()

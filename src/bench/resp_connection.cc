@@ -112,7 +112,7 @@ std::string Endpoint::name() const {
   return host + ":" + std::to_string(port);
 }
 
-Endpoint endpoint_of(std::string_view url) {
+std::vector<Endpoint> endpoints_of(std::string_view url) {
   const core::Uri uri = core::Uri::parse(url);
   if (uri.scheme != "warden" && uri.scheme != "redis") {
     throw Error(Errc::invalid_argument,
@@ -124,7 +124,9 @@ Endpoint endpoint_of(std::string_view url) {
     return Error(Errc::invalid_argument,
                  uri.scheme + ":// URL: " + why + " (expected " + form + ")");
   };
-  if (uri.hosts.size() != 1) throw invalid("exactly one host is needed");
+  if (uri.hosts.empty() || (uri.scheme != "warden" && uri.hosts.size() != 1)) {
+    throw invalid("exactly one host is needed");
+  }
   Endpoint e;
   e.host = uri.hosts[0].host;
   e.port = uri.hosts[0].port.value_or(uri.scheme == "warden" ? kWardenPort : kRedisPort);
@@ -148,7 +150,23 @@ Endpoint endpoint_of(std::string_view url) {
     }
   }
   if (e.password && e.password->empty()) e.password.reset();
-  return e;
+  std::vector<Endpoint> all{e};
+  for (std::size_t i = 1; i < uri.hosts.size(); ++i) {
+    all.push_back(e);
+    all.back().host = uri.hosts[i].host;
+    all.back().port = uri.hosts[i].port.value_or(kWardenPort);
+  }
+  return all;
+}
+
+Endpoint endpoint_of(std::string_view url) {
+  std::vector<Endpoint> all = endpoints_of(url);
+  if (all.size() != 1) {
+    throw Error(
+        Errc::invalid_argument,
+        "warden:// URL: exactly one host is needed (expected warden://[:PASSWORD@]HOST[:PORT])");
+  }
+  return all.front();
 }
 
 void ReplyDeleter::operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }

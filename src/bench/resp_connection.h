@@ -52,6 +52,9 @@ struct Endpoint {
 // query such as ?pool=N is for warden::Client and ignored here) or "redis" (optional
 // user, /DB path). Throws Error(invalid_argument) naming what is wrong.
 Endpoint endpoint_of(std::string_view url);
+// Every host of a warden:// URL (a cell's members; one for a single wardend), each with
+// the URL's password, or of a one-host redis:// URL. Throws as endpoint_of does.
+std::vector<Endpoint> endpoints_of(std::string_view url);
 
 struct ReplyDeleter {
   void operator()(redisReply* reply) const noexcept;

@@ -1,11 +1,13 @@
 #include "cli/status_command.h"
 
 #include <fmt/core.h>
+#include <hiredis.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -63,6 +65,43 @@ json info_json(const std::string& url,
   return json{{"url", url}, {"info", info}};
 }
 
+// The INFO of a single wardend, or of a cell's leader: each member asked in turn, and a
+// member's -MOVED followed at once to the leader it names.
+std::string leader_info(std::string_view url) {
+  const std::vector<bench::Endpoint> members = bench::endpoints_of(url);
+  if (members.size() == 1) {
+    bench::RespConnection conn = bench::RespConnection::open(members[0], kStatusTimeout);
+    return bench::expect_text(*conn.command({"INFO"}), "INFO on " + conn.endpoint());
+  }
+  std::deque<bench::Endpoint> ask(members.begin(), members.end());
+  std::size_t budget = 2 * members.size() + 1;  // every member, and as many redirects
+  std::string why;
+  while (!ask.empty() && budget-- > 0) {
+    const bench::Endpoint at = ask.front();
+    ask.pop_front();
+    try {
+      bench::RespConnection conn = bench::RespConnection::open(at, kStatusTimeout);
+      const bench::ReplyPtr reply = conn.command({"INFO"});
+      if (reply->type != REDIS_REPLY_ERROR) {
+        return bench::expect_text(*reply, "INFO on " + conn.endpoint());
+      }
+      const std::string text(reply->str, reply->len);
+      why += "; " + conn.endpoint() + ": " + text;
+      const auto colon = text.rfind(':');
+      if (text.starts_with("MOVED ") && colon != std::string::npos && colon > 6) {
+        bench::Endpoint leader = at;
+        leader.host = text.substr(6, colon - 6);
+        leader.port =
+            static_cast<std::uint16_t>(std::strtoul(text.c_str() + colon + 1, nullptr, 10));
+        ask.push_front(leader);
+      }
+    } catch (const Error& e) {
+      why += "; " + std::string(e.what());
+    }
+  }
+  throw Error(Errc::unavailable, "no member of the cell leads" + why);
+}
+
 }  // namespace
 
 int status(const StatusOptions& o) {
@@ -93,15 +132,14 @@ int status(const StatusOptions& o) {
   }
   if (o.group.empty() && uri.scheme != "warden") {
     throw Failure(exit_code::kUsage, "--group",
-                  "needed: only a warden:// server has INFO to show; give --group [--name]");
+                  "needed: only a warden:// server (or cell) has INFO to show; give --group "
+                  "[--name]");
   }
   const std::string url_text = uri.redacted();
 
   try {
     if (o.group.empty()) {
-      bench::RespConnection conn = bench::RespConnection::open(bench::endpoint_of(url), kStatusTimeout);
-      const std::string text =
-          bench::expect_text(*conn.command({"INFO"}), "INFO on " + conn.endpoint());
+      const std::string text = leader_info(url);
       const auto fields = bench::parse_info(text);
       print(o.json ? info_json(url_text, fields).dump() + "\n" : info_text(url_text, fields));
       return exit_code::kOk;

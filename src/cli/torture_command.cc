@@ -121,7 +121,8 @@ void add_torture_command(Commands& commands) {
       ->capture_default_str();
   app.add_option("--nemesis", a->nemesis,
                  "none, pause-holder, kill-holder, kill-waiter, pause-server, kill-server, "
-                 "restart-server, partition-client, failover")
+                 "restart-server, partition-client, failover, kill-leader, pause-leader, "
+                 "restart-cell")
       ->type_name("NAME")
       ->capture_default_str();
   app.add_option("--seed", a->seed, "Seed of every random choice")
@@ -152,7 +153,7 @@ void add_torture_command(Commands& commands) {
       ->type_name("CMD");
   app.add_option("--master-command", a->master_command,
                  "Shell command that prints the PID of the --server-pid that is the master "
-                 "now (failover)")
+                 "or leader now (failover, kill-leader, pause-leader)")
       ->type_name("CMD");
   app.footer(
       "Durations (D): a number with a unit, ns us ms s m h: 500ms, 10s, 1m.\n"

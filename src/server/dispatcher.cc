@@ -902,6 +902,7 @@ void Dispatcher::info(Time now, std::string& reply) const {
       "uptime_ms:" + std::to_string(std::max<std::int64_t>(0, ms_between(config_.started, now))) +
       "\r\n";
   text += "rss_bytes:" + std::to_string(rss_bytes()) + "\r\n";
+  text += config_.extra_info;
   resp::bulk(reply, text);
 }
 

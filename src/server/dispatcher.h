@@ -76,6 +76,8 @@ struct DispatcherConfig {
   Time started{};  // for INFO's uptime_ms
   std::shared_ptr<const UserTable> users =
       nullptr;  // null: no --users (AUTH user ignores the user)
+  // Lines INFO adds at its end, each `name:value\r\n` (a cell's leader: the cell).
+  std::string extra_info{};
 };
 
 // Decides whether a grant may happen now (restart embargo) and makes a longer hold

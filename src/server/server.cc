@@ -173,10 +173,11 @@ struct Server::Impl {
     }
   }
 
-  std::unique_ptr<Dispatcher> make_dispatcher(table::TokenSource* tokens, GrantGuard* guard) {
-    auto made = std::make_unique<Dispatcher>(
-        DispatcherConfig{options.limits, options.password, WARDEN_VERSION_STRING, started}, tokens,
-        guard);
+  std::unique_ptr<Dispatcher> make_dispatcher(table::TokenSource* tokens, GrantGuard* guard,
+                                              std::string extra_info = {}) {
+    DispatcherConfig config{options.limits, options.password, WARDEN_VERSION_STRING, started};
+    config.extra_info = std::move(extra_info);
+    auto made = std::make_unique<Dispatcher>(std::move(config), tokens, guard);
     if (users) made->set_users(users);
     return made;
   }
@@ -786,6 +787,14 @@ struct Server::Impl {
     });
   }
 
+  // What the leader's INFO says of its cell.
+  std::string cell_info() const {
+    const auto self = std::find_if(cell->members().begin(), cell->members().end(),
+                                   [&](const cell::CellAddress& m) { return m.id == cell->id(); });
+    return "cell:" + options.cell + "\r\ncell_node:" + std::to_string(cell->id()) +
+           "\r\ncell_leader:" + self->client_address() + "\r\n";
+  }
+
   // This member leads, every entry before its leadership applied: its table starts from
   // what the cell holds, each grant with a full lease from now.
   void lead() {
@@ -793,7 +802,7 @@ struct Server::Impl {
     const TableSnapshot held = cell->held();
     dispatcher.reset();
     cell_tokens = std::make_unique<table::CountingTokenSource>(held.state.reserved_upto);
-    dispatcher = make_dispatcher(cell_tokens.get(), nullptr);
+    dispatcher = make_dispatcher(cell_tokens.get(), nullptr, cell_info());
     const std::size_t grants = dispatcher->restore(held, Clock::now());
     dispatcher->record_changes();
     ++epoch;

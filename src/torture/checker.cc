@@ -264,6 +264,20 @@ void judge_recovery(const std::vector<Event>& events, const std::vector<ClientHo
   }
 }
 
+void judge_server_recovery(const std::vector<Event>& events,
+                           const std::vector<const Event*>& grants, CheckResult& result) {
+  for (const Event& e : events) {
+    if (e.kind != EventKind::fault || e.client >= 0) continue;
+    const Nanos next = next_grant(grants, -1, e.start, false);
+    if (next == kNever) {
+      ++result.server_recoveries_unfinished;
+      continue;
+    }
+    result.server_recoveries.push_back(next - e.start);
+    result.max_server_recovery = std::max(result.max_server_recovery, next - e.start);
+  }
+}
+
 void judge_losses(const std::vector<ClientHold>& holds, const std::vector<const Event*>& grants,
                   CheckResult& result) {
   for (const ClientHold& g : holds) {
@@ -350,6 +364,7 @@ CheckResult check(const std::vector<Event>& history, const CheckOptions& options
   }
   const std::vector<ClientHold> holds = client_holds(events);
   judge_recovery(events, holds, grants, result);
+  judge_server_recovery(events, grants, result);
   judge_losses(holds, grants, result);
   result.waits_unfinished = count_waits_unfinished(events, options.run_end);
   return result;
@@ -416,6 +431,15 @@ std::vector<std::string> CheckResult::summary(const CheckOptions& options) const
   lines.push_back(
       line(verdict(max_recovery <= options.recovery_bound), "recovery", recovery_detail));
 
+  if (!server_recoveries.empty() || server_recoveries_unfinished > 0) {
+    std::string detail = "max " + ms(max_server_recovery) + " over " +
+                         std::to_string(server_recoveries.size()) +
+                         " backend faults (from the fault to the next grant)";
+    if (server_recoveries_unfinished > 0) {
+      detail += "; " + std::to_string(server_recoveries_unfinished) + " with no later grant";
+    }
+    lines.push_back(line("INFO", "server_recovery", detail));
+  }
   lines.push_back(line("INFO", "lost",
                        semaphore ? std::string("not judged: other holders are not successors")
                                  : "told " + std::to_string(lost_told) + ", untold " +

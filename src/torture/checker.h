@@ -19,6 +19,10 @@
 //                       ended first, reported apart). Judged against a bound = ttl +
 //                       lock_delay + epsilon. A client holds from its grant to its
 //                       release, lost event or death, by its own events.
+//   server recovery     for every fault on the backend (Event::client < 0): the time
+//                       from its start to the next grant to any client (a failover's
+//                       recovery: kill to the next grant). Reported, not judged: how
+//                       long a backend may take to come back is the engine's figure.
 //   lost_told / lost_untold
 //                       holders whose grant was followed by an overlapping grant to
 //                       another client, i.e. one before the holder's release or death:
@@ -70,6 +74,9 @@ struct CheckResult {
   std::vector<Nanos> recoveries;   // one per fault that hit a holder and was followed by a grant
   long recoveries_unfinished = 0;  // faults on a holder with no later grant to another client
   Nanos max_recovery = 0;
+  std::vector<Nanos> server_recoveries;   // one per backend fault followed by a grant
+  long server_recoveries_unfinished = 0;  // backend faults with no grant after them
+  Nanos max_server_recovery = 0;
   long lost_told = 0;
   long lost_untold = 0;
   long waits_unfinished = 0;

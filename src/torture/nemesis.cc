@@ -22,6 +22,12 @@ const char* to_string(Nemesis nemesis) {
       return "partition-client";
     case Nemesis::failover:
       return "failover";
+    case Nemesis::kill_leader:
+      return "kill-leader";
+    case Nemesis::pause_leader:
+      return "pause-leader";
+    case Nemesis::restart_cell:
+      return "restart-cell";
   }
   return "?";
 }
@@ -29,7 +35,8 @@ const char* to_string(Nemesis nemesis) {
 std::vector<Nemesis> all_nemeses() {
   return {Nemesis::none,           Nemesis::pause_holder,     Nemesis::kill_holder,
           Nemesis::kill_waiter,    Nemesis::pause_server,     Nemesis::kill_server,
-          Nemesis::restart_server, Nemesis::partition_client, Nemesis::failover};
+          Nemesis::restart_server, Nemesis::partition_client, Nemesis::failover,
+          Nemesis::kill_leader,    Nemesis::pause_leader,     Nemesis::restart_cell};
 }
 
 std::optional<Nemesis> nemesis_from(const std::string& name) {
@@ -41,7 +48,13 @@ std::optional<Nemesis> nemesis_from(const std::string& name) {
 
 bool hits_server(Nemesis nemesis) {
   return nemesis == Nemesis::pause_server || nemesis == Nemesis::kill_server ||
-         nemesis == Nemesis::restart_server || nemesis == Nemesis::failover;
+         nemesis == Nemesis::restart_server || needs_master(nemesis) ||
+         nemesis == Nemesis::restart_cell;
+}
+
+bool needs_master(Nemesis nemesis) {
+  return nemesis == Nemesis::failover || nemesis == Nemesis::kill_leader ||
+         nemesis == Nemesis::pause_leader;
 }
 
 }  // namespace warden::torture

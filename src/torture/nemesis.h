@@ -15,6 +15,11 @@
 //   failover        kill -9 the backend process that is the master now (a command
 //                   names it), wait until another one is (the sentinels promoted a
 //                   replica), then start the old one again (it comes back as a replica)
+//   kill-leader     the same on a replicated server whose members elect a leader (a
+//                   wardend cell): kill -9 the leader, wait for the next, restart it
+//   pause-leader    SIGSTOP the leader (the command names it) for 2·ttl + epsilon,
+//                   then SIGCONT: the others elect a new one meanwhile
+//   restart-cell    kill -9 every backend process, then start each again
 //
 // Server faults need the backend's PIDs and a command that starts each again (the
 // matrix script starts the backends and passes both). Clock jumps of external servers
@@ -38,6 +43,9 @@ enum class Nemesis {
   restart_server,
   partition_client,
   failover,
+  kill_leader,
+  pause_leader,
+  restart_cell,
 };
 
 const char* to_string(Nemesis nemesis);
@@ -46,5 +54,7 @@ std::vector<Nemesis> all_nemeses();
 
 // Faults that hit the backend (and need its PIDs).
 bool hits_server(Nemesis nemesis);
+// Faults that need the command naming the master or leader now.
+bool needs_master(Nemesis nemesis);
 
 }  // namespace warden::torture

@@ -257,6 +257,13 @@ class Run {
     if (r.recoveries_unfinished > 0) {
       recovery += " (+" + std::to_string(r.recoveries_unfinished) + " unrecovered)";
     }
+    // Backend faults: how long until the next grant, beside the judged figure.
+    if (!r.server_recoveries.empty() || r.server_recoveries_unfinished > 0) {
+      recovery += "; backend: " + ms_text(r.max_server_recovery);
+      if (r.server_recoveries_unfinished > 0) {
+        recovery += " (+" + std::to_string(r.server_recoveries_unfinished) + " unrecovered)";
+      }
+    }
     return "| " + label + " | " + to_string(options_.nemesis) + " | " + std::to_string(r.grants) +
            " | " + std::to_string(r.faults) + " | " +
            // A semaphore's run: the holds begun beyond its permits, in the overlaps column.
@@ -381,7 +388,8 @@ class Run {
         record_fault("client " + std::to_string(client), client, start, now_ns());
         return;
       }
-      case Nemesis::failover: {
+      case Nemesis::failover:
+      case Nemesis::kill_leader: {
         const pid_t master = start_again(options_.master_command);
         const auto it = std::find(server_pids_.begin(), server_pids_.end(), master);
         if (it == server_pids_.end()) return;  // not one of ours (yet): no fault this time
@@ -404,6 +412,30 @@ class Run {
         const Nanos promoted = now_ns();
         server_pids_[i] = start_again(options_.server_restart.at(i));
         record_fault("master pid " + std::to_string(master), -1, start, promoted);
+        return;
+      }
+      case Nemesis::pause_leader: {
+        const pid_t leader = start_again(options_.master_command);
+        if (std::find(server_pids_.begin(), server_pids_.end(), leader) == server_pids_.end()) {
+          return;  // not one of ours (yet): no fault this time
+        }
+        const Nanos start = now_ns();
+        ::kill(leader, SIGSTOP);
+        std::this_thread::sleep_for(pause_length());
+        ::kill(leader, SIGCONT);
+        record_fault("leader pid " + std::to_string(leader), -1, start, now_ns());
+        return;
+      }
+      case Nemesis::restart_cell: {
+        const Nanos start = now_ns();
+        for (const pid_t pid : server_pids_) ::kill(pid, SIGKILL);
+        for (const pid_t pid : server_pids_) {
+          while (::kill(pid, 0) == 0) std::this_thread::sleep_for(milliseconds(5));
+        }
+        for (std::size_t i = 0; i < server_pids_.size(); ++i) {
+          server_pids_[i] = start_again(options_.server_restart.at(i));
+        }
+        record_fault("every server", -1, start, now_ns());
         return;
       }
       case Nemesis::pause_server:
@@ -500,11 +532,13 @@ int run_torture(const TortureOptions& options) {
     throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +
                              " needs --server-pid for each backend process");
   }
-  if (options.nemesis == Nemesis::failover && options.master_command.empty()) {
-    throw std::runtime_error("--nemesis failover needs --master-command");
+  if (needs_master(options.nemesis) && options.master_command.empty()) {
+    throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +
+                             " needs --master-command");
   }
   if ((options.nemesis == Nemesis::kill_server || options.nemesis == Nemesis::restart_server ||
-       options.nemesis == Nemesis::failover) &&
+       options.nemesis == Nemesis::failover || options.nemesis == Nemesis::kill_leader ||
+       options.nemesis == Nemesis::restart_cell) &&
       options.server_pids.size() != options.server_restart.size()) {
     throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +
                              " needs a --server-restart command for each --server-pid");

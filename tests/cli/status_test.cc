@@ -15,6 +15,7 @@
 #include "support/redis_server.h"
 #include "support/server_process.h"
 #include "support/waiting.h"
+#include "support/wardend_cell.h"
 #include "support/zookeeper_server.h"
 #include "warden/client.h"
 
@@ -134,6 +135,30 @@ TEST_F(StatusOnWardend, AStoppedServerExits69) {
     EXPECT_EQ(out.status, 69) << out.err;
     EXPECT_NE(out.err.find("unavailable"), std::string::npos) << out.err;
   }
+}
+
+// A cell's URL may list a follower first: its INFO is the leader's, which names the cell;
+// a lock's status goes through the client, which finds the leader as well.
+TEST(StatusOnACell, ShowsTheLeadersInfoAndALockFromAnyMember) {
+  warden::testing::WardendCell cell;
+  const std::size_t leader = cell.wait_for_leader();
+  std::string url = "warden://";
+  for (std::size_t k = 1; k <= cell.size(); ++k) {
+    url += (k > 1 ? "," : "") + std::string("127.0.0.1:") +
+           std::to_string(cell.port((leader + k) % cell.size()));
+  }
+  const Outcome info = status({"--url", url});
+  ASSERT_EQ(info.status, 0) << info.err;
+  EXPECT_NE(info.out.find("cell_leader"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("127.0.0.1:" + std::to_string(cell.port(leader))), std::string::npos)
+      << info.out;
+
+  const Client client = Client::open(url);
+  Lease held = client.lock("billing", "invoice-7").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  const Outcome lock = status({"--url", url, "--group", "billing", "--name", "invoice-7"});
+  ASSERT_EQ(lock.status, 0) << lock.err;
+  EXPECT_NE(lock.out.find(std::to_string(held.token())), std::string::npos) << lock.out;
 }
 
 TEST(Status, BadInputExits64WithAClearMessage) {

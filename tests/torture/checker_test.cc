@@ -269,6 +269,28 @@ TEST(Checker, FaultWithNoLaterGrantIsAnUnfinishedRecovery) {
   EXPECT_EQ(r.max_recovery, 0);
 }
 
+// A backend fault (a leader killed): from its start to the next grant to anyone,
+// reported and not judged, whoever held the lock.
+TEST(Checker, ABackendFaultsRecoveryIsTheTimeToTheNextGrant) {
+  const std::vector<Event> history = {
+      grant(0, 0, 1),
+      fault("kill-leader", "master pid 7", -1, 100, 2500),
+      grant(0, 3100, 2),  // the same client, again: the cell serves again
+      fault("restart-cell", "every server", -1, 4000, 4100),
+  };
+  const CheckResult r = check(history, options(100));
+  ASSERT_EQ(r.server_recoveries.size(), 1u);
+  EXPECT_EQ(r.server_recoveries[0], ms(3000));
+  EXPECT_EQ(r.max_server_recovery, ms(3000));
+  EXPECT_EQ(r.server_recoveries_unfinished, 1);
+  EXPECT_TRUE(r.recoveries.empty()) << "a backend fault is no client's incident";
+  EXPECT_TRUE(r.passed(options(100)));
+  const std::string line = line_of(r, options(100), "server_recovery");
+  EXPECT_TRUE(starts_with(line, "INFO")) << line;
+  EXPECT_NE(line.find("max 3000.0 ms over 1 backend faults"), std::string::npos) << line;
+  EXPECT_NE(line.find("1 with no later grant"), std::string::npos) << line;
+}
+
 std::vector<Event> pause_holder_run(double lost_at) {
   return {
       grant(0, 0, 1),
