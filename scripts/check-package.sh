@@ -70,6 +70,9 @@ done
 depends=$(dpkg-deb --field "$(deb_of wardend)" Depends)
 [[ $depends == *"libwarden0 (= "* ]] || fail "wardend does not depend on libwarden0: $depends"
 [[ $depends == *adduser* ]] || fail "wardend does not depend on adduser (its postinst needs it)"
+# A cell's log is libraft's, on libuv: the server's package brings them.
+[[ $depends == *libraft* && $depends == *libuv1* ]] \
+  || fail "wardend does not depend on libraft and libuv1 (its cell): $depends"
 # Only an engine's package depends on its backend's client library.
 engine_libraries='libgrpc|libprotobuf|libzookeeper|libpq5|libmariadb'
 for package in libwarden0 libwarden-dev warden wardend libwarden-redis0; do
@@ -145,6 +148,26 @@ wardend_pid=
 [ "$status" -eq 0 ] || { cat "$work/wardend.log"; fail "wardend exited $status on SIGTERM"; }
 [ -f "$work/data/state" ] || fail "wardend kept no state in the data dir given on the command line"
 echo "check-package: wardend --config ran, granted token $token, stopped cleanly"
+
+# 4b. the packaged wardend as a one-member cell: the packaged config, with --cell and
+# --node on the command line (a member listens on its own address from the list; the
+# cell's bus takes the next port)
+. "$(dirname "$0")/common.sh"
+cport=$(free_port_pair)
+"$root/usr/bin/wardend" --config "$root/etc/warden/wardend.conf" --data-dir "$work/cell" \
+  --cell "1@127.0.0.1:$cport" --node 1 >"$work/cell.log" 2>&1 &
+wardend_pid=$!
+wait_until 30 grep -q "cell member 1 leads" "$work/cell.log" \
+  || { cat "$work/cell.log"; fail "the one-member cell did not lead"; }
+token=$("$root/usr/bin/warden" run --url "warden://127.0.0.1:$cport" --group package \
+  --name cell --wait 10s -- sh -c 'echo "$WARDEN_TOKEN"')
+[ "$token" -ge 1 ] || fail "warden run on the cell printed no token"
+kill -TERM "$wardend_pid"
+status=0
+wait "$wardend_pid" || status=$?
+wardend_pid=
+[ "$status" -eq 0 ] || { cat "$work/cell.log"; fail "the cell member exited $status on SIGTERM"; }
+echo "check-package: wardend --cell ran from the packaged config, granted token $token"
 
 # 5. the unit
 unit=$root/usr/lib/systemd/system/wardend.service

@@ -207,6 +207,11 @@ bool Dispatcher::authenticated(ConnId conn) const {
   return it != connections_.end() && it->second.authenticated;
 }
 
+bool Dispatcher::may_administer(ConnId conn) const {
+  const auto it = connections_.find(conn);
+  return it != connections_.end() && it->second.authenticated && it->second.user.empty();
+}
+
 bool Dispatcher::connect(ConnId conn) {
   if (connections_.size() >= config_.limits.max_connections) return false;
   connections_[conn].authenticated = config_.password.empty() && !config_.users;
@@ -902,7 +907,7 @@ void Dispatcher::info(Time now, std::string& reply) const {
       "uptime_ms:" + std::to_string(std::max<std::int64_t>(0, ms_between(config_.started, now))) +
       "\r\n";
   text += "rss_bytes:" + std::to_string(rss_bytes()) + "\r\n";
-  text += config_.extra_info;
+  if (config_.extra_info) text += config_.extra_info();
   resp::bulk(reply, text);
 }
 

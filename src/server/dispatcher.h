@@ -77,7 +77,7 @@ struct DispatcherConfig {
   std::shared_ptr<const UserTable> users =
       nullptr;  // null: no --users (AUTH user ignores the user)
   // Lines INFO adds at its end, each `name:value\r\n` (a cell's leader: the cell).
-  std::string extra_info{};
+  std::function<std::string()> extra_info{};
 };
 
 // Decides whether a grant may happen now (restart embargo) and makes a longer hold
@@ -119,6 +119,9 @@ class Dispatcher {
   bool connect(ConnId conn);
   // Whether `conn` may send commands other than AUTH (always, without a password).
   bool authenticated(ConnId conn) const;
+  // Whether `conn` may change what the server is (a cell's members): authenticated, and
+  // with --users, as the --requirepass user (who has every right).
+  bool may_administer(ConnId conn) const;
   // Forgets the connection; its parked waiter leaves the queue at once. Its grants
   // stay: they live until released or expired.
   void disconnect(ConnId conn, Time now);

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/uri.h"
 #include "server/auth_worker.h"
 #include "server/cell/cell_member.h"
 #include "server/durable_state.h"
@@ -69,6 +70,13 @@ void raise_fd_limit() {
     lim.rlim_cur = lim.rlim_max;
     setrlimit(RLIMIT_NOFILE, &lim);
   }
+}
+
+std::string upper_case(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  return out;
 }
 
 std::pair<std::string, std::uint16_t> split_host_port(const std::string& text) {
@@ -174,7 +182,7 @@ struct Server::Impl {
   }
 
   std::unique_ptr<Dispatcher> make_dispatcher(table::TokenSource* tokens, GrantGuard* guard,
-                                              std::string extra_info = {}) {
+                                              std::function<std::string()> extra_info = {}) {
     DispatcherConfig config{options.limits, options.password, WARDEN_VERSION_STRING, started};
     config.extra_info = std::move(extra_info);
     auto made = std::make_unique<Dispatcher>(std::move(config), tokens, guard);
@@ -423,9 +431,11 @@ struct Server::Impl {
     reschedule();
   }
 
-  // Executes every complete request buffered on `c`, up to a parked one.
-  void process(const std::shared_ptr<Connection>& c) {
-    if (cell && !serving) return redirect(c);
+  // Runs `handle` on every complete request buffered on `c`, in order, until one parks
+  // or closes the connection; a malformed one is answered and closes it. The request's
+  // arguments point into `c->in`, which `handle` must leave alone.
+  template <typename Handle>
+  void take_requests(const std::shared_ptr<Connection>& c, Handle&& handle) {
     const resp::Limits limits{options.max_request_bytes};
     std::size_t offset = 0;
     while (!c->parked && !c->closing && !c->closed) {
@@ -439,12 +449,20 @@ struct Server::Impl {
         break;
       }
       offset += parsed.consumed;
-      if (parsed.args.empty()) continue;
-      const auto outcome = dispatcher->execute(c->id, parsed.args, Clock::now(), c->out);
-      if (outcome == Dispatcher::Outcome::parked) c->parked = true;
-      if (outcome == Dispatcher::Outcome::close) c->closing = true;
+      if (!parsed.args.empty()) handle(std::span<const std::string_view>(parsed.args));
     }
     c->in.erase(0, offset);
+  }
+
+  // Executes every complete request buffered on `c`, up to a parked one.
+  void process(const std::shared_ptr<Connection>& c) {
+    if (cell && !serving) return redirect(c);
+    take_requests(c, [&](std::span<const std::string_view> args) {
+      if (cell && cell_command(c, args)) return;
+      const auto outcome = dispatcher->execute(c->id, args, Clock::now(), c->out);
+      if (outcome == Dispatcher::Outcome::parked) c->parked = true;
+      if (outcome == Dispatcher::Outcome::close) c->closing = true;
+    });
     deliver_wakeups();
     flush(c);
     read(c);
@@ -643,6 +661,7 @@ struct Server::Impl {
     o.data_dir = options.data_dir;
     o.election_timeout = options.cell_election_timeout;
     o.heartbeat = options.cell_heartbeat;
+    o.join = options.cell_join;
     const auto members = cell::parse_cell_members(o.members);
     const auto self = std::find_if(members.begin(), members.end(),
                                    [&](const cell::CellAddress& m) { return m.id == o.node; });
@@ -650,8 +669,15 @@ struct Server::Impl {
       throw Error(Errc::invalid_argument,
                   "--node " + std::to_string(o.node) + " is not one of the members --cell lists");
     }
-    options.host = self->host;
-    options.port = self->port;
+    // The member's address is where its clients connect: the plain listener's, or with
+    // `--listen none` the TLS listener's (a wardens:// cell; -MOVED names it).
+    if (options.listen_plain) {
+      options.host = self->host;
+      options.port = self->port;
+    } else if (options.tls) {
+      options.tls->host = self->host;
+      options.tls->port = self->port;
+    }
     serving = false;
     dispatcher = make_dispatcher(nullptr, nullptr);
     cell = std::make_unique<cell::CellMember>(o);
@@ -669,23 +695,10 @@ struct Server::Impl {
   // leader's would: a client authenticates before it asks where the leader is, and
   // nobody learns it without the password.
   void redirect(const std::shared_ptr<Connection>& c) {
-    const resp::Limits limits{options.max_request_bytes};
-    std::size_t offset = 0;
-    while (!c->parked && !c->closing && !c->closed) {
-      const auto parsed = resp::parse_request(std::string_view(c->in).substr(offset), limits);
-      if (parsed.status == resp::Status::incomplete) break;
-      if (parsed.status == resp::Status::error) {
-        resp::error(c->out, "ERR", parsed.error);
-        c->closing = true;
-        break;
-      }
-      offset += parsed.consumed;
-      if (parsed.args.empty()) continue;
-      std::string cmd(parsed.args[0]);
-      std::transform(cmd.begin(), cmd.end(), cmd.begin(),
-                     [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    take_requests(c, [&](std::span<const std::string_view> args) {
+      const std::string cmd = upper_case(args[0]);
       if (cmd == "AUTH" || !dispatcher->authenticated(c->id)) {
-        const auto outcome = dispatcher->execute(c->id, parsed.args, Clock::now(), c->out);
+        const auto outcome = dispatcher->execute(c->id, args, Clock::now(), c->out);
         if (outcome == Dispatcher::Outcome::parked) c->parked = true;
         if (outcome == Dispatcher::Outcome::close) c->closing = true;
       } else if (cmd == "PING") {
@@ -698,8 +711,7 @@ struct Server::Impl {
       } else {
         resp::error(c->out, "TRYAGAIN", "the cell has no leader yet");
       }
-    }
-    c->in.erase(0, offset);
+    });
     deliver_wakeups();  // a password check to start
     flush(c);
     read(c);
@@ -787,12 +799,55 @@ struct Server::Impl {
     });
   }
 
-  // What the leader's INFO says of its cell.
+  // What the leader's INFO says of its cell: the members as its log knows them.
   std::string cell_info() const {
-    const auto self = std::find_if(cell->members().begin(), cell->members().end(),
-                                   [&](const cell::CellAddress& m) { return m.id == cell->id(); });
-    return "cell:" + options.cell + "\r\ncell_node:" + std::to_string(cell->id()) +
-           "\r\ncell_leader:" + self->client_address() + "\r\n";
+    const auto& [host, port] = options.listen_plain || !options.tls
+                                   ? std::pair(options.host, options.port)
+                                   : std::pair(options.tls->host, options.tls->port);
+    return "cell:" + cell->members_text() + "\r\ncell_node:" + std::to_string(cell->id()) +
+           "\r\ncell_leader:" + host + ":" + std::to_string(port) + "\r\n";
+  }
+
+  // CELL ADD id@a.b.c.d:port, CELL REMOVE id: a membership change, answered once it is
+  // committed (or refused); the connection waits for it like a parked ACQUIRE.
+  bool cell_command(const std::shared_ptr<Connection>& c, std::span<const std::string_view> args) {
+    if (upper_case(args[0]) != "CELL") return false;
+    if (!dispatcher->may_administer(c->id)) {
+      resp::error(c->out, "NOPERM", "changing the cell's members needs the --requirepass user");
+      return true;
+    }
+    const std::string sub = args.size() > 1 ? upper_case(args[1]) : "";
+    auto answer = [this, c](std::string error) {
+      asio::post(io, [this, c, error = std::move(error)] {
+        if (c->closed) return;
+        if (error.empty()) {
+          c->out += "+OK\r\n";
+        } else {
+          resp::error(c->out, "ERR", "cell: " + error);
+        }
+        c->parked = false;
+        process(c);
+        reschedule();
+      });
+    };
+    try {
+      if (sub == "ADD" && args.size() == 3) {
+        const auto members = cell::parse_cell_members(args[2]);
+        if (members.size() != 1) throw Error(Errc::invalid_argument, "name one member");
+        cell->add_member(members.front(), answer);
+      } else if (sub == "REMOVE" && args.size() == 3) {
+        const auto id = core::parse_int_in_range(args[2], 1, 1'000'000);
+        if (!id) throw Error(Errc::invalid_argument, "the id must be a number from 1 to 1000000");
+        cell->remove_member(static_cast<std::uint64_t>(*id), answer);
+      } else {
+        throw Error(Errc::invalid_argument, "expected CELL ADD id@a.b.c.d:port or CELL REMOVE id");
+      }
+    } catch (const Error& e) {
+      resp::error(c->out, "ERR", e.what());
+      return true;
+    }
+    c->parked = true;
+    return true;
   }
 
   // This member leads, every entry before its leadership applied: its table starts from
@@ -802,7 +857,7 @@ struct Server::Impl {
     const TableSnapshot held = cell->held();
     dispatcher.reset();
     cell_tokens = std::make_unique<table::CountingTokenSource>(held.state.reserved_upto);
-    dispatcher = make_dispatcher(cell_tokens.get(), nullptr, cell_info());
+    dispatcher = make_dispatcher(cell_tokens.get(), nullptr, [this] { return cell_info(); });
     const std::size_t grants = dispatcher->restore(held, Clock::now());
     dispatcher->record_changes();
     ++epoch;

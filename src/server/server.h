@@ -66,6 +66,7 @@ struct ServerOptions {
   std::uint64_t node = 0;
   std::chrono::milliseconds cell_election_timeout{1000};
   std::chrono::milliseconds cell_heartbeat{100};
+  bool cell_join = false;  // added to a running cell: do not bootstrap `cell`
 };
 
 class Server {

@@ -199,6 +199,10 @@ void add_server_options(CLI::App& app, ServerOptions& o) {
          "timeout)")
       ->default_str(std::to_string(o.cell_heartbeat.count()))
       ->needs(cell);
+  app.add_flag("--cell-join", o.cell_join,
+               "this member is being added to a running cell (wardend cell add): wait for its "
+               "leader instead of starting the cell from --cell")
+      ->needs(cell);
   app.add_flag("--reset-state", o.reset_state,
                "start with fresh state even though the data dir lost it: fencing tokens "
                "may go backwards (dangerous; for disaster recovery only)")

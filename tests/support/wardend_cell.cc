@@ -19,6 +19,7 @@ WardendCell::WardendCell(std::size_t members, std::vector<std::string> extra_arg
     members_ += (i ? "," : "") + std::to_string(i + 1) + "@127.0.0.1:" + std::to_string(ports_[i]);
   }
   processes_.resize(members);
+  joined_.resize(members, false);
   for (std::size_t i = 0; i < members; ++i) start(i);
   wait_for_leader();
 }
@@ -32,6 +33,7 @@ void WardendCell::start(std::size_t i) {
   std::vector<std::string> argv = {
       wardend_path(),      "--cell", members_, "--node", std::to_string(i + 1), "--data-dir",
       data_dir(i).string()};
+  if (joined_[i]) argv.push_back("--cell-join");
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   if (processes_[i].pid() > 0) processes_[i].kill9();
   processes_[i] = ServerProcess(argv, dir_.path() / (name + ".log"));
@@ -39,6 +41,20 @@ void WardendCell::start(std::size_t i) {
   if (!processes_[i].wait_for_log("listening on", 30s) || !wait_for_port(ports_[i], 10s)) {
     throw std::runtime_error("cell member " + std::to_string(i + 1) + " did not start:\n" + logs());
   }
+}
+
+std::string WardendCell::spec(std::size_t i) const {
+  return std::to_string(i + 1) + "@127.0.0.1:" + std::to_string(ports_.at(i));
+}
+
+std::size_t WardendCell::start_joiner() {
+  const std::size_t i = ports_.size();
+  ports_.push_back(free_port_pair());
+  members_ += "," + spec(i);
+  processes_.emplace_back();
+  joined_.push_back(true);
+  start(i);
+  return i;
 }
 
 std::size_t WardendCell::wait_for_leader(std::chrono::milliseconds timeout,

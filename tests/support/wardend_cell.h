@@ -30,6 +30,12 @@ class WardendCell {
 
   // (Re)starts member i on its ports with its data dir; waits until it listens.
   void start(std::size_t i);
+  // Starts a new member to be added to the running cell (`--cell-join`), on ports of its
+  // own, given the members so far and itself; returns its index (its id is index + 1).
+  // The cell does not know it until someone asks its leader CELL ADD joiner_spec(i).
+  std::size_t start_joiner();
+  // "id@127.0.0.1:port" of member i.
+  std::string spec(std::size_t i) const;
   // The member that serves as leader, once it does and every other running member
   // sends its clients there (-MOVED); `not_this` is skipped (the old leader, frozen).
   // Throws std::runtime_error, with every member's log, after `timeout`.
@@ -44,6 +50,7 @@ class WardendCell {
   std::vector<std::uint16_t> ports_;
   std::string members_;
   std::optional<std::string> password_;  // from --requirepass in the extra arguments
+  std::vector<bool> joined_;             // started with --cell-join
   std::vector<ServerProcess> processes_;
 };
 

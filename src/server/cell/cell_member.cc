@@ -94,6 +94,7 @@ CellMember::CellMember(const CellOptions& options)
   config.data_dir = options.data_dir / "cell";
   config.election_timeout = options.election_timeout;
   config.heartbeat = options.heartbeat;
+  config.join = options.join;
   config.snapshot_threshold = 16384;
   config.snapshot_trailing = 4096;
   dir_lock_ = lock_directory(config.data_dir);
@@ -110,13 +111,35 @@ CellMember::~CellMember() {
   ::close(dir_lock_);
 }
 
+std::optional<std::string> client_address_of(std::string_view bus_address) {
+  const auto colon = bus_address.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto port = core::parse_int_in_range(bus_address.substr(colon + 1), 2, 65535);
+  if (!port) return std::nullopt;
+  return std::string(bus_address.substr(0, colon)) + ":" + std::to_string(*port - 1);
+}
+
 std::optional<std::string> CellMember::leader_address() const {
   const auto leader = log_->leader();
   if (!leader) return std::nullopt;
-  const auto it = std::find_if(members_.begin(), members_.end(),
-                               [&](const CellAddress& m) { return m.id == leader->id; });
-  if (it == members_.end()) return std::nullopt;
-  return it->client_address();
+  return client_address_of(leader->address);
+}
+
+std::string CellMember::members_text() const {
+  std::string out;
+  for (const Member& m : log_->members()) {
+    const auto client = client_address_of(m.address);
+    out += (out.empty() ? "" : ",") + std::to_string(m.id) + "@" + client.value_or(m.address);
+  }
+  return out;
+}
+
+void CellMember::add_member(const CellAddress& member, ChangeDone done) {
+  log_->add_member(Member{member.id, member.bus_address()}, std::move(done));
+}
+
+void CellMember::remove_member(std::uint64_t id, ChangeDone done) {
+  log_->remove_member(id, std::move(done));
 }
 
 void CellMember::propose(const CellChanges& changes, ProposeDone done) {

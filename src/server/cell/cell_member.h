@@ -26,6 +26,9 @@ struct CellOptions {
   std::filesystem::path data_dir;  // the log goes in data_dir/cell
   std::chrono::milliseconds election_timeout{1000};
   std::chrono::milliseconds heartbeat{100};
+  // A member added to a running cell (`wardend cell add`): it does not bootstrap the
+  // members listed, it waits for the leader to send it the log.
+  bool join = false;
 };
 
 // A member as its clients know it.
@@ -36,6 +39,9 @@ struct CellAddress {
   std::string client_address() const { return host + ":" + std::to_string(port); }
   std::string bus_address() const { return host + ":" + std::to_string(port + 1); }
 };
+
+// The client address of a member whose bus is at `bus_address` (host:port).
+std::optional<std::string> client_address_of(std::string_view bus_address);
 
 // Parses `--cell`. Throws Error(invalid_argument) naming what is wrong: an empty list, a
 // member without `id@`, an id that is not 1 and up or given twice, a host that is not an
@@ -51,8 +57,11 @@ class CellMember {
 
   // true while this member leads, with every earlier entry applied here.
   bool leading() const { return log_->leading(); }
-  // The address clients reach the leader on, if one is known (this member included).
+  // The address clients reach the leader on, if one is known (this member included):
+  // its bus address's port less one.
   std::optional<std::string> leader_address() const;
+  // The members as the log last knew them, as `--cell` lists them.
+  std::string members_text() const;
   // This member's id and how many members there are.
   std::uint64_t id() const { return id_; }
   const std::vector<CellAddress>& members() const { return members_; }
@@ -62,6 +71,9 @@ class CellMember {
   std::size_t keys_held() const { return state_.keys(); }
   // Proposes one turn's changes; `done` runs on the log's thread (RaftLog::propose).
   void propose(const CellChanges& changes, ProposeDone done);
+  // Membership (RaftLog::add_member, remove_member); `done` runs on the log's thread.
+  void add_member(const CellAddress& member, ChangeDone done);
+  void remove_member(std::uint64_t id, ChangeDone done);
 
  private:
   std::uint64_t id_;

@@ -29,6 +29,7 @@ namespace warden::server::cell {
 // raft_apply and raft_barrier name a function and a struct: the function hides the struct.
 using RaftApply = struct raft_apply;
 using RaftBarrier = struct raft_barrier;
+using RaftChange = struct raft_change;
 
 namespace {
 
@@ -113,6 +114,14 @@ struct RaftLog::Loop {
     RaftApply request{};
     ProposeDone done;
   };
+  // A membership change under way: an addition goes on from raft_add to raft_assign.
+  struct Change {
+    Loop* loop = nullptr;
+    RaftChange request{};
+    ChangeDone done;
+    std::uint64_t id = 0;
+    bool promote = false;  // an addition whose spare is still to be made a voter
+  };
 
   RaftLogConfig config;
   StateMachine& machine;
@@ -130,10 +139,14 @@ struct RaftLog::Loop {
   raft_term barrier_term = 0;    // the term whose barrier was asked for last
   bool barrier_pending = false;  // `barrier` is the library's until its callback
   bool closing = false;
+  raft_index configuration_seen = 0;  // the configuration known_members was taken from
+  raft_index configuration_committed_seen = 0;
   std::thread thread;
 
   mutable std::mutex mu;  // guards what follows, read by other threads
   std::vector<std::pair<std::string, ProposeDone>> queued;
+  std::vector<std::function<void()>> tasks;  // run on the loop thread (membership)
+  std::vector<Member> known_members;
   bool stopping = false;
   std::optional<Leader> known_leader;
   bool ready = false;  // leading, with an entry of its own term committed
@@ -237,15 +250,64 @@ struct RaftLog::Loop {
     proposal.release();  // applied_cb has it
   }
 
+  static std::string change_error(int rv, const char* what) {
+    return std::string(what) + ": " + raft_strerror(rv);
+  }
+
+  // Starts a membership change (on the loop thread).
+  void change(std::unique_ptr<Change> c, const std::string& address) {
+    c->loop = this;
+    c->request.data = c.get();
+    int rv = 0;
+    if (closing) {
+      rv = RAFT_SHUTDOWN;
+    } else if (!address.empty()) {
+      c->promote = true;
+      rv = raft_add(&raft, &c->request, c->id, address.c_str(), on_changed);
+    } else {
+      rv = raft_remove(&raft, &c->request, c->id, on_changed);
+    }
+    if (rv != 0) {
+      c->done(
+          change_error(rv, address.empty() ? "cannot remove the member" : "cannot add the member"));
+      return;
+    }
+    c.release();  // on_changed has it
+  }
+
+  static void on_changed(RaftChange* request, int status) {
+    std::unique_ptr<Change> c(static_cast<Change*>(request->data));
+    Loop& self = *c->loop;
+    if (status != 0) {
+      c->done(change_error(
+          status, c->promote ? "the member was not added" : "the change was not committed"));
+      return;
+    }
+    if (c->promote) {
+      c->promote = false;
+      const int rv = raft_assign(&self.raft, &c->request, c->id, RAFT_VOTER, on_changed);
+      if (rv != 0) {
+        c->done(change_error(rv, "the member was added as a spare but not made a voter"));
+        return;
+      }
+      c.release();
+      return;
+    }
+    c->done("");
+  }
+
   static void on_wake(uv_async_t* handle) {
     Loop& self = of(reinterpret_cast<uv_handle_t*>(handle));
     std::vector<std::pair<std::string, ProposeDone>> batch;
+    std::vector<std::function<void()>> tasks;
     bool stop = false;
     {
       std::lock_guard guard(self.mu);
       batch.swap(self.queued);
+      tasks.swap(self.tasks);
       stop = self.stopping;
     }
+    for (auto& task : tasks) task();
     if (stop && !self.closing) {
       self.closing = true;
       // Proposals under way are told `lost` by the library as it closes.
@@ -302,7 +364,20 @@ struct RaftLog::Loop {
     raft_id id = 0;
     const char* address = nullptr;
     raft_leader(&self.raft, &id, &address);
+    std::vector<Member> members;
+    const bool reconfigured =
+        self.raft.configuration_uncommitted_index != self.configuration_seen ||
+        self.raft.configuration_index != self.configuration_committed_seen;
+    if (reconfigured) {
+      self.configuration_seen = self.raft.configuration_uncommitted_index;
+      self.configuration_committed_seen = self.raft.configuration_index;
+      for (unsigned i = 0; i < self.raft.configuration.n; ++i) {
+        const struct raft_server& server = self.raft.configuration.servers[i];
+        if (server.role == RAFT_VOTER) members.push_back({server.id, server.address});
+      }
+    }
     std::lock_guard guard(self.mu);
+    if (reconfigured) self.known_members = std::move(members);
     if (id != 0 && address != nullptr) {
       self.known_leader = Leader{id, address};
     } else {
@@ -368,7 +443,7 @@ struct RaftLog::Loop {
         failure = "cannot list member " + std::to_string(m.id);
       }
     }
-    if (failure.empty()) {
+    if (failure.empty() && !config.join) {
       // A data directory with a log already is a restart: its log knows the members.
       const int rv = raft_bootstrap(&raft, &members);
       if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) failure = raft_errmsg(&raft);
@@ -424,6 +499,45 @@ void RaftLog::propose(std::string entry, ProposeDone done) {
     return;
   }
   uv_async_send(&loop_->wake);
+}
+
+void RaftLog::add_member(Member member, ChangeDone done) {
+  if (member.address.empty()) {
+    done("cannot add the member: no address");
+    return;
+  }
+  post_change(member.id, std::move(member.address), std::move(done));
+}
+
+void RaftLog::remove_member(std::uint64_t id, ChangeDone done) {
+  post_change(id, "", std::move(done));
+}
+
+void RaftLog::post_change(std::uint64_t id, std::string address, ChangeDone done) {
+  Loop* loop = loop_.get();
+  auto change = std::make_shared<Loop::Change>();
+  change->id = id;
+  change->done = std::move(done);
+  bool queued = false;
+  {
+    std::lock_guard guard(loop->mu);
+    if (!loop->stopping) {
+      loop->tasks.emplace_back([loop, change, address = std::move(address)] {
+        loop->change(std::make_unique<Loop::Change>(std::move(*change)), address);
+      });
+      queued = true;
+    }
+  }
+  if (!queued) {
+    change->done("the member is stopping");
+    return;
+  }
+  uv_async_send(&loop->wake);
+}
+
+std::vector<Member> RaftLog::members() const {
+  std::lock_guard guard(loop_->mu);
+  return loop_->known_members;
 }
 
 std::optional<RaftLog::Leader> RaftLog::leader() const {

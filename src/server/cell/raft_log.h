@@ -69,6 +69,9 @@ struct RaftLogConfig {
   unsigned snapshot_threshold = 1024;       // entries applied between snapshots
   unsigned snapshot_trailing = 512;         // entries kept behind a snapshot for slow followers
   std::size_t segment_bytes = 1 << 20;      // the log's file size; three are kept open
+  // A member added to a running cell (RaftLog::add_member on its leader): it starts
+  // with an empty log and waits for the leader, instead of bootstrapping `members`.
+  bool join = false;
 };
 
 enum class Proposed {
@@ -78,6 +81,8 @@ enum class Proposed {
 };
 
 using ProposeDone = std::function<void(Proposed, std::uint64_t index)>;
+// The end of a membership change: "" once it is committed, else why it was not made.
+using ChangeDone = std::function<void(std::string error)>;
 
 class RaftLog {
  public:
@@ -99,6 +104,15 @@ class RaftLog {
   // Appends `entry` if this member leads; `done` is called once, on the log's thread.
   void propose(std::string entry, ProposeDone done);
 
+  // Membership, on the leader; `done` is called once, on the log's thread. A member is
+  // added as a spare, then made a voter once it has caught up with the log (the library
+  // gives it 10 rounds of at most 5 s); one change at a time. Removing the leader
+  // itself makes it step down once the change is committed.
+  void add_member(Member member, ChangeDone done);
+  void remove_member(std::uint64_t id, ChangeDone done);
+  // The members as this member last knew them (the log's configuration).
+  std::vector<Member> members() const;
+
   // The leader this member knows of (itself included), if any.
   std::optional<Leader> leader() const;
   // true while this member leads.
@@ -108,6 +122,8 @@ class RaftLog {
 
  private:
   struct Loop;
+  // Hands a change to the log's thread: an addition with `address`, else a removal.
+  void post_change(std::uint64_t id, std::string address, ChangeDone done);
   std::unique_ptr<Loop> loop_;
 };
 

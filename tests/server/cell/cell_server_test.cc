@@ -218,6 +218,67 @@ TEST(WardendCell, ARestartOfEveryMemberKeepsTheGrantsAndTheTokens) {
   EXPECT_GT(grant_of(c({"ACQUIRE", "t/new", "x", "5000"})).token, g.token + 5);
 }
 
+// A member's machine is lost: it is removed, a new member joins in its place, and the
+// cell — the new member in it — keeps every grant when the leader is killed next.
+TEST(WardendCell, AMemberIsReplacedAndTheCellKeepsItsGrants) {
+  WardendCell cell;
+  const std::size_t leader = cell.wait_for_leader();
+  const std::size_t lost = other_than(leader);
+  TextClient c(cell.port(leader), 150);
+  const Grant g = grant_of(c({"ACQUIRE", "t/kept", "x", "60000"}));
+  ASSERT_NE(g.token, 0u);
+  cell.process(lost).kill9();
+  // `wardend cell`, given a follower first: it finds the leader as a client does.
+  const std::string url = "warden://127.0.0.1:" + std::to_string(cell.port(lost)) +
+                          ",127.0.0.1:" + std::to_string(cell.port(other_than(leader, lost))) +
+                          ",127.0.0.1:" + std::to_string(cell.port(leader));
+  TempDir dir("wardend-cell-admin");
+  auto admin = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {wardend_path(), "cell"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ServerProcess p(argv, dir.path() / "admin.log");
+    p.start();
+    return p.wait_exit(150s);
+  };
+  ASSERT_EQ(admin({"remove", "--url", url, std::to_string(lost + 1)}), 0) << cell.logs();
+  EXPECT_EQ(c({"CELL", "REMOVE", std::to_string(lost + 1)}).substr(0, 4), "-ERR")
+      << "a member removed twice";
+
+  const std::size_t joiner = cell.start_joiner();
+  ASSERT_EQ(admin({"add", "--url", url, cell.spec(joiner)}), 0) << cell.logs();
+  EXPECT_EQ(admin({"add", "--url", url, "5@localhost:1"}), 64);
+  EXPECT_EQ(admin({"add", "--url", url, cell.spec(joiner)}), 1) << "a member added twice";
+  const std::string info = c({"INFO"});
+  EXPECT_TRUE(contains(info, "cell:")) << info;
+  EXPECT_TRUE(contains(info, cell.spec(joiner))) << info;
+  EXPECT_FALSE(contains(info, cell.spec(lost))) << info;
+
+  // The old leader goes: the third original member and the new one elect, so the new one
+  // counts, and the grant is there.
+  cell.process(leader).kill9();
+  const std::size_t next = cell.wait_for_leader();
+  TextClient n(cell.port(next));
+  EXPECT_EQ(renew(n, "t/kept", g, "60000"), ":1");
+  EXPECT_EQ(n({"ACQUIRE", "t/kept", "x", "5000"}), "(nil)");
+}
+
+TEST(WardendCell, MembershipChangesAreRefusedWithTheirReason) {
+  WardendCell cell(3, {"--requirepass", "s3cret"});
+  const std::size_t leader = cell.wait_for_leader();
+  TextClient c(cell.port(leader));
+  ASSERT_EQ(c({"AUTH", "s3cret"}), "$OK");
+  EXPECT_TRUE(c({"CELL", "ADD", "7@localhost:1"}).starts_with("-ERR")) << "a host name";
+  EXPECT_TRUE(c({"CELL", "ADD", cell.spec(leader)}).starts_with("-ERR")) << "a member again";
+  EXPECT_TRUE(c({"CELL", "REMOVE", "9"}).starts_with("-ERR")) << "no such member";
+  EXPECT_TRUE(c({"CELL", "FROB"}).starts_with("-ERR"));
+  TextClient anonymous(cell.port(leader));
+  EXPECT_TRUE(anonymous({"CELL", "REMOVE", "2"}).starts_with("-NOPERM"));
+  // A follower sends the change to the leader.
+  TextClient f(cell.port(other_than(leader)));
+  ASSERT_EQ(f({"AUTH", "s3cret"}), "$OK");
+  EXPECT_EQ(f({"CELL", "REMOVE", "2"}), "-MOVED 127.0.0.1:" + std::to_string(cell.port(leader)));
+}
+
 TEST(WardendCell, ABadMemberListStopsTheStartWithItsReason) {
   TempDir dir("wardend-cell-bad");
   std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
