@@ -20,8 +20,11 @@
 # redis-cluster (3 masters with a replica each, cluster-node-timeout 2 s:
 # redis+cluster://), warden-cell (a wardend cell of 3 members, its default timings:
 # docs/cell.md). The failover nemesis runs on the sentinel and cluster engines only
-# (the others have no replica to promote); kill-leader, pause-leader and restart-cell
-# on warden-cell only.
+# (the others have no replica to promote); kill-leader, pause-leader, restart-cell and
+# partition-leader on warden-cell only. Under partition-leader the members run in
+# network namespaces of their own (root only: `ip netns`, a bridge and veths from
+# iproute2), and the leader is cut off from the others by blackhole routes both ways,
+# while the clients, in the root namespace, reach every member.
 # mem:// is left out: its lock table lives inside each
 # client process, so separate client processes never contend.
 #
@@ -36,7 +39,7 @@ case "$build" in /*) ;; *) build=$root/$build ;; esac
 warden=$build/src/cli/warden
 wardend=$build/src/server/wardend
 all_engines="warden warden-cell redis redis-aof redlock redlock-aof etcd zk postgres mysql redis-sentinel redis-sentinel-wait redis-cluster"
-all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client failover kill-leader pause-leader restart-cell"
+all_nemeses="none pause-holder kill-holder kill-waiter pause-server kill-server restart-server partition-client failover kill-leader pause-leader restart-cell partition-leader"
 engines=${TORTURE_ENGINES:-$all_engines}
 # What the clients take (docs/torture.md): lock, semaphore (of 2 permits) or election.
 primitive=${TORTURE_PRIMITIVE:-lock}
@@ -82,8 +85,19 @@ stop_servers() {
     kill -KILL "$pid" 2>/dev/null || true
   done < <(cat "$1"/pids "$1"/*/pids 2>/dev/null)
 }
+# netns_down DIR: removes the network namespaces and bridge a cell under DIR made.
+netns_down() {
+  local tag
+  for tag in $(cat "$1"/netns "$1"/*/netns 2>/dev/null); do
+    for ns in $(ip netns list | awk -v t="$tag-" 'index($1, t) == 1 { print $1 }'); do
+      ip netns del "$ns" 2>/dev/null || true
+    done
+    ip link del "$tag" 2>/dev/null || true
+  done
+}
 cleanup() {
   stop_servers "$tmp"
+  netns_down "$tmp"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -146,6 +160,60 @@ redis_server() {  # NAME PORT APPENDONLY
   wait_until 10 redis-cli -p "$2" ping || { cat "$cell/$1.log" >&2; exit 1; }
 }
 
+# start_cell_in_namespaces: a wardend cell of 3 members, each in a network namespace of
+# its own on a bridge in the root namespace (NET.1-3, the bridge NET.254), all on port
+# 7380; master.sh prints the leader's PID, isolate.sh cuts a member (by PID) off from
+# the others with blackhole routes in both directions, or heals it.
+start_cell_in_namespaces() {
+  local tag=wc$$r$RANDOM net=10.$((64 + RANDOM % 64)).$((RANDOM % 250)) members="" i
+  echo "$tag" >"$cell/netns"
+  ip link add "$tag" type bridge
+  ip addr add "$net.254/24" dev "$tag"
+  ip link set "$tag" up
+  for i in 1 2 3; do
+    ip netns add "$tag-$i"
+    ip link add "$tag-$i" type veth peer name eth0 netns "$tag-$i"
+    ip link set "$tag-$i" master "$tag" up
+    ip netns exec "$tag-$i" ip addr add "$net.$i/24" dev eth0
+    ip netns exec "$tag-$i" ip link set eth0 up
+    ip netns exec "$tag-$i" ip link set lo up
+    members+="${members:+,}$i@$net.$i:7380"
+  done
+  for i in 1 2 3; do
+    mkdir -p "$cell/member$i"
+    server "member$i" ip netns exec "$tag-$i" "$wardend" --cell "$members" --node "$i" \
+      --data-dir "$cell/member$i"
+  done
+  cat >"$cell/master.sh" <<EOF
+#!/usr/bin/env bash
+for i in 1 2 3; do
+  if redis-cli -h $net.\$i -p 7380 INFO 2>/dev/null | grep -q '^server:wardend'; then
+    ip netns pids $tag-\$i | head -1
+    exit 0
+  fi
+done
+exit 1
+EOF
+  cat >"$cell/isolate.sh" <<EOF
+#!/usr/bin/env bash
+# isolate.sh cut|heal PID: blackhole routes between PID's member and the others.
+set -e
+ns=\$(ip netns identify "\$2")
+i=\${ns##*-}
+action=\$([ "\$1" = cut ] && echo add || echo del)
+for j in 1 2 3; do
+  [ "\$j" = "\$i" ] && continue
+  ip netns exec "\$ns" ip route "\$action" blackhole $net.\$j/32
+  ip netns exec $tag-\$j ip route "\$action" blackhole $net.\$i/32
+done
+EOF
+  chmod +x "$cell/master.sh" "$cell/isolate.sh"
+  wait_until 30 "$cell/master.sh" || { cat "$cell"/member*.log >&2; exit 1; }
+  server_args+=(--master-command "$cell/master.sh" --isolate-command "$cell/isolate.sh")
+  url=warden://$net.1:7380,$net.2:7380,$net.3:7380
+  epsilon=500ms
+}
+
 # start_engine ENGINE: starts its servers in $cell; sets url and epsilon (the engine's
 # allowance beyond the TTL for handing an abandoned lock on; docs/guarantees.md).
 start_engine() {
@@ -158,6 +226,10 @@ start_engine() {
       wait_until 10 grep -q "listening on" "$cell/wardend.log" || { cat "$cell/wardend.log" >&2; exit 1; }
       url=warden://127.0.0.1:$port epsilon=500ms ;;
     warden-cell)
+      if [ "$nemesis" = partition-leader ]; then
+        start_cell_in_namespaces
+        return
+      fi
       local members=""
       for i in 1 2 3; do
         ports+=("$(free_port_pair)")
@@ -353,7 +425,8 @@ for engine in $engines; do
       continue
     fi
     case $nemesis in
-      kill-leader | pause-leader | restart-cell) [ "$engine" = warden-cell ] || continue ;;
+      kill-leader | pause-leader | restart-cell | partition-leader)
+        [ "$engine" = warden-cell ] || continue ;;
     esac
     cell=$tmp/$engine-$nemesis
     mkdir -p "$cell"
@@ -374,6 +447,7 @@ for engine in $engines; do
       failed=1
     fi
     stop_servers "$cell"
+    netns_down "$cell"
   done
 done
 

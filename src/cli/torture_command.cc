@@ -37,6 +37,7 @@ struct TortureArgs {
   std::vector<long> server_pids;
   std::vector<std::string> server_restart;
   std::string master_command;
+  std::string isolate_command;
   std::string primitive = "lock";
   std::uint32_t permits = 2;
 };
@@ -82,6 +83,7 @@ int run(const TortureArgs& args) {
   for (long pid : args.server_pids) options.server_pids.push_back(static_cast<pid_t>(pid));
   options.server_restart = args.server_restart;
   options.master_command = args.master_command;
+  options.isolate_command = args.isolate_command;
   options.self = self_path();
   options.label = args.label;
   const auto primitive = torture::primitive_from(args.primitive);
@@ -122,7 +124,7 @@ void add_torture_command(Commands& commands) {
   app.add_option("--nemesis", a->nemesis,
                  "none, pause-holder, kill-holder, kill-waiter, pause-server, kill-server, "
                  "restart-server, partition-client, failover, kill-leader, pause-leader, "
-                 "restart-cell")
+                 "restart-cell, partition-leader")
       ->type_name("NAME")
       ->capture_default_str();
   app.add_option("--seed", a->seed, "Seed of every random choice")
@@ -150,6 +152,10 @@ void add_torture_command(Commands& commands) {
       ->check(CLI::Range(1L, static_cast<long>(INT_MAX)));
   app.add_option("--server-restart", a->server_restart,
                  "Shell command that starts the matching --server-pid again and prints its PID")
+      ->type_name("CMD");
+  app.add_option("--isolate-command", a->isolate_command,
+                 "Shell command run as `CMD cut PID` / `CMD heal PID` to cut a --server-pid off "
+                 "from the other servers, not from the clients (partition-leader)")
       ->type_name("CMD");
   app.add_option("--master-command", a->master_command,
                  "Shell command that prints the PID of the --server-pid that is the master "

@@ -28,15 +28,26 @@ const char* to_string(Nemesis nemesis) {
       return "pause-leader";
     case Nemesis::restart_cell:
       return "restart-cell";
+    case Nemesis::partition_leader:
+      return "partition-leader";
   }
   return "?";
 }
 
 std::vector<Nemesis> all_nemeses() {
-  return {Nemesis::none,           Nemesis::pause_holder,     Nemesis::kill_holder,
-          Nemesis::kill_waiter,    Nemesis::pause_server,     Nemesis::kill_server,
-          Nemesis::restart_server, Nemesis::partition_client, Nemesis::failover,
-          Nemesis::kill_leader,    Nemesis::pause_leader,     Nemesis::restart_cell};
+  return {Nemesis::none,
+          Nemesis::pause_holder,
+          Nemesis::kill_holder,
+          Nemesis::kill_waiter,
+          Nemesis::pause_server,
+          Nemesis::kill_server,
+          Nemesis::restart_server,
+          Nemesis::partition_client,
+          Nemesis::failover,
+          Nemesis::kill_leader,
+          Nemesis::pause_leader,
+          Nemesis::restart_cell,
+          Nemesis::partition_leader};
 }
 
 std::optional<Nemesis> nemesis_from(const std::string& name) {
@@ -54,7 +65,7 @@ bool hits_server(Nemesis nemesis) {
 
 bool needs_master(Nemesis nemesis) {
   return nemesis == Nemesis::failover || nemesis == Nemesis::kill_leader ||
-         nemesis == Nemesis::pause_leader;
+         nemesis == Nemesis::pause_leader || nemesis == Nemesis::partition_leader;
 }
 
 }  // namespace warden::torture

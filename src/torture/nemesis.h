@@ -20,6 +20,10 @@
 //   pause-leader    SIGSTOP the leader (the command names it) for 2·ttl + epsilon,
 //                   then SIGCONT: the others elect a new one meanwhile
 //   restart-cell    kill -9 every backend process, then start each again
+//   partition-leader  cut the leader (the command names it) off from the other members
+//                   but not from the clients for 2·ttl + epsilon, then heal (an
+//                   isolate command does both: the members run in network namespaces
+//                   of the run's own)
 //
 // Server faults need the backend's PIDs and a command that starts each again (the
 // matrix script starts the backends and passes both). Clock jumps of external servers
@@ -46,6 +50,7 @@ enum class Nemesis {
   kill_leader,
   pause_leader,
   restart_cell,
+  partition_leader,
 };
 
 const char* to_string(Nemesis nemesis);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,11 @@ pid_t start_again(const std::string& command) {
   ::pclose(out);
   if (pid <= 0) throw std::runtime_error("restart command printed no PID: " + command);
   return static_cast<pid_t>(pid);
+}
+
+// Runs `command` with sh; throws if it fails.
+void run_command(const std::string& command) {
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
 }
 
 class Run {
@@ -426,6 +432,19 @@ class Run {
         record_fault("leader pid " + std::to_string(leader), -1, start, now_ns());
         return;
       }
+      case Nemesis::partition_leader: {
+        const pid_t leader = start_again(options_.master_command);
+        if (std::find(server_pids_.begin(), server_pids_.end(), leader) == server_pids_.end()) {
+          return;  // not one of ours (yet): no fault this time
+        }
+        const std::string pid = std::to_string(leader);
+        const Nanos start = now_ns();
+        run_command(options_.isolate_command + " cut " + pid);
+        std::this_thread::sleep_for(pause_length());
+        run_command(options_.isolate_command + " heal " + pid);
+        record_fault("leader pid " + pid + " cut off from the other members", -1, start, now_ns());
+        return;
+      }
       case Nemesis::restart_cell: {
         const Nanos start = now_ns();
         for (const pid_t pid : server_pids_) ::kill(pid, SIGKILL);
@@ -531,6 +550,9 @@ int run_torture(const TortureOptions& options) {
   if (hits_server(options.nemesis) && options.server_pids.empty()) {
     throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +
                              " needs --server-pid for each backend process");
+  }
+  if (options.nemesis == Nemesis::partition_leader && options.isolate_command.empty()) {
+    throw std::runtime_error("--nemesis partition-leader needs --isolate-command");
   }
   if (needs_master(options.nemesis) && options.master_command.empty()) {
     throw std::runtime_error(std::string("--nemesis ") + to_string(options.nemesis) +

@@ -42,6 +42,9 @@ struct TortureOptions {
   // For failover: a shell command that prints the PID of the server process that is
   // the master now (one of server_pids).
   std::string master_command;
+  // For partition-leader: a shell command run as `CMD cut PID` to cut the server process
+  // PID off from the others (not from the clients), and `CMD heal PID` to undo it.
+  std::string isolate_command;
   // The warden executable, started again as the resource and the clients.
   std::string self;
   // The engine's name in row.md (default: the URL's scheme).
