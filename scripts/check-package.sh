@@ -126,6 +126,20 @@ else
   echo "check-package: not root: unpacked into $root (maintainer scripts not run)"
 fi
 
+# take_token_then_stop PORT NAME LOG: the packaged `warden run` takes the lock
+# package/NAME on the wardend at PORT ($wardend_pid) and sets $token; then SIGTERM must
+# stop that wardend with status 0 (LOG is shown if not).
+take_token_then_stop() {
+  token=$("$root/usr/bin/warden" run --url "warden://127.0.0.1:$1" --group package \
+    --name "$2" --wait 10s -- sh -c 'echo "$WARDEN_TOKEN"')
+  [ "$token" -ge 1 ] || fail "warden run on package/$2 printed no token"
+  kill -TERM "$wardend_pid"
+  local status=0
+  wait "$wardend_pid" || status=$?
+  wardend_pid=
+  [ "$status" -eq 0 ] || { cat "$3"; fail "wardend exited $status on SIGTERM (package/$2)"; }
+}
+
 # 4. run the packaged server from the packaged config, flags winning
 "$root/usr/bin/wardend" --config "$root/etc/warden/wardend.conf" --listen 127.0.0.1:0 \
   --data-dir "$work/data" >"$work/wardend.log" 2>&1 &
@@ -138,14 +152,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$port" ] || { cat "$work/wardend.log"; fail "wardend did not start"; }
-token=$("$root/usr/bin/warden" run --url "warden://127.0.0.1:$port" --group package \
-  --name check --wait 10s -- sh -c 'echo "$WARDEN_TOKEN"')
-[ "$token" -ge 1 ] || fail "warden run printed no token"
-kill -TERM "$wardend_pid"
-status=0
-wait "$wardend_pid" || status=$?
-wardend_pid=
-[ "$status" -eq 0 ] || { cat "$work/wardend.log"; fail "wardend exited $status on SIGTERM"; }
+take_token_then_stop "$port" check "$work/wardend.log"
 [ -f "$work/data/state" ] || fail "wardend kept no state in the data dir given on the command line"
 echo "check-package: wardend --config ran, granted token $token, stopped cleanly"
 
@@ -159,14 +166,7 @@ cport=$(free_port_pair)
 wardend_pid=$!
 wait_until 30 grep -q "cell member 1 leads" "$work/cell.log" \
   || { cat "$work/cell.log"; fail "the one-member cell did not lead"; }
-token=$("$root/usr/bin/warden" run --url "warden://127.0.0.1:$cport" --group package \
-  --name cell --wait 10s -- sh -c 'echo "$WARDEN_TOKEN"')
-[ "$token" -ge 1 ] || fail "warden run on the cell printed no token"
-kill -TERM "$wardend_pid"
-status=0
-wait "$wardend_pid" || status=$?
-wardend_pid=
-[ "$status" -eq 0 ] || { cat "$work/cell.log"; fail "the cell member exited $status on SIGTERM"; }
+take_token_then_stop "$cport" cell "$work/cell.log"
 echo "check-package: wardend --cell ran from the packaged config, granted token $token"
 
 # 5. the unit
