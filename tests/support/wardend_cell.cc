@@ -3,7 +3,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/test_certs.h"
 #include "support/text_client.h"
+#include "support/tls_probe.h"
 
 namespace warden::testing {
 
@@ -13,6 +15,7 @@ WardendCell::WardendCell(std::size_t members, std::vector<std::string> extra_arg
     : dir_("wardend-cell"), extra_args_(std::move(extra_args)) {
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
+    if (extra_args_[i] == "--listen" && extra_args_[i + 1] == "none") tls_only_ = true;
   }
   for (std::size_t i = 0; i < members; ++i) {
     ports_.push_back(free_port_pair());
@@ -43,6 +46,26 @@ void WardendCell::start(std::size_t i) {
   }
 }
 
+std::string WardendCell::info(std::size_t i) const {
+  if (!tls_only_) {
+    TextClient c(ports_[i], 2);
+    if (password_) c({"AUTH", *password_});
+    return c({"INFO"});
+  }
+  TlsProbeOptions options;
+  options.ca = TestCerts::shared().ca().cert;
+  options.host = "127.0.0.1";
+  options.timeout = 2s;
+  TlsProbe probe(ports_[i], options);
+  if (password_) probe.call(resp_command({"AUTH", *password_}));
+  std::string reply = probe.call(resp_command({"INFO"}));
+  if (reply.empty()) return "";
+  // As TextClient tells it: "-MOVED host:port", or "$" and the text.
+  if (reply.starts_with("-")) return reply.substr(0, reply.find("\r\n"));
+  if (reply.starts_with("$")) return "$" + reply.substr(reply.find("\r\n") + 2);
+  return reply;
+}
+
 std::string WardendCell::spec(std::size_t i) const {
   return std::to_string(i + 1) + "@127.0.0.1:" + std::to_string(ports_.at(i));
 }
@@ -66,9 +89,7 @@ std::size_t WardendCell::wait_for_leader(std::chrono::milliseconds timeout,
     for (std::size_t i = 0; i < size(); ++i) {
       if (i == not_this || !processes_[i].running()) continue;
       try {
-        TextClient c(ports_[i], 2);
-        if (password_) c({"AUTH", *password_});
-        answers[i] = c({"INFO"});
+        answers[i] = info(i);
       } catch (const std::exception&) {
         continue;
       }

@@ -17,7 +17,8 @@ namespace warden::testing {
 class WardendCell {
  public:
   // Starts every member (`extra_args` given to each; with --requirepass, the fixture
-  // authenticates) and waits for a leader.
+  // authenticates; with `--listen none` and a TLS listener of the test certificates
+  // (support/tls_wardend.h), it asks over TLS) and waits for a leader.
   explicit WardendCell(std::size_t members = 3, std::vector<std::string> extra_args = {});
 
   std::size_t size() const { return ports_.size(); }
@@ -41,6 +42,9 @@ class WardendCell {
   // Throws std::runtime_error, with every member's log, after `timeout`.
   std::size_t wait_for_leader(std::chrono::milliseconds timeout = std::chrono::seconds(60),
                               std::optional<std::size_t> not_this = std::nullopt);
+  // Member i's answer to INFO, as TextClient tells it ("$..." from the leader,
+  // "-MOVED host:port" from a follower); throws if it cannot be asked.
+  std::string info(std::size_t i) const;
   // Every member's log, for a failure message.
   std::string logs() const;
 
@@ -50,6 +54,7 @@ class WardendCell {
   std::vector<std::uint16_t> ports_;
   std::string members_;
   std::optional<std::string> password_;  // from --requirepass in the extra arguments
+  bool tls_only_ = false;                // `--listen none`: members are asked over TLS
   std::vector<bool> joined_;             // started with --cell-join
   std::vector<ServerProcess> processes_;
 };

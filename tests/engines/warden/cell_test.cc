@@ -7,6 +7,8 @@
 #include <future>
 #include <string>
 
+#include "support/test_certs.h"
+#include "support/tls_wardend.h"
 #include "support/wardend_cell.h"
 #include "warden/client.h"
 #include "warden/error.h"
@@ -55,6 +57,27 @@ TEST(WardenCellClient, AHeldLockAndAWaitCarryOnAtTheNextLeader) {
   Lease after = waited.get();
   ASSERT_TRUE(after) << "the wait did not carry on at the new leader";
   EXPECT_GT(after.token(), token);
+}
+
+// A wardens:// cell: members with `--listen none` and a TLS listener, which takes the
+// member's address; -MOVED names it, and the client follows over TLS.
+TEST(WardenCellClient, AWardensCellIsFoundAndFailsOverOverTls) {
+  WardendCell cell(3, wardend_tls_args(false, {"--listen", "none"}));
+  const std::size_t leader = cell.wait_for_leader();
+  const std::size_t follower = (leader + 1) % cell.size();
+  std::string uri = cell_uri(cell, follower);
+  uri.replace(0, std::string("warden://").size(), "wardens://");
+  uri += "?ca=" + TestCerts::shared().ca().cert.string();
+  Client client = Client::open(uri);
+  Lease held = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+  ASSERT_TRUE(held);
+  const std::uint64_t token = held.token();
+  held.release();
+  cell.process(leader).kill9();
+  ASSERT_NE(cell.wait_for_leader(), leader);
+  Lease again = client.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(30s));
+  ASSERT_TRUE(again);
+  EXPECT_GT(again.token(), token);
 }
 
 TEST(WardenCellClient, APasswordIsCheckedByEveryMember) {
