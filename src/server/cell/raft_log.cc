@@ -120,7 +120,8 @@ struct RaftLog::Loop {
     RaftChange request{};
     ChangeDone done;
     std::uint64_t id = 0;
-    bool promote = false;  // an addition whose spare is still to be made a voter
+    bool promote = false;    // an addition whose spare is still to be made a voter
+    bool assigning = false;  // that spare is being made a voter (it catches up first)
   };
 
   RaftLogConfig config;
@@ -279,12 +280,15 @@ struct RaftLog::Loop {
     std::unique_ptr<Change> c(static_cast<Change*>(request->data));
     Loop& self = *c->loop;
     if (status != 0) {
-      c->done(change_error(
-          status, c->promote ? "the member was not added" : "the change was not committed"));
+      c->done(change_error(status, c->promote     ? "the member was not added"
+                                   : c->assigning ? "the member was added as a spare but did "
+                                                    "not catch up with the log to vote"
+                                                  : "the change was not committed"));
       return;
     }
     if (c->promote) {
       c->promote = false;
+      c->assigning = true;
       const int rv = raft_assign(&self.raft, &c->request, c->id, RAFT_VOTER, on_changed);
       if (rv != 0) {
         c->done(change_error(rv, "the member was added as a spare but not made a voter"));
