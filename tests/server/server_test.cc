@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "support/server_process.h"
+#include "support/text_client.h"
 
 extern char** environ;
 
@@ -229,60 +230,6 @@ class Client {
   int fd_ = -1;
   std::string in_;
   bool eof_ = false;
-};
-
-// hiredis, for the tests that talk to wardend the way a Redis client library would.
-class Redis {
- public:
-  explicit Redis(std::uint16_t port) {
-    ctx_ = redisConnectWithTimeout("127.0.0.1", port, timeval{5, 0});
-    if (ctx_ == nullptr || ctx_->err) throw std::runtime_error("hiredis cannot connect");
-    redisSetTimeout(ctx_, timeval{5, 0});
-  }
-  ~Redis() { redisFree(ctx_); }
-  Redis(const Redis&) = delete;
-  Redis& operator=(const Redis&) = delete;
-
-  // The reply as text: "+OK", "-ERR ...", ":1", "$text", "(nil)", "[a, b]".
-  std::string operator()(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* reply = static_cast<redisReply*>(
-        redisCommandArgv(ctx_, static_cast<int>(args.size()), argv.data(), lens.data()));
-    if (reply == nullptr) return kNoReply;
-    std::string text = describe(reply);
-    freeReplyObject(reply);
-    return text;
-  }
-
- private:
-  static std::string describe(const redisReply* r) {
-    switch (r->type) {
-      case REDIS_REPLY_STATUS:
-        return "+" + std::string(r->str, r->len);
-      case REDIS_REPLY_ERROR:
-        return "-" + std::string(r->str, r->len);
-      case REDIS_REPLY_INTEGER:
-        return ":" + std::to_string(r->integer);
-      case REDIS_REPLY_STRING:
-        return "$" + std::string(r->str, r->len);
-      case REDIS_REPLY_NIL:
-        return "(nil)";
-      case REDIS_REPLY_ARRAY: {
-        std::string out = "[";
-        for (std::size_t i = 0; i < r->elements; ++i) {
-          out += (i ? ", " : "") + describe(r->element[i]);
-        }
-        return out + "]";
-      }
-    }
-    return "?";
-  }
-  redisContext* ctx_ = nullptr;
 };
 
 // --- helpers around a server
@@ -746,7 +693,7 @@ TEST(WardendTest, StrangerCannotRenewOrReleaseAGrantWhateverTokenAndSecretItTrie
 
 TEST(WardendTest, RequirepassAsksForAuthFirst) {
   Wardend server({"--requirepass", "s3cret"});
-  Redis redis(server.port());
+  TextClient redis(server.port());
   EXPECT_EQ(redis({"PING"}), "-NOAUTH authentication required");
   EXPECT_EQ(redis({"ACQUIRE", "t/k", "x", "30000"}), "-NOAUTH authentication required");
   EXPECT_EQ(redis({"AUTH", "guess"}), "-WRONGPASS invalid password");
@@ -756,7 +703,7 @@ TEST(WardendTest, RequirepassAsksForAuthFirst) {
   const std::string acquired = redis({"ACQUIRE", "t/k", "x", "30000"});
   ASSERT_TRUE(acquired.starts_with("[:1, :0, $")) << acquired;  // [token, waited_us, secret]
   const std::string secret = acquired.substr(10, 32);
-  Redis other(server.port());
+  TextClient other(server.port());
   EXPECT_EQ(other({"INSPECT", "t/k"}), "-NOAUTH authentication required");
   EXPECT_EQ(other({"AUTH", "default", "s3cret"}), "+OK");
   EXPECT_EQ(other({"RELEASE", "t/k", "1", secret}), ":1");

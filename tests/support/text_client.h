@@ -22,6 +22,8 @@ class TextClient {
     redisSetTimeout(ctx_.get(), timeval{timeout_s, 0});
   }
 
+  // Sends one request and returns its reply as text: "+OK", "-ERR ...", ":1", "$text",
+  // "(nil)", "[a, b]".
   std::string operator()(const std::vector<std::string>& args) {
     send(args);
     return receive();
@@ -68,8 +70,9 @@ class TextClient {
         return "(nil)";
       case REDIS_REPLY_ERROR:
         return "-" + std::string(r->str, r->len);
-      case REDIS_REPLY_STRING:
       case REDIS_REPLY_STATUS:
+        return "+" + std::string(r->str, r->len);
+      case REDIS_REPLY_STRING:
         return "$" + std::string(r->str, r->len);
       case REDIS_REPLY_ARRAY: {
         std::string out = "[";

@@ -51,7 +51,7 @@ TEST(WardendCell, FollowersSendClientsToTheLeaderAndGrantNothing) {
   const std::string moved = "-MOVED 127.0.0.1:" + std::to_string(cell.port(leader));
   EXPECT_EQ(f({"ACQUIRE", "t/lock", "x", "60000"}), moved);
   EXPECT_EQ(f({"INFO"}), moved);
-  EXPECT_EQ(f({"PING"}), "$PONG");
+  EXPECT_EQ(f({"PING"}), "+PONG");
 
   TextClient l(cell.port(leader));
   const Grant g = grant_of(l({"ACQUIRE", "t/lock", "x", "60000"}));
@@ -266,7 +266,7 @@ TEST(WardendCell, MembershipChangesAreRefusedWithTheirReason) {
   WardendCell cell(3, {"--requirepass", "s3cret"});
   const std::size_t leader = cell.wait_for_leader();
   TextClient c(cell.port(leader));
-  ASSERT_EQ(c({"AUTH", "s3cret"}), "$OK");
+  ASSERT_EQ(c({"AUTH", "s3cret"}), "+OK");
   EXPECT_TRUE(c({"CELL", "ADD", "7@localhost:1"}).starts_with("-ERR")) << "a host name";
   EXPECT_TRUE(c({"CELL", "ADD", cell.spec(leader)}).starts_with("-ERR")) << "a member again";
   EXPECT_TRUE(c({"CELL", "REMOVE", "9"}).starts_with("-ERR")) << "no such member";
@@ -275,7 +275,7 @@ TEST(WardendCell, MembershipChangesAreRefusedWithTheirReason) {
   EXPECT_TRUE(anonymous({"CELL", "REMOVE", "2"}).starts_with("-NOPERM"));
   // A follower sends the change to the leader.
   TextClient f(cell.port(other_than(leader)));
-  ASSERT_EQ(f({"AUTH", "s3cret"}), "$OK");
+  ASSERT_EQ(f({"AUTH", "s3cret"}), "+OK");
   EXPECT_EQ(f({"CELL", "REMOVE", "2"}), "-MOVED 127.0.0.1:" + std::to_string(cell.port(leader)));
 }
 
