@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <thread>
 #include <utility>
@@ -13,6 +14,24 @@ namespace warden::engines::postgres {
 namespace {
 
 using std::chrono::milliseconds;
+
+// The first words of `sql` on one line, for a message.
+std::string gist(const std::string& sql) {
+  constexpr std::size_t kMost = 60;
+  std::string out;
+  bool space = false;
+  for (const char c : sql) {
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+    if (out.size() >= kMost) return out + "...";
+  }
+  return out;
+}
 
 // Longest poll() slice, so a stop request is seen soon.
 constexpr milliseconds kSlice{20};
@@ -224,6 +243,7 @@ void PgConnection::send(const std::string& sql, const std::vector<Param>& params
     formats.push_back(p.bytes ? 1 : 0);
     types.push_back(p.bytes ? kByteaOid : 0);
   }
+  last_sent_ = gist(sql);
   if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), types.data(),
                         values.data(), lengths.data(), formats.data(), 0) == 0) {
     broken("sending a query failed");
@@ -270,6 +290,7 @@ Reply PgConnection::query_prepared(const std::string& name, const std::string& s
                                    const std::vector<Param>& params, const QueryLimits& limits) {
   if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
   if (!prepared_.contains(name)) {
+    last_sent_ = "preparing " + name;
     if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 0) {
       broken("preparing a statement failed");
     }
@@ -290,6 +311,7 @@ void PgConnection::send_execute(const std::string& name, const std::vector<Param
     lengths.push_back(static_cast<int>(p.value.size()));
     formats.push_back(p.bytes ? 1 : 0);
   }
+  last_sent_ = name;
   if (PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(params.size()), values.data(),
                           lengths.data(), formats.data(), 0) == 0) {
     broken("sending a query failed");
@@ -303,6 +325,7 @@ void PgConnection::send_prepared(const std::string& name, const std::string& sql
     send_execute(name, params);
     return;
   }
+  last_sent_ = "preparing " + name;
   if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 0) {
     broken("preparing a statement failed");
   }
@@ -311,6 +334,7 @@ void PgConnection::send_prepared(const std::string& name, const std::string& sql
 
 Reply PgConnection::script(const std::string& sql, const QueryLimits& limits) {
   if (conn_ == nullptr) throw Error(Errc::unavailable, "PostgreSQL: the connection is closed");
+  last_sent_ = gist(sql);
   if (PQsendQuery(conn_, sql.c_str()) == 0) broken("sending a statement failed");
   return finish(limits);
 }
@@ -325,7 +349,8 @@ Reply PgConnection::finish(const QueryLimits& limits) {
     const auto now = Clock::now();
     if (now >= give_up_at) {
       close();
-      throw Error(Errc::deadline_exceeded, "PostgreSQL did not answer in time");
+      throw Error(Errc::deadline_exceeded,
+                  "PostgreSQL did not answer in time (" + last_sent_ + ")");
     }
     if ((limits.stop.stop_requested() || now >= limits.cancel_at) &&
         now - last_cancel >= kCancelRepeat) {
@@ -366,7 +391,8 @@ Reply PgConnection::finish(const QueryLimits& limits) {
       if (Clock::now() >= give_up_at) {
         PQclear(last);
         close();
-        throw Error(Errc::deadline_exceeded, "PostgreSQL did not answer in time");
+        throw Error(Errc::deadline_exceeded,
+                    "PostgreSQL did not answer in time (" + last_sent_ + ")");
       }
     }
   }

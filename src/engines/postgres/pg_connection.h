@@ -153,6 +153,9 @@ class PgConnection {
   std::string describe_;  // start(): the server, for a failed login's message
   int idle_timeout_ms_ = 0;
   std::set<std::string> prepared_;  // statement names prepared on this session
+  // What was sent last, for a message when its answer does not come: a prepared
+  // statement's name, or the SQL's first words.
+  std::string last_sent_;
 };
 
 // Error(...) for a failed reply: the code from its SQLSTATE, `what` and the server's

@@ -66,6 +66,29 @@ TEST(PostgresFailure, UserWithoutCreateRightsGetsAnErrorNamingThePrivilege) {
   EXPECT_TRUE(plain.check(lease.sequencer()));
 }
 
+// A statement whose answer never comes (the server frozen whole, a session already open)
+// ends at op_timeout with an error that names what was asked: a stall is told apart
+// from a slow login, and says where it stalled.
+TEST(PostgresFailure, AnUnansweredStatementIsNamedInItsTimeout) {
+  PostgresServer server;
+  Client client = Client::open(server.uri(), quick_options(2000ms));
+  {
+    Lease warm = client.lock("g", "x").acquire(Mode::exclusive, Wait::none());
+    ASSERT_TRUE(warm);
+    warm.release();  // its session goes back to the pool, open
+  }
+  server.process().signal_family(SIGSTOP);
+  try {
+    (void)client.lock("g", "y").acquire(Mode::exclusive, Wait::none());
+    ADD_FAILURE() << "a frozen server granted a lock";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::deadline_exceeded) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("did not answer in time ("), std::string::npos) << what;
+  }
+  server.process().signal_family(SIGCONT);
+}
+
 TEST(PostgresFailure, ServerKilledUnderAWaiterEndsItsWaitWithUnavailable) {
   PostgresServer server;
   Client holder = Client::open(server.uri(), unhurried_options());
