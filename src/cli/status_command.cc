@@ -20,6 +20,7 @@
 #include "cli/status_format.h"
 #include "core/names.h"
 #include "core/uri.h"
+#include "engines/warden/cell_locator.h"
 #include "warden/client.h"
 #include "warden/error.h"
 
@@ -87,12 +88,10 @@ std::string leader_info(std::string_view url) {
       }
       const std::string text(reply->str, reply->len);
       why += "; " + conn.endpoint() + ": " + text;
-      const auto colon = text.rfind(':');
-      if (text.starts_with("MOVED ") && colon != std::string::npos && colon > 6) {
+      if (const auto moved = engines::wardend::moved_to(text)) {
         bench::Endpoint leader = at;
-        leader.host = text.substr(6, colon - 6);
-        leader.port =
-            static_cast<std::uint16_t>(std::strtoul(text.c_str() + colon + 1, nullptr, 10));
+        leader.host = moved->host;
+        leader.port = moved->port;
         ask.push_front(leader);
       }
     } catch (const Error& e) {

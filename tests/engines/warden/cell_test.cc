@@ -7,6 +7,7 @@
 #include <future>
 #include <string>
 
+#include "support/server_process.h"
 #include "support/test_certs.h"
 #include "support/tls_wardend.h"
 #include "support/wardend_cell.h"
@@ -78,6 +79,22 @@ TEST(WardenCellClient, AWardensCellIsFoundAndFailsOverOverTls) {
   Lease again = client.lock("g", "x").acquire(Mode::exclusive, Wait::up_to(30s));
   ASSERT_TRUE(again);
   EXPECT_GT(again.token(), token);
+}
+
+// No member answers: Client::open fails at once, naming the cell and each member.
+TEST(WardenCellClient, ACellWithNoMemberUpIsUnavailableNamingItsMembers) {
+  const std::string a = "127.0.0.1:" + std::to_string(free_port());
+  const std::string b = "127.0.0.1:" + std::to_string(free_port());
+  try {
+    (void)Client::open("warden://" + a + "," + b);
+    ADD_FAILURE() << "opened a cell nobody serves";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::unavailable) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no member of the wardend cell"), std::string::npos) << what;
+    EXPECT_NE(what.find(a), std::string::npos) << what;
+    EXPECT_NE(what.find(b), std::string::npos) << what;
+  }
 }
 
 TEST(WardenCellClient, APasswordIsCheckedByEveryMember) {
